@@ -1,0 +1,50 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Resolves host names with the system resolver (`getaddrinfo`: /etc/hosts, DNS, nss).
+package enum HostResolver {
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package let host: String
+        package let reason: String
+        package var description: String { "cannot resolve \(host): \(reason)" }
+    }
+
+    /// The addresses of `host`, IPv4 first, without duplicates; a literal address
+    /// is returned as it is, without asking anyone. Blocks while the resolver works.
+    package static func resolve(_ host: String, limit: Int = 8) throws -> [IPAddress] {
+        if let literal = IPAddress(host) { return [literal] }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        guard status == 0 else {
+            let reason = status == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
+            throw Failure(host: host, reason: reason)
+        }
+        defer { freeaddrinfo(list) }
+        var found: [IPAddress] = []
+        var entry = list
+        while let current = entry?.pointee {
+            entry = current.ai_next
+            guard let socketAddress = current.ai_addr else { continue }
+            let address: IPAddress?
+            switch current.ai_family {
+            case AF_INET:
+                address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    withUnsafeBytes(of: $0.pointee.sin_addr) { IPAddress(bytes: Array($0)) }
+                }
+            case AF_INET6:
+                address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    withUnsafeBytes(of: $0.pointee.sin6_addr) { IPAddress(bytes: Array($0)) }
+                }
+            default:
+                address = nil
+            }
+            if let address, !found.contains(address) { found.append(address) }
+        }
+        let ordered = found.filter { $0.family == .v4 } + found.filter { $0.family == .v6 }
+        return Array(ordered.prefix(limit))
+    }
+}

@@ -1,0 +1,79 @@
+import CNetlink
+
+/// `IFA_F_*` flags of an address.
+package struct AddressFlags: OptionSet, Hashable, Sendable {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    package static let secondary = AddressFlags(rawValue: 0x01)
+    package static let optimistic = AddressFlags(rawValue: 0x04)
+    package static let dadFailed = AddressFlags(rawValue: 0x08)
+    package static let deprecated = AddressFlags(rawValue: 0x20)
+    package static let tentative = AddressFlags(rawValue: 0x40)
+    package static let permanent = AddressFlags(rawValue: 0x80)
+}
+
+/// `RT_SCOPE_*` of an address.
+package enum AddressScope {
+    package static let universe: UInt8 = 0
+    package static let site: UInt8 = 200
+    package static let link: UInt8 = 253
+    package static let host: UInt8 = 254
+    package static let nowhere: UInt8 = 255
+}
+
+/// An address assigned to an interface.
+package struct InterfaceAddress: Hashable, Sendable {
+    package var interfaceIndex: Int32
+    package var address: IPAddress
+    package var prefixLength: UInt8
+    package var scope: UInt8
+    package var flags: AddressFlags
+
+    package init(interfaceIndex: Int32, address: IPAddress, prefixLength: UInt8,
+                 scope: UInt8 = AddressScope.universe, flags: AddressFlags = [.permanent]) {
+        self.interfaceIndex = interfaceIndex
+        self.address = address
+        self.prefixLength = prefixLength
+        self.scope = scope
+        self.flags = flags
+    }
+
+    /// What the kernel uses to tell one address of an interface from another.
+    package struct Key: Hashable, Sendable {
+        package var interfaceIndex: Int32
+        package var address: IPAddress
+        package var prefixLength: UInt8
+    }
+
+    package var key: Key { Key(interfaceIndex: interfaceIndex, address: address, prefixLength: prefixLength) }
+
+    /// The address can source new connections beyond the link: not host-scoped,
+    /// not a failed or still-tentative IPv6 address, and (IPv6) not link-local.
+    package var isUsableForGlobalTraffic: Bool {
+        if flags.contains(.dadFailed) { return false }
+        if flags.contains(.tentative) && !flags.contains(.optimistic) { return false }
+        switch address.family {
+        case .v4: return scope != AddressScope.host && scope != AddressScope.nowhere
+        case .v6: return scope == AddressScope.universe || scope == AddressScope.site
+        }
+    }
+
+    /// "192.0.2.10/24"
+    package var cidr: String { "\(address)/\(prefixLength)" }
+
+    /// Reads the fields out of a libnl address object; nil for an address without a local part.
+    init?(_ object: OpaquePointer) {
+        guard let local = rtnl_addr_get_local(object),
+              let bytes = nl_addr_get_binary_addr(local) else { return nil }
+        let length = Int(nl_addr_get_len(local))
+        guard let address = IPAddress(bytes: Array(UnsafeRawBufferPointer(start: bytes, count: length))) else {
+            return nil
+        }
+        self.address = address
+        interfaceIndex = rtnl_addr_get_ifindex(object)
+        prefixLength = UInt8(truncatingIfNeeded: rtnl_addr_get_prefixlen(object))
+        scope = UInt8(truncatingIfNeeded: rtnl_addr_get_scope(object))
+        flags = AddressFlags(rawValue: rtnl_addr_get_flags(object))
+    }
+}

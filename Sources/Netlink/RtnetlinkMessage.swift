@@ -1,0 +1,79 @@
+import CNetlink
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A route was added or removed. Only enough to know that something changed:
+/// the route table itself is never kept (a full BGP table is ~1M routes).
+package struct RouteChange: Hashable, Sendable {
+    package var family: IPAddress.Family
+    package var table: UInt8
+    package var destinationPrefixLength: UInt8
+    package var type: UInt8
+    package var removed: Bool
+}
+
+/// One rtnetlink message that matters to the path.
+package enum RtnetlinkMessage: Sendable {
+    case link(Link)
+    case linkRemoved(index: Int32)
+    case address(InterfaceAddress)
+    case addressRemoved(InterfaceAddress)
+    case route(RouteChange)
+    /// A policy rule changed: the FIB may answer differently with no route message.
+    case rule
+}
+
+extension RtnetlinkMessage {
+    /// Decodes one kernel message; nil for messages that do not describe state
+    /// (and for `AF_INET6`/`AF_BRIDGE` link messages, which are not the link itself:
+    /// they report carrier 0 while `IFF_LOWER_UP` is set).
+    init?(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        switch header.pointee.nlmsg_type {
+        case MessageType.newLink, MessageType.deleteLink:
+            guard let info = header.payload(as: ifinfomsg.self), info.ifi_family == UInt8(AF_UNSPEC) else {
+                return nil
+            }
+            if header.pointee.nlmsg_type == MessageType.deleteLink {
+                self = .linkRemoved(index: info.ifi_index)
+            } else {
+                guard let link = Self.parse(header, as: Link.init) else { return nil }
+                self = .link(link)
+            }
+        case MessageType.newAddress, MessageType.deleteAddress:
+            guard let parsed = Self.parse(header, as: InterfaceAddress.init), let address = parsed else { return nil }
+            self = header.pointee.nlmsg_type == MessageType.newAddress ? .address(address) : .addressRemoved(address)
+        case MessageType.newRoute, MessageType.deleteRoute:
+            guard let route = header.payload(as: rtmsg.self) else { return nil }
+            let family: IPAddress.Family
+            switch Int32(route.rtm_family) {
+            case AF_INET: family = .v4
+            case AF_INET6: family = .v6
+            default: return nil
+            }
+            self = .route(RouteChange(family: family, table: route.rtm_table,
+                                      destinationPrefixLength: route.rtm_dst_len, type: route.rtm_type,
+                                      removed: header.pointee.nlmsg_type == MessageType.deleteRoute))
+        case MessageType.newRule, MessageType.deleteRule:
+            self = .rule
+        default:
+            return nil
+        }
+    }
+
+    /// Lets libnl's route object parsers read the message, then reads the object.
+    private static func parse<T>(_ header: UnsafeMutablePointer<nlmsghdr>, as read: (OpaquePointer) -> T) -> T? {
+        guard let message = nlmsg_convert(header) else { return nil }
+        defer { nlmsg_free(message) }
+        nlmsg_set_proto(message, NETLINK_ROUTE)
+        var object: OpaquePointer?
+        let status = nl_msg_parse(message, { parsed, context in
+            guard let parsed, let context else { return }
+            nl_object_get(parsed)
+            context.storeBytes(of: parsed, as: OpaquePointer?.self)
+        }, &object)
+        guard status >= 0, let object else { return nil }
+        defer { nl_object_put(object) }
+        return read(object)
+    }
+}

@@ -1,0 +1,58 @@
+import CNetlink
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The subscribed socket: every link, address, route and rule change of the
+/// network namespace it was created in, read without blocking.
+package final class RtnetlinkSubscription {
+    private let socket: NetlinkSocket
+
+    /// What the kernel granted for the receive buffer (bytes).
+    package let receiveBufferSize: Int
+
+    /// The descriptor to poll for readability.
+    package var fileDescriptor: Int32 { socket.fileDescriptor }
+
+    /// - Parameter receiveBufferSize: asked for with `SO_RCVBUFFORCE` when
+    ///   privileged, `SO_RCVBUF` (capped by `net.core.rmem_max`) otherwise.
+    package init(receiveBufferSize: Int = 4 << 20) throws {
+        socket = try NetlinkSocket()
+        for group in [MulticastGroup.link, MulticastGroup.ipv4Address, MulticastGroup.ipv6Address,
+                      MulticastGroup.ipv4Route, MulticastGroup.ipv6Route,
+                      MulticastGroup.ipv4Rule, MulticastGroup.ipv6Rule] {
+            try socket.join(group: group)
+        }
+        self.receiveBufferSize = socket.setReceiveBufferSize(receiveBufferSize)
+    }
+
+    package enum DrainOutcome: Equatable, Sendable {
+        /// Everything queued was read; `messages` of them mattered.
+        case drained(messages: Int)
+        /// The limit was reached with more queued: handle what you have, then call again.
+        case limitReached(messages: Int)
+        /// The kernel dropped messages (`ENOBUFS`): the state is unknown until re-dumped.
+        case overrun
+    }
+
+    /// Reads every queued message, up to `limit` of them, handing each to `handle`.
+    package func drain(limit: Int = 10_000, _ handle: (RtnetlinkMessage) -> Void) throws -> DrainOutcome {
+        var count = 0
+        while count < limit {
+            switch try socket.receive(blocking: false, operation: "reading rtnetlink events") {
+            case .wouldBlock:
+                return .drained(messages: count)
+            case .overrun:
+                return .overrun
+            case let .messages(bytes):
+                socket.forEachMessage(in: bytes) { header in
+                    if let message = RtnetlinkMessage(header) {
+                        count += 1
+                        handle(message)
+                    }
+                }
+            }
+        }
+        return .limitReached(messages: count)
+    }
+}

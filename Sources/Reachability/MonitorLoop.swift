@@ -1,0 +1,146 @@
+import Dispatch
+import Foundation
+import Netlink
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The event loop of a `ReachabilityMonitor`: one thread that owns the engine,
+/// polls the netlink socket (and an eventfd for stop requests and name
+/// resolutions), drains every queued event, then evaluates the path once.
+/// It sleeps in `poll` with no timeout while the network is quiet.
+final class MonitorLoop: @unchecked Sendable {
+    // Touched only by the loop thread once it runs (and by `start` before that).
+    private let engine: PathEngine
+    private var addresses: [IPAddress]
+    private var resolutionKey: String?
+
+    private let target: ReachabilityMonitor.Target
+    private weak var monitor: ReachabilityMonitor?
+    /// A pipe: the loop polls the read end; stop requests and resolutions write a byte.
+    private let wake: (read: Int32, write: Int32)
+    private let stopRequested = Atomic<Bool>(false)
+    private let resolved = Mutex<[IPAddress]?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+    private let resolving = Atomic<Bool>(false)
+
+    init(engine: PathEngine, target: ReachabilityMonitor.Target, monitor: ReachabilityMonitor) throws {
+        self.engine = engine
+        self.target = target
+        self.monitor = monitor
+        addresses = try Self.resolve(target)
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw NetlinkError.system(operation: "creating a wake-up pipe", errno: errno) }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        wake = (ends[0], ends[1])
+    }
+
+    deinit {
+        close(wake.read)
+        close(wake.write)
+    }
+
+    /// The addresses a target stands for. A name that does not resolve stands for none.
+    static func resolve(_ target: ReachabilityMonitor.Target) throws -> [IPAddress] {
+        guard case let .host(host) = target else { return [] }
+        if let literal = IPAddress(host) { return [literal] }
+        return (try? HostResolver.resolve(host)) ?? []
+    }
+
+    static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress]) throws -> Path {
+        switch target {
+        case .defaultPath:
+            return engine.evaluateDefaultPath()
+        case let .host(host) where addresses.isEmpty:
+            // The name does not resolve: if the network itself is down, that is the answer;
+            // otherwise nobody knows the destination's path.
+            var path = engine.evaluateDefaultPath()
+            path.destination = host
+            path.routes = []
+            if path.status.isReachable {
+                path = .unknown(destination: host)
+                path.interfaces = engine.evaluateDefaultPath().interfaces
+            }
+            return path
+        case let .host(host):
+            return engine.evaluate(destination: host, addresses: addresses)
+        }
+    }
+
+    func publishCurrentPath() {
+        let path = (try? Self.evaluate(engine, target: target, addresses: addresses)) ?? .unknown()
+        if let published = monitor?.publish(path, statistics: engine.statistics) {
+            resolveAgainIfNeeded(after: published)
+        }
+    }
+
+    func startThread() {
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "reachability-monitor"
+        thread.start()
+    }
+
+    func stopAndWait() {
+        stopRequested.store(true, ordering: .sequentiallyConsistent)
+        signalWake()
+        finished.wait()
+    }
+
+    private func signalWake() {
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
+    }
+
+    private func run() {
+        var descriptors = [pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+        while !stopRequested.load(ordering: .sequentiallyConsistent) {
+            // While the state is unknown, retry the dump every second; otherwise sleep until told.
+            let timeout: Int32 = engine.isSynchronized ? -1 : 1_000
+            let ready = poll(&descriptors, 2, timeout)
+            if ready < 0 && errno == EINTR { continue }
+            if stopRequested.load(ordering: .sequentiallyConsistent) { break }
+            var evaluate = false
+            if descriptors[1].revents != 0 {
+                var bytes = [UInt8](repeating: 0, count: 64)
+                while read(wake.read, &bytes, bytes.count) > 0 {}
+                if let fresh = resolved.withLock({ value in defer { value = nil }; return value }), fresh != addresses {
+                    addresses = fresh
+                    evaluate = true
+                }
+            }
+            if descriptors[0].revents != 0 {
+                evaluate = engine.processEvents() || evaluate
+            }
+            if !engine.isSynchronized {
+                try? engine.resynchronize()
+                evaluate = true
+            }
+            if evaluate { publishCurrentPath() }
+        }
+    }
+
+    /// Resolves a host name again when the default path changed under it: a new
+    /// network (or a VPN) often answers with other addresses.
+    private func resolveAgainIfNeeded(after path: Path) {
+        guard case let .host(host) = target, IPAddress(host) == nil else { return }
+        let key = "\(path.status)|\(path.interface?.name ?? "")|\(path.vpn?.name ?? "")"
+        defer { resolutionKey = key }
+        guard resolutionKey != nil, key != resolutionKey, !resolving.exchange(true, ordering: .sequentiallyConsistent) else {
+            return
+        }
+        DispatchQueue.global().async { [self] in
+            let fresh = (try? HostResolver.resolve(host)) ?? []
+            resolved.withLock { $0 = fresh }
+            resolving.store(false, ordering: .sequentiallyConsistent)
+            signalWake()
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import FoundationEssentials
+
+/// The network path: what reachd publishes, `reachctl status --json` prints,
+/// and D-Bus `Describe()` returns. Encodes to exactly CONTRACT.md's path document.
+public struct Path: Codable, Sendable, Equatable {
+    /// An interface named in the document.
+    public struct Interface: Codable, Sendable, Equatable {
+        public var name: String
+        public var index: Int
+        public var kind: InterfaceKind
+
+        public init(name: String, index: Int, kind: InterfaceKind) {
+            self.name = name
+            self.index = index
+            self.kind = kind
+        }
+    }
+
+    /// One entry of `interfaces`: every interface that is not ignored.
+    public struct InterfaceState: Codable, Sendable, Equatable {
+        public var name: String
+        public var index: Int
+        public var kind: InterfaceKind
+        /// RFC 2863 operational state: up, down, lowerlayerdown, dormant, unknown, …
+        public var operstate: String
+        /// Administratively up.
+        public var up: Bool
+        public var carrier: Bool
+        /// "192.0.2.10/24", "2001:db8::10/64", in the kernel's order.
+        public var addresses: [String]
+
+        public init(name: String, index: Int, kind: InterfaceKind, operstate: String, up: Bool, carrier: Bool, addresses: [String]) {
+            self.name = name
+            self.index = index
+            self.kind = kind
+            self.operstate = operstate
+            self.up = up
+            self.carrier = carrier
+            self.addresses = addresses
+        }
+    }
+
+    /// The kernel's answer for one probed address.
+    public struct Route: Codable, Sendable, Equatable {
+        /// The probe (or resolved destination) address.
+        public var destination: String
+        public var status: ReachabilityStatus
+        public var reason: UnreachableReason?
+        /// The interface the kernel picked (a tunnel, if it picked one).
+        public var interface: String?
+        public var gateway: String?
+        /// The source address the kernel would use.
+        public var source: String?
+
+        public init(destination: String, status: ReachabilityStatus, reason: UnreachableReason? = nil,
+                    interface: String? = nil, gateway: String? = nil, source: String? = nil) {
+            self.destination = destination
+            self.status = status
+            self.reason = reason
+            self.interface = interface
+            self.gateway = gateway
+            self.source = source
+        }
+    }
+
+    public var status: ReachabilityStatus
+    /// Set only when `status` is `unreachable`.
+    public var reason: UnreachableReason?
+    /// The interface that carries the path (under a VPN, the one the tunnel rides on).
+    public var interface: Interface?
+    /// Next hop; nil for on-link and point-to-point paths. IPv6 link-local gateways carry their zone ("fe80::1%eth0").
+    public var gateway: String?
+    /// The IPv4 probe has a usable path.
+    public var ipv4: Bool
+    /// The IPv6 probe has a usable path.
+    public var ipv6: Bool
+    /// Cellular, or marked metered in the config.
+    public var expensive: Bool
+    /// The tunnel the kernel routes the probe through, if any.
+    public var vpn: Interface?
+    public var interfaces: [InterfaceState]
+    public var trust: TrustSummary
+    /// True on the first document a subscriber receives.
+    public var initial: Bool
+    /// When this status began.
+    public var since: Date
+    public var source: PathSource
+    /// For per-destination monitors: the host name or address asked about; nil for the default path.
+    public var destination: String?
+    /// The kernel's lookups behind this path, one per probed address.
+    public var routes: [Route]
+
+    public init(status: ReachabilityStatus, reason: UnreachableReason? = nil, interface: Interface? = nil,
+                gateway: String? = nil, ipv4: Bool = false, ipv6: Bool = false, expensive: Bool = false,
+                vpn: Interface? = nil, interfaces: [InterfaceState] = [], trust: TrustSummary = .none,
+                initial: Bool = false, since: Date = Date(), source: PathSource = .direct,
+                destination: String? = nil, routes: [Route] = []) {
+        self.status = status
+        self.reason = reason
+        self.interface = interface
+        self.gateway = gateway
+        self.ipv4 = ipv4
+        self.ipv6 = ipv6
+        self.expensive = expensive
+        self.vpn = vpn
+        self.interfaces = interfaces
+        self.trust = trust
+        self.initial = initial
+        self.since = since
+        self.source = source
+        self.destination = destination
+        self.routes = routes
+    }
+
+    /// The honest answer before anything is known.
+    public static func unknown(since: Date = Date(), source: PathSource = .direct, destination: String? = nil) -> Path {
+        Path(status: .unknown, since: since, source: source, destination: destination)
+    }
+
+    /// Same path, ignoring when it began and whether it is someone's first:
+    /// publishing a document that only differs there would be noise.
+    public func isSamePath(as other: Path) -> Bool {
+        var copy = other
+        copy.since = since
+        copy.initial = initial
+        return copy == self
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, initial, since, source,
+             destination, routes
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        status = try container.decode(ReachabilityStatus.self, forKey: .status)
+        reason = try container.decodeIfPresent(UnreachableReason.self, forKey: .reason)
+        interface = try container.decodeIfPresent(Interface.self, forKey: .interface)
+        gateway = try container.decodeIfPresent(String.self, forKey: .gateway)
+        ipv4 = try container.decode(Bool.self, forKey: .ipv4)
+        ipv6 = try container.decode(Bool.self, forKey: .ipv6)
+        expensive = try container.decode(Bool.self, forKey: .expensive)
+        vpn = try container.decodeIfPresent(Interface.self, forKey: .vpn)
+        interfaces = try container.decodeIfPresent([InterfaceState].self, forKey: .interfaces) ?? []
+        trust = try container.decodeIfPresent(TrustSummary.self, forKey: .trust) ?? .none
+        initial = try container.decodeIfPresent(Bool.self, forKey: .initial) ?? false
+        let sinceText = try container.decode(String.self, forKey: .since)
+        guard let parsed = try? Date(sinceText, strategy: .iso8601) else {
+            throw DecodingError.dataCorruptedError(forKey: .since, in: container, debugDescription: "not ISO 8601: \(sinceText)")
+        }
+        since = parsed
+        source = try container.decodeIfPresent(PathSource.self, forKey: .source) ?? .direct
+        destination = try container.decodeIfPresent(String.self, forKey: .destination)
+        routes = try container.decodeIfPresent([Route].self, forKey: .routes) ?? []
+    }
+
+    /// Every documented key is always present; absent values are `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status, forKey: .status)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(interface, forKey: .interface)
+        try container.encode(gateway, forKey: .gateway)
+        try container.encode(ipv4, forKey: .ipv4)
+        try container.encode(ipv6, forKey: .ipv6)
+        try container.encode(expensive, forKey: .expensive)
+        try container.encode(vpn, forKey: .vpn)
+        try container.encode(interfaces, forKey: .interfaces)
+        try container.encode(trust, forKey: .trust)
+        try container.encode(initial, forKey: .initial)
+        try container.encode(since.formatted(.iso8601), forKey: .since)
+        try container.encode(source, forKey: .source)
+        try container.encode(destination, forKey: .destination)
+        try container.encode(routes, forKey: .routes)
+    }
+
+    /// The document as one line of JSON, keys sorted.
+    public func jsonString() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding a value of only strings, numbers and booleans cannot fail.
+        return String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self)
+    }
+
+    /// Reads a document written by `jsonString()` (or by reachd).
+    public init(json: String) throws {
+        self = try JSONDecoder().decode(Path.self, from: Data(json.utf8))
+    }
+}
+
+extension Path.Route {
+    enum CodingKeys: String, CodingKey { case destination, status, reason, interface, gateway, source }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(destination, forKey: .destination)
+        try container.encode(status, forKey: .status)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(interface, forKey: .interface)
+        try container.encode(gateway, forKey: .gateway)
+        try container.encode(source, forKey: .source)
+    }
+}

@@ -1,0 +1,101 @@
+import FoundationEssentials
+import Netlink
+
+/// The netlink side of a monitor: the subscribed socket, the query socket and
+/// the state they maintain. Not thread-safe: one event loop owns it, polls
+/// `fileDescriptor`, and calls `processEvents()` when it is readable. The
+/// library's monitor runs it on a thread of its own; reachd on sd-event.
+package final class PathEngine {
+    private let subscription: RtnetlinkSubscription
+    private let query: RtnetlinkQuery
+    private var evaluator: PathEvaluator
+    package private(set) var state = NetworkState()
+    package let options: MonitorOptions
+
+    /// False after an error the engine could not recover from: the path is `unknown`
+    /// until `resynchronize()` succeeds.
+    package private(set) var isSynchronized = false
+    package private(set) var statistics = Statistics()
+
+    package struct Statistics: Sendable, Equatable {
+        /// Kernel messages that mattered.
+        package var messages = 0
+        /// `ENOBUFS` overruns, each followed by a re-dump.
+        package var overruns = 0
+        /// Full dumps of links and addresses (start-up included).
+        package var dumps = 0
+    }
+
+    /// The descriptor to poll for readability.
+    package var fileDescriptor: Int32 { subscription.fileDescriptor }
+
+    /// Opens the sockets (inside `options.networkNamespace`, if set) and dumps links and addresses.
+    package init(options: MonitorOptions) throws {
+        self.options = options
+        let facts: any InterfaceFactsSource
+        if let namespace = options.networkNamespace {
+            let sockets = try NetworkNamespace(path: namespace).perform {
+                (try RtnetlinkSubscription(receiveBufferSize: options.receiveBufferSize), try RtnetlinkQuery())
+            }
+            (subscription, query) = sockets
+            facts = NoInterfaceFacts()
+        } else {
+            subscription = try RtnetlinkSubscription(receiveBufferSize: options.receiveBufferSize)
+            query = try RtnetlinkQuery()
+            facts = SysfsInterfaceFacts()
+        }
+        evaluator = PathEvaluator(options: options, facts: facts)
+        try resynchronize()
+    }
+
+    /// The kernel's receive buffer for events, as granted.
+    package var receiveBufferSize: Int { subscription.receiveBufferSize }
+
+    /// Replaces the state with a fresh dump of links and addresses.
+    package func resynchronize() throws {
+        isSynchronized = false
+        let links = try query.links()
+        let addresses = try query.addresses()
+        state.replace(links: links, addresses: addresses)
+        statistics.dumps += 1
+        isSynchronized = true
+    }
+
+    /// Reads every queued event. Returns whether the path must be evaluated again.
+    /// An overrun is answered with a re-dump: a monitor that carried on would
+    /// report a stale state forever.
+    package func processEvents() -> Bool {
+        var changed = false
+        do {
+            switch try subscription.drain(limit: 10_000, { message in
+                statistics.messages += 1
+                if state.apply(message) { changed = true }
+            }) {
+            case .drained, .limitReached:
+                return changed
+            case .overrun:
+                statistics.overruns += 1
+                // Whatever else is queued predates or repeats the dump; all of it is
+                // applied afterwards in order, so the state converges on the kernel's.
+                try resynchronize()
+                return true
+            }
+        } catch {
+            isSynchronized = false
+            return true
+        }
+    }
+
+    /// The path to the probes of `options`.
+    package func evaluateDefaultPath() -> Path {
+        guard isSynchronized else { return .unknown() }
+        let probes = options.probeAddresses
+        return evaluator.evaluate([probes.v4, probes.v6], state: state, query: query)
+    }
+
+    /// The path to one destination's addresses (already resolved).
+    package func evaluate(destination: String, addresses: [IPAddress]) -> Path {
+        guard isSynchronized else { return .unknown(destination: destination) }
+        return evaluator.evaluate(addresses, state: state, query: query, destination: destination)
+    }
+}

@@ -1,0 +1,243 @@
+import FoundationEssentials
+import Netlink
+
+/// Turns the kernel's answers into a `Path`. It keeps no routes: each
+/// evaluation asks the FIB (`RTM_GETROUTE`) for the probe addresses and reads
+/// only links and addresses from the `NetworkState`.
+struct PathEvaluator {
+    let options: MonitorOptions
+    let classifier: InterfaceClassifier
+    /// Kinds already decided, by interface index and name (sysfs is read once per device).
+    private var kinds: [Int32: (name: String, kind: InterfaceKind)] = [:]
+
+    init(options: MonitorOptions, facts: any InterfaceFactsSource) {
+        self.options = options
+        classifier = InterfaceClassifier(overrides: options.kindOverrides, facts: facts)
+    }
+
+    /// The outcome for one probed address.
+    struct Outcome {
+        var destination: IPAddress
+        var result: Verdict
+        /// What the kernel said, for the document's `routes`.
+        var lookup: RouteLookup?
+        var lookupFailed: NetlinkError?
+    }
+
+    enum Verdict {
+        case usable(Usable)
+        case unusable(UnreachableReason)
+
+        var usable: Usable? { if case let .usable(value) = self { value } else { nil } }
+    }
+
+    /// A usable path for one address.
+    struct Usable {
+        var medium: Medium
+        /// The interface that carries the traffic (under a VPN, the underlay, if one is found).
+        var carrier: Link
+        var gateway: IPAddress?
+        var vpn: Link?
+    }
+
+    mutating func kind(of link: Link) -> InterfaceKind {
+        if let known = kinds[link.index], known.name == link.name { return known.kind }
+        let kind = classifier.kind(of: link)
+        kinds[link.index] = (link.name, kind)
+        return kind
+    }
+
+    /// Forgets cached kinds of interfaces that are gone.
+    mutating func prune(_ state: NetworkState) {
+        kinds = kinds.filter { state.links[$0.key]?.name == $0.value.name }
+    }
+
+    /// The path to `addresses` (the probes, or a host's resolved addresses).
+    mutating func evaluate(_ addresses: [IPAddress], state: NetworkState, query: RtnetlinkQuery,
+                           destination: String? = nil) -> Path {
+        prune(state)
+        let outcomes = addresses.map { outcome(for: $0, state: state, query: query) }
+        var path = Path(status: .unknown, destination: destination)
+        path.interfaces = interfaceStates(state)
+        path.routes = outcomes.map { describe($0, state: state) }
+        if outcomes.contains(where: { $0.lookupFailed != nil }) {
+            return path  // The kernel could not be asked: say so rather than guess.
+        }
+        path.ipv4 = outcomes.contains { $0.destination.family == .v4 && $0.result.usable != nil }
+        path.ipv6 = outcomes.contains { $0.destination.family == .v6 && $0.result.usable != nil }
+        if let usable = outcomes.lazy.compactMap(\.result.usable).first {
+            path.status = usable.medium.status
+            path.interface = describe(usable.carrier)
+            path.gateway = usable.gateway.map { format($0, on: usable.carrier) }
+            path.vpn = usable.vpn.map { describe($0) }
+            path.expensive = usable.medium == .cellular || options.isMetered(usable.carrier.name)
+                || usable.vpn.map { options.isMetered($0.name) } == true
+            return path
+        }
+        path.status = .unreachable
+        let reasons = outcomes.compactMap { outcome -> UnreachableReason? in
+            if case let .unusable(reason) = outcome.result { return reason } else { return nil }
+        }
+        path.reason = reasons.min { $0.rank < $1.rank } ?? explainMissingRoute(state)
+        if path.reason == .noRoute { path.reason = explainMissingRoute(state) }
+        return path
+    }
+
+    // MARK: One address
+
+    mutating func outcome(for destination: IPAddress, state: NetworkState, query: RtnetlinkQuery) -> Outcome {
+        switch query.lookupRoute(to: destination) {
+        case let .failure(.failed(error)):
+            return Outcome(destination: destination, result: .unusable(.noRoute), lookupFailed: error)
+        case .failure(.blackhole):
+            return Outcome(destination: destination, result: .unusable(.blackhole))
+        case .failure:
+            return Outcome(destination: destination, result: .unusable(.noRoute))
+        case var .success(lookup):
+            if let link = state.links[lookup.outputInterface], options.isIgnored(link.name) {
+                // The kernel picked an interface the user never wants as the path:
+                // the best route through one that is not ignored is the path.
+                guard let alternative = bestRoute(to: destination, state: state, query: query, excludingTunnels: false) else {
+                    return Outcome(destination: destination, result: .unusable(.noRoute), lookup: lookup)
+                }
+                lookup = alternative
+            }
+            return Outcome(destination: destination, result: usability(of: lookup, state: state, query: query), lookup: lookup)
+        }
+    }
+
+    /// Whether the interface the kernel picked can carry the packet.
+    mutating func usability(of lookup: RouteLookup, state: NetworkState, query: RtnetlinkQuery) -> Verdict {
+        guard let link = state.links[lookup.outputInterface] else { return .unusable(.noInterface) }
+        if let problem = problem(with: link, family: lookup.destination.family, state: state) { return .unusable(problem) }
+        let kind = kind(of: link)
+        if kind.isTunnel {
+            // A VPN: the medium is that of the path the tunnel rides on.
+            guard let underlay = bestRoute(to: lookup.destination, state: state, query: query, excludingTunnels: true),
+                  let carrier = state.links[underlay.outputInterface],
+                  problem(with: carrier, family: lookup.destination.family, state: state) == nil else {
+                // No visible underlay (a userspace stack, or the VPN's own namespace): the tunnel is the medium.
+                return .usable(Usable(medium: .wired, carrier: link, gateway: lookup.gateway, vpn: link))
+            }
+            return .usable(Usable(medium: medium(of: carrier, state: state), carrier: carrier,
+                                   gateway: underlay.gateway, vpn: link))
+        }
+        if kind == .loopback {
+            return .usable(Usable(medium: .wired, carrier: link, gateway: nil))
+        }
+        return .usable(Usable(medium: medium(of: link, state: state), carrier: link, gateway: lookup.gateway))
+    }
+
+    /// Why `link` cannot carry traffic of `family`, if it cannot.
+    func problem(with link: Link, family: IPAddress.Family, state: NetworkState) -> UnreachableReason? {
+        if !link.isUp { return .linkDown }
+        if !link.hasCarrier { return .noCarrier }
+        if link.flags.contains(.loopback) { return nil }
+        let usable = state.addresses(of: link.index).contains { $0.address.family == family && $0.isUsableForGlobalTraffic }
+        return usable ? nil : .noAddress
+    }
+
+    /// The best real route to `destination` through an interface that is up, has
+    /// carrier and is not ignored: for each candidate, a FIB-match lookup restricted
+    /// to it (a plain lookup with an output interface would invent an on-link route).
+    /// Most specific wins, then the lowest metric.
+    mutating func bestRoute(to destination: IPAddress, state: NetworkState, query: RtnetlinkQuery,
+                            excludingTunnels: Bool) -> RouteLookup? {
+        var best: RouteLookup?
+        for link in state.links.values.sorted(by: { $0.index < $1.index }) {
+            guard link.isUp, link.hasCarrier, !options.isIgnored(link.name) else { continue }
+            let kind = kind(of: link)
+            guard kind != .loopback, !(excludingTunnels && kind.isTunnel) else { continue }
+            guard case let .success(match) = query.lookupRoute(to: destination, outputInterface: link.index,
+                                                               matchingFIBEntry: true),
+                  match.type == RouteType.unicast else { continue }
+            var candidate = match
+            candidate.outputInterface = link.index
+            if let current = best {
+                let better = candidate.destinationPrefixLength > current.destinationPrefixLength
+                    || (candidate.destinationPrefixLength == current.destinationPrefixLength
+                        && (candidate.priority ?? 0) < (current.priority ?? 0))
+                if !better { continue }
+            }
+            best = candidate
+        }
+        return best
+    }
+
+    /// The medium of an interface; bridges, bonds, VLANs and macvlans take that of
+    /// their members or lower device.
+    mutating func medium(of link: Link, state: NetworkState, depth: Int = 0) -> Medium {
+        let kind = kind(of: link)
+        switch kind {
+        case .wifi: return .wifi
+        case .cellular: return .cellular
+        case .bridge, .bond:
+            guard depth < 8 else { return .wired }
+            let members = state.members(of: link.index)
+            let active = members.filter(\.hasCarrier)
+            let media = (active.isEmpty ? members : active).map { medium(of: $0, state: state, depth: depth + 1) }
+            return media.min { $0.preference < $1.preference } ?? .wired
+        case .vlan, .macvlan:
+            guard depth < 8, let lower = link.lowerIndex.flatMap({ state.links[$0] }) else { return .wired }
+            return medium(of: lower, state: state, depth: depth + 1)
+        default:
+            return .wired
+        }
+    }
+
+    /// No route at all: say what is missing, from the interfaces that could carry a path.
+    mutating func explainMissingRoute(_ state: NetworkState) -> UnreachableReason {
+        var candidates: [Link] = []
+        for link in state.links.values where !options.isIgnored(link.name) {
+            let kind = kind(of: link)
+            if kind != .loopback && !kind.isTunnel { candidates.append(link) }
+        }
+        if candidates.isEmpty { return .noInterface }
+        let up = candidates.filter(\.isUp)
+        if up.isEmpty { return .linkDown }
+        let connected = up.filter(\.hasCarrier)
+        if connected.isEmpty { return .noCarrier }
+        let addressed = connected.filter { link in
+            state.addresses(of: link.index).contains(where: \.isUsableForGlobalTraffic)
+        }
+        return addressed.isEmpty ? .noAddress : .noRoute
+    }
+
+    // MARK: The document
+
+    mutating func describe(_ link: Link) -> Path.Interface {
+        Path.Interface(name: link.name, index: Int(link.index), kind: kind(of: link))
+    }
+
+    mutating func interfaceStates(_ state: NetworkState) -> [Path.InterfaceState] {
+        state.links.values.sorted { $0.index < $1.index }.compactMap { link in
+            guard !options.isIgnored(link.name) else { return nil }
+            return Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
+                                       operstate: link.operationalState.description, up: link.isUp,
+                                       carrier: link.hasCarrier,
+                                       addresses: state.addresses(of: link.index).map(\.cidr))
+        }
+    }
+
+    mutating func describe(_ outcome: Outcome, state: NetworkState) -> Path.Route {
+        let link = outcome.lookup.flatMap { state.links[$0.outputInterface] }
+        var route = Path.Route(destination: outcome.destination.description, status: .unknown,
+                               interface: link?.name,
+                               gateway: outcome.lookup?.gateway.map { format($0, on: link) },
+                               source: outcome.lookup?.preferredSource?.description)
+        guard outcome.lookupFailed == nil else { return route }
+        switch outcome.result {
+        case let .usable(usable): route.status = usable.medium.status
+        case let .unusable(reason):
+            route.status = .unreachable
+            route.reason = reason == .noRoute ? explainMissingRoute(state) : reason
+        }
+        return route
+    }
+
+    /// IPv6 link-local gateways mean nothing without their interface: "fe80::1%eth0".
+    func format(_ address: IPAddress, on link: Link?) -> String {
+        guard address.isIPv6LinkLocal, let link else { return address.description }
+        return "\(address)%\(link.name)"
+    }
+}

@@ -1,0 +1,216 @@
+import Dispatch
+import Foundation
+import Netlink
+import Synchronization
+
+/// Watches the kernel's network state and publishes the path every time it changes.
+///
+/// ```swift
+/// let monitor = ReachabilityMonitor()
+/// try monitor.start()
+/// for await path in monitor.paths {
+///     print(path.status, path.interface?.name ?? "-")
+/// }
+/// ```
+///
+/// Every subscriber — the `onChange` handler, each `paths` stream, and
+/// NotificationCenter observers of `pathDidChangeNotification` — first receives
+/// the current path with `initial == true`, then one path per real change
+/// (a change of any field but `since` and `initial`). Bursts of kernel events
+/// are coalesced: every queued event is read before the path is evaluated once.
+public final class ReachabilityMonitor: Sendable {
+    /// What a monitor watches.
+    public enum Target: Sendable, Hashable, CustomStringConvertible {
+        /// The default path: the kernel's route to the configured probe addresses.
+        case defaultPath
+        /// The path to one host name or address. A name is resolved again when the default path changes.
+        case host(String)
+
+        public var description: String {
+            switch self {
+            case .defaultPath: "the default path"
+            case let .host(host): host
+            }
+        }
+    }
+
+    /// Posted on the callback queue for every published path; `userInfo[pathUserInfoKey]` is the `Path`,
+    /// `object` the monitor.
+    public static let pathDidChangeNotification = Notification.Name("io.reachd.Reachability.pathDidChange")
+    /// The `userInfo` key of `pathDidChangeNotification`.
+    public static let pathUserInfoKey = "path"
+
+    public let options: MonitorOptions
+    public let target: Target
+    private let shared = Mutex(Shared())
+
+    private struct Shared: ~Copyable {
+        var loop: MonitorLoop?
+        var current: Path?
+        var queue = DispatchQueue(label: "io.reachd.ReachabilityMonitor.callbacks")
+        var handler: (@Sendable (Path) -> Void)?
+        var handlerHasInitial = false
+        var notificationsHaveInitial = false
+        var streams: [UInt64: (continuation: AsyncStream<Path>.Continuation, hasInitial: Bool)] = [:]
+        var nextStreamID: UInt64 = 0
+        var statistics = Statistics()
+    }
+
+    /// Counters of the event side, for diagnostics.
+    public struct Statistics: Sendable, Equatable {
+        /// Kernel messages that mattered.
+        public var messages = 0
+        /// Receive-buffer overruns (`ENOBUFS`), each answered with a full re-dump.
+        public var overruns = 0
+        /// Full dumps of links and addresses, start-up included.
+        public var dumps = 0
+        /// Paths published.
+        public var published = 0
+    }
+
+    public init(options: MonitorOptions = MonitorOptions(), target: Target = .defaultPath) {
+        self.options = options
+        self.target = target
+    }
+
+    /// A monitor of the path to one host name or address.
+    public convenience init(host: String, options: MonitorOptions = MonitorOptions()) {
+        self.init(options: options, target: .host(host))
+    }
+
+    deinit { stop() }
+
+    /// Starts watching. When it returns, `currentPath` is set and the first path
+    /// has been handed to the subscribers. Starting a running monitor does nothing;
+    /// a stopped one can be started again.
+    ///
+    /// For a `.host` target, the name is resolved before this returns.
+    /// - Parameter queue: where `onChange` and notifications are delivered (a private serial queue by default).
+    /// - Throws: when netlink cannot be opened (or the network namespace does not exist).
+    public func start(queue: DispatchQueue? = nil) throws {
+        if isRunning { return }
+        let engine = try PathEngine(options: options)
+        let loop = try MonitorLoop(engine: engine, target: target, monitor: self)
+        let started = shared.withLock { shared -> Bool in
+            guard shared.loop == nil else { return false }
+            shared.loop = loop
+            if let queue { shared.queue = queue }
+            shared.handlerHasInitial = false
+            shared.notificationsHaveInitial = false
+            return true
+        }
+        guard started else { return }
+        loop.publishCurrentPath()
+        loop.startThread()
+    }
+
+    /// Stops watching: no more deliveries, `paths` streams finish, `currentPath` becomes nil.
+    public func stop() {
+        let (loop, streams) = shared.withLock { shared in
+            let loop = shared.loop
+            shared.loop = nil
+            shared.current = nil
+            let streams = shared.streams.values.map(\.continuation)
+            shared.streams.removeAll()
+            return (loop, streams)
+        }
+        loop?.stopAndWait()
+        streams.forEach { $0.finish() }
+    }
+
+    public var isRunning: Bool { shared.withLock { $0.loop != nil } }
+
+    /// The latest path; nil when the monitor is not running.
+    public var currentPath: Path? { shared.withLock { $0.current } }
+
+    public var statistics: Statistics { shared.withLock { $0.statistics } }
+
+    /// Called on the callback queue with the current path (`initial`) and every change after it.
+    public var onChange: (@Sendable (Path) -> Void)? {
+        get { shared.withLock { $0.handler } }
+        set {
+            let pending = shared.withLock { shared -> (DispatchQueue, Path)? in
+                shared.handler = newValue
+                shared.handlerHasInitial = false
+                guard newValue != nil, var current = shared.current else { return nil }
+                shared.handlerHasInitial = true
+                current.initial = true
+                return (shared.queue, current)
+            }
+            if let (queue, path) = pending, let newValue { queue.async { newValue(path) } }
+        }
+    }
+
+    /// A new stream of paths: the current one (`initial`), then every change, until the monitor stops.
+    public var paths: AsyncStream<Path> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(4096))
+        let running = shared.withLock { shared -> Bool in
+            guard shared.loop != nil else { return false }
+            let id = shared.nextStreamID
+            shared.nextStreamID += 1
+            var hasInitial = false
+            if var current = shared.current {
+                current.initial = true
+                continuation.yield(current)
+                hasInitial = true
+            }
+            shared.streams[id] = (continuation, hasInitial)
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.shared.withLock { $0.streams.removeValue(forKey: id) }
+            }
+            return true
+        }
+        if !running { continuation.finish() }
+        return stream
+    }
+
+    /// Computes the path once, without watching: what `reachctl status --direct` prints.
+    public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions()) throws -> Path {
+        let engine = try PathEngine(options: options)
+        var path = try MonitorLoop.evaluate(engine, target: target, addresses: MonitorLoop.resolve(target))
+        path.initial = true
+        return path
+    }
+
+    // MARK: Publishing (called by the loop)
+
+    /// Publishes `candidate` if it differs from the current path. Returns the published path.
+    @discardableResult
+    func publish(_ candidate: Path, statistics engineStatistics: PathEngine.Statistics) -> Path? {
+        let deliveries = shared.withLock { shared -> (Path, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [AsyncStream<Path>.Continuation], [AsyncStream<Path>.Continuation])? in
+            shared.statistics.messages = engineStatistics.messages
+            shared.statistics.overruns = engineStatistics.overruns
+            shared.statistics.dumps = engineStatistics.dumps
+            guard shared.loop != nil else { return nil }
+            var path = candidate
+            if let current = shared.current {
+                if current.isSamePath(as: path) { return nil }
+                if current.status == path.status { path.since = current.since }
+            }
+            path.initial = false
+            shared.current = path
+            shared.statistics.published += 1
+            let handlerInitial = !shared.handlerHasInitial
+            shared.handlerHasInitial = true
+            let notificationInitial = !shared.notificationsHaveInitial
+            shared.notificationsHaveInitial = true
+            var fresh: [AsyncStream<Path>.Continuation] = []
+            var known: [AsyncStream<Path>.Continuation] = []
+            for (id, entry) in shared.streams {
+                if entry.hasInitial { known.append(entry.continuation) } else { fresh.append(entry.continuation) }
+                shared.streams[id]?.hasInitial = true
+            }
+            return (path, shared.queue, shared.handler, handlerInitial, notificationInitial, fresh, known)
+        }
+        guard let (path, queue, handler, handlerInitial, notificationInitial, fresh, known) = deliveries else { return nil }
+        let initialPath = { var copy = path; copy.initial = true; return copy }()
+        fresh.forEach { $0.yield(initialPath) }
+        known.forEach { $0.yield(path) }
+        queue.async { [self] in
+            handler?(handlerInitial ? initialPath : path)
+            NotificationCenter.default.post(name: Self.pathDidChangeNotification, object: self,
+                                            userInfo: [Self.pathUserInfoKey: notificationInitial ? initialPath : path])
+        }
+        return path
+    }
+}

@@ -1,0 +1,62 @@
+/// What the path is, as CONTRACT.md names it.
+public enum ReachabilityStatus: String, Codable, Sendable, CaseIterable {
+    /// Not known yet (before the first dump), or no longer known (an unrecovered error).
+    case unknown
+    /// No usable path; `Path.reason` says why.
+    case unreachable
+    case wifi
+    case wired
+    case cellular
+
+    /// Any of `wifi`, `wired`, `cellular`.
+    public var isReachable: Bool { self == .wifi || self == .wired || self == .cellular }
+}
+
+/// Why there is no usable path.
+public enum UnreachableReason: String, Codable, Sendable, CaseIterable {
+    /// No interface that could carry the path exists (loopback and ignored ones do not count).
+    case noInterface = "no-interface"
+    /// The interfaces are administratively down.
+    case linkDown = "link-down"
+    /// The interface is up but has no carrier (cable out, not associated, tun without its process).
+    case noCarrier = "no-carrier"
+    /// The interface has carrier but no usable address (none, tentative, or link-local only).
+    case noAddress = "no-address"
+    /// The kernel has no route (or an `unreachable`/`prohibit` route) to the probe.
+    case noRoute = "no-route"
+    /// A `blackhole` route swallows the probe.
+    case blackhole
+
+    /// Lower ranks explain more: a blackhole is a deliberate choice; an interface-level
+    /// reason says more than a missing route.
+    var rank: Int {
+        switch self {
+        case .blackhole: 0
+        case .noCarrier: 1
+        case .linkDown: 2
+        case .noAddress: 3
+        case .noInterface: 4
+        case .noRoute: 5
+        }
+    }
+}
+
+/// The trust checker's overall verdict, carried in the path document.
+public enum TrustSummary: String, Codable, Sendable, CaseIterable {
+    /// No hosts are configured.
+    case none
+    case unknown
+    case ok
+    /// Some host unreachable, or pins expired.
+    case degraded
+    /// An enforced pin or chain failure.
+    case compromised
+}
+
+/// Where a path document was computed.
+public enum PathSource: String, Codable, Sendable {
+    /// By the reachd daemon.
+    case daemon
+    /// In this process, from netlink.
+    case direct
+}

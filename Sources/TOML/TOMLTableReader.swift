@@ -1,0 +1,89 @@
+/// Reads a table against a schema: typed getters that name the line of a bad
+/// value, and `finish()` that rejects every key nobody asked for.
+public struct TOMLTableReader {
+    public let table: TOMLTable
+    public let file: String
+    /// How the table is named in messages: "[monitor]", "[[trust.host]]".
+    public let name: String
+    private var consumed: Set<String> = []
+
+    public init(_ table: TOMLTable, file: String, name: String) {
+        self.table = table
+        self.file = file
+        self.name = name
+    }
+
+    public func error(_ message: String, line: Int) -> TOMLError {
+        TOMLError(file: file, line: line, message: message)
+    }
+
+    /// The raw value, marked as known.
+    public mutating func value(_ key: String) -> TOMLValue? {
+        consumed.insert(key)
+        return table[key]
+    }
+
+    public mutating func string(_ key: String) throws(TOMLError) -> (value: String, line: Int)? {
+        guard let value = value(key) else { return nil }
+        guard case let .string(text) = value.kind else { throw mismatch(key, value, expected: "a string") }
+        return (text, value.line)
+    }
+
+    public mutating func bool(_ key: String) throws(TOMLError) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case let .boolean(flag) = value.kind else { throw mismatch(key, value, expected: "true or false") }
+        return flag
+    }
+
+    public mutating func integer(_ key: String, in range: ClosedRange<Int>) throws(TOMLError) -> Int? {
+        guard let value = value(key) else { return nil }
+        guard case let .integer(number) = value.kind else { throw mismatch(key, value, expected: "an integer") }
+        guard range.contains(number) else {
+            throw error("\(key) must be between \(range.lowerBound) and \(range.upperBound), not \(number)", line: value.line)
+        }
+        return number
+    }
+
+    /// An array of strings; a single string is not accepted in its place.
+    public mutating func strings(_ key: String) throws(TOMLError) -> [(value: String, line: Int)]? {
+        guard let value = value(key) else { return nil }
+        guard case let .array(elements) = value.kind else { throw mismatch(key, value, expected: "an array of strings") }
+        var result: [(String, Int)] = []
+        for element in elements {
+            guard case let .string(text) = element.kind else {
+                throw error("\(key) must hold strings, found \(element.typeName)", line: element.line)
+            }
+            result.append((text, element.line))
+        }
+        return result
+    }
+
+    /// A sub-table, as a reader of its own.
+    public mutating func table(_ key: String) throws(TOMLError) -> TOMLTableReader? {
+        guard let value = value(key) else { return nil }
+        guard case let .table(sub) = value.kind else { throw mismatch(key, value, expected: "a table") }
+        let subName = name.hasPrefix("[") ? "[\(name.trimmingBrackets).\(key)]" : "[\(key)]"
+        return TOMLTableReader(sub, file: file, name: subName)
+    }
+
+    /// Every key that no getter asked for is an error: a typo must not be ignored.
+    public func finish() throws(TOMLError) {
+        for key in table.keys where !consumed.contains(key) {
+            let where_ = name.isEmpty ? "" : " in \(name)"
+            throw error("unknown key '\(key)'\(where_)", line: table[key]!.line)
+        }
+    }
+
+    private func mismatch(_ key: String, _ value: TOMLValue, expected: String) -> TOMLError {
+        error("\(key) must be \(expected), not \(value.typeName)", line: value.line)
+    }
+}
+
+private extension String {
+    var trimmingBrackets: Substring {
+        var text = Substring(self)
+        while text.first == "[" { text = text.dropFirst() }
+        while text.last == "]" { text = text.dropLast() }
+        return text
+    }
+}

@@ -1,0 +1,59 @@
+import Reachability
+
+/// Human-readable renderings of a path.
+enum PathText {
+    /// `reachctl status`: one field per line.
+    static func status(_ path: Path) -> String {
+        var lines = [field("status", statusText(path))]
+        if let interface = path.interface {
+            lines.append(field("interface", "\(interface.name) (\(interface.kind.rawValue))"))
+        }
+        if let gateway = path.gateway { lines.append(field("gateway", gateway)) }
+        if let vpn = path.vpn { lines.append(field("vpn", "\(vpn.name) (\(vpn.kind.rawValue))")) }
+        lines.append(field("ipv4", path.ipv4 ? "yes" : "no"))
+        lines.append(field("ipv6", path.ipv6 ? "yes" : "no"))
+        lines.append(field("expensive", path.expensive ? "yes" : "no"))
+        lines.append(field("since", path.since.formatted(.iso8601)))
+        lines.append(field("source", path.source.rawValue))
+        return lines.joined(separator: "\n")
+    }
+
+    /// `reachctl watch`: one line per path.
+    static func line(_ path: Path) -> String {
+        var words = [path.since.formatted(.iso8601), statusText(path)]
+        if let interface = path.interface { words.append("dev \(interface.name)") }
+        if let gateway = path.gateway { words.append("via \(gateway)") }
+        if let vpn = path.vpn { words.append("vpn \(vpn.name)") }
+        var families: [String] = []
+        if path.ipv4 { families.append("ipv4") }
+        if path.ipv6 { families.append("ipv6") }
+        if !families.isEmpty { words.append(families.joined(separator: "+")) }
+        if path.expensive { words.append("expensive") }
+        if path.initial { words.append("(initial)") }
+        return words.joined(separator: " ")
+    }
+
+    /// `reachctl route`: the verdict, then the kernel's answer per address.
+    static func route(_ path: Path) -> String {
+        var lines = [field("destination", path.destination ?? "-"), field("status", statusText(path))]
+        if let vpn = path.vpn { lines.append(field("vpn", vpn.name)) }
+        for route in path.routes {
+            var words = [route.destination, route.reason.map { "unreachable (\($0.rawValue))" } ?? route.status.rawValue]
+            if let interface = route.interface { words.append("dev \(interface)") }
+            if let gateway = route.gateway { words.append("via \(gateway)") }
+            if let source = route.source { words.append("src \(source)") }
+            lines.append("  " + words.joined(separator: " "))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func statusText(_ path: Path) -> String {
+        guard let reason = path.reason else { return path.status.rawValue }
+        return "\(path.status.rawValue) (\(reason.rawValue))"
+    }
+
+    private static func field(_ name: String, _ value: String) -> String {
+        let label = name + ":"
+        return label + String(repeating: " ", count: max(1, 13 - label.count)) + value
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct ReachCtl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reachctl",
+        abstract: "Query and watch network reachability.",
+        discussion: """
+        The status is the medium of the interface the kernel would use for the probe \
+        addresses (IPv4 and IPv6; nothing is sent): wifi, wired, cellular, or \
+        unreachable with a reason; unknown when the kernel cannot be asked.
+        """,
+        subcommands: [StatusCommand.self, WatchCommand.self, RouteCommand.self]
+    )
+}
+
+/// Flags every command takes.
+struct CommonOptions: ParsableArguments {
+    @Flag(help: "Print JSON, one object per line.")
+    var json = false
+
+    @Flag(help: "Compute the path in this process from netlink; never ask the daemon.")
+    var direct = false
+
+    @Option(help: ArgumentHelp("The reachd config whose [monitor] table to use.", valueName: "file"))
+    var config: String?
+
+    static let defaultConfig = "/etc/reachd/reachd.toml"
+
+    /// The monitor options of the config: the named file, or the default one when it exists.
+    func monitorOptions() throws -> MonitorOptionsLoad {
+        let file = config ?? Self.defaultConfig
+        if config == nil && access(file, F_OK) != 0 { return MonitorOptionsLoad(file: nil) }
+        return MonitorOptionsLoad(file: file)
+    }
+}
+
+/// Prints `reachctl: what: why` to stderr, the one error format of the CLI.
+func fail(_ what: String, _ why: Any, exitCode: Int32 = 1) -> ExitCode {
+    write(line: "reachctl: \(what): \(why)", to: STDERR_FILENO)
+    return ExitCode(exitCode)
+}
+
+/// Writes one line with a single unbuffered write: a reader on a pipe sees each
+/// line of `watch` as it happens, and lines never interleave.
+func write(line: String, to descriptor: Int32 = STDOUT_FILENO) {
+    var text = line + "\n"
+    text.withUTF8 { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return }
+            offset += written
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import ArgumentParser
+import Reachability
+
+struct RouteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "route",
+        abstract: "Print the kernel's path to one host name or address.",
+        discussion: "Exits 1 when the destination has no usable path."
+    )
+
+    @Argument(help: "A host name, or an IPv4 or IPv6 address.")
+    var destination: String
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        let options = try common.monitorOptions().load()
+        let path: Path
+        do {
+            path = try ReachabilityMonitor.path(to: .host(destination), options: options)
+        } catch {
+            throw fail("looking up the route to \(destination)", error)
+        }
+        write(line: common.json ? path.jsonString() : PathText.route(path))
+        if !path.status.isReachable { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+@preconcurrency import Dispatch
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print the current path, then one line per change, until interrupted."
+    )
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let options = try common.monitorOptions().load()
+        let monitor = ReachabilityMonitor(options: options)
+        do {
+            try monitor.start()
+        } catch {
+            throw fail("watching the network state", error)
+        }
+        let stop = SignalStop(signals: [SIGINT, SIGTERM]) { monitor.stop() }
+        defer { withExtendedLifetime(stop) {} }
+        for await path in monitor.paths {
+            write(line: common.json ? path.jsonString() : PathText.line(path))
+        }
+    }
+}
+
+/// Turns SIGINT/SIGTERM into a clean stop (exit 0) instead of death by signal.
+final class SignalStop {
+    private let sources: [any DispatchSourceSignal]
+
+    init(signals: [Int32], _ action: @escaping @Sendable () -> Void) {
+        sources = signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: action)
+            source.resume()
+            return source
+        }
+    }
+
+    deinit { sources.forEach { $0.cancel() } }
+}

@@ -1,0 +1,88 @@
+import CTestSupport
+import Foundation
+import Netlink
+import Synchronization
+
+private let namespaceCounter = Atomic<Int>(0)
+
+/// A network namespace made for one test, with a unique name, removed when the
+/// test ends (`withNamespaces`), whether it passed or not.
+public final class TestNamespace: Sendable {
+    public let name: String
+    private let tunnels = Mutex<[Int32]>([])
+
+    /// Creates the namespace with loopback up.
+    public init(_ label: String) throws {
+        let number = namespaceCounter.add(1, ordering: .relaxed).newValue
+        name = "rd-\(label.prefix(10))-\(getpid())-\(number)"
+        try run(["ip", "netns", "add", name])
+        do {
+            try ip("link set dev lo up")
+        } catch {
+            remove()
+            throw error
+        }
+    }
+
+    /// The path that holds the namespace open, for `MonitorOptions.networkNamespace`.
+    public var path: String { "/run/netns/\(name)" }
+
+    /// Runs `ip -n NAME …`; words are split on spaces.
+    @discardableResult
+    public func ip(_ command: String) throws -> String {
+        try run(["ip", "-n", name] + command.split(separator: " ").map(String.init)).output
+    }
+
+    /// Runs many `ip` commands in one process (`ip -batch`), much faster than one by one.
+    public func ipBatch(_ commands: [String]) throws {
+        try run(["ip", "-n", name, "-batch", "-"], input: commands.joined(separator: "\n") + "\n")
+    }
+
+    /// Runs a program inside the namespace (`ip netns exec`, which also mounts its sysfs).
+    @discardableResult
+    public func exec(_ arguments: [String], check: Bool = true) throws -> CommandResult {
+        try run(["ip", "netns", "exec", name] + arguments, check: check)
+    }
+
+    /// Creates tun device `device` in the namespace and holds it open, so it has
+    /// carrier, as a VPN client would; it is closed when the namespace is removed.
+    public func openTun(_ device: String) throws {
+        let descriptor = try NetworkNamespace(name: name).perform { reachd_test_open_tun(device) }
+        guard descriptor >= 0 else { throw NetlinkError.system(operation: "opening tun \(device)", errno: errno) }
+        tunnels.withLock { $0.append(descriptor) }
+    }
+
+    /// Deletes the namespace and everything in it. Safe to call twice.
+    public func remove() {
+        tunnels.withLock { descriptors in
+            descriptors.forEach { close($0) }
+            descriptors.removeAll()
+        }
+        _ = try? run(["ip", "netns", "del", name], check: false)
+    }
+
+    deinit { remove() }
+}
+
+/// Runs `body` with fresh namespaces named after `labels`, and removes them all afterwards.
+public func withNamespaces<T>(_ labels: String..., body: ([TestNamespace]) async throws -> T) async throws -> T {
+    var namespaces: [TestNamespace] = []
+    defer { namespaces.forEach { $0.remove() } }
+    for label in labels { namespaces.append(try TestNamespace(label)) }
+    return try await body(namespaces)
+}
+
+extension TestNamespace {
+    /// Gives this namespace an uplink: veth `device` here, its peer `peer` in
+    /// `router` with `.1` of the /24, this side `.2`, and a default route via `.1`
+    /// unless `defaultRoute` is false. Carrier follows the peer, as with a cable.
+    public func addUplink(_ device: String = "eth0", subnet: String = "10.1.0", router: TestNamespace,
+                          peer: String = "up0", defaultRoute: Bool = true) throws {
+        try ip("link add name \(device) type veth peer name \(peer) netns \(router.name)")
+        try ip("addr add \(subnet).2/24 dev \(device)")
+        try ip("link set dev \(device) up")
+        try router.ip("addr add \(subnet).1/24 dev \(peer)")
+        try router.ip("link set dev \(peer) up")
+        if defaultRoute { try ip("route add default via \(subnet).1 dev \(device)") }
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+import NamespaceTesting
+import Reachability
+import Testing
+
+/// Options that watch the test's namespace through `setns`.
+func options(_ namespace: TestNamespace, receiveBufferSize: Int = 4 << 20, ignore: [String] = [],
+             metered: [String] = []) throws -> MonitorOptions {
+    try MonitorOptions(ignore: ignore, metered: metered, receiveBufferSize: receiveBufferSize,
+                       networkNamespace: namespace.path)
+}
+
+/// The path of the namespace, computed once.
+func path(_ namespace: TestNamespace, to target: ReachabilityMonitor.Target = .defaultPath) throws -> Path {
+    try ReachabilityMonitor.path(to: target, options: options(namespace))
+}
+
+struct Timeout: Error, CustomStringConvertible {
+    var what: String
+    var last: Path?
+    var description: String { "timed out waiting for \(what); last path: \(last?.jsonString() ?? "none")" }
+}
+
+/// Waits until the monitor's current path satisfies `condition`.
+@discardableResult
+func waitForPath(_ monitor: ReachabilityMonitor, _ what: String, timeout: Duration = .seconds(10),
+                 _ condition: (Path) -> Bool) async throws -> Path {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if let path = monitor.currentPath, condition(path) { return path }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    throw Timeout(what: what, last: monitor.currentPath)
+}
+
+/// Collects everything an `onChange` handler receives.
+final class Recorder: Sendable {
+    private let received = Mutex<[Path]>([])
+    var paths: [Path] { received.withLock { $0 } }
+    func record(_ path: Path) { received.withLock { $0.append(path) } }
+}
+
+import Synchronization
