@@ -32,7 +32,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "reachability-bench", dependencies: ["Reachability", "Netlink"]),
+        .executableTarget(name: "reachability-bench", dependencies: ["Reachability", "Netlink", "NamespaceTesting"]),
 
         // Test support: network namespaces the tests create and always remove.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),

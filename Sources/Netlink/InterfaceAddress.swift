@@ -51,12 +51,18 @@ package struct InterfaceAddress: Hashable, Sendable {
     /// The address can source new connections beyond the link: not host-scoped,
     /// not a failed or still-tentative IPv6 address, and (IPv6) not link-local.
     package var isUsableForGlobalTraffic: Bool {
-        if flags.contains(.dadFailed) { return false }
-        if flags.contains(.tentative) && !flags.contains(.optimistic) { return false }
+        guard hasSettled else { return false }
         switch address.family {
         case .v4: return scope != AddressScope.host && scope != AddressScope.nowhere
         case .v6: return scope == AddressScope.universe || scope == AddressScope.site
         }
+    }
+
+    /// Duplicate address detection is over (or was never needed). The kernel lists
+    /// tentative IPv6 addresses in dumps but announces them only when DAD ends,
+    /// so a tentative address is known or not depending on when one looked.
+    package var hasSettled: Bool {
+        !flags.contains(.dadFailed) && (!flags.contains(.tentative) || flags.contains(.optimistic))
     }
 
     /// "192.0.2.10/24"

@@ -45,7 +45,7 @@ package struct SysfsInterfaceFacts: InterfaceFactsSource {
                 facts.deviceType = String(line.dropFirst("DEVTYPE=".count))
             }
         }
-        facts.isWireless = access("\(directory)/phy80211", F_OK) == 0 || access("\(directory)/wireless", F_OK) == 0
+        facts.isWireless = exists("\(directory)/phy80211") || exists("\(directory)/wireless")
         facts.driver = lastComponentOfLink("\(directory)/device/driver")
         return facts
     }
@@ -62,6 +62,12 @@ package struct FixedInterfaceFacts: InterfaceFactsSource {
     package let table: [String: InterfaceFacts]
     package init(_ table: [String: InterfaceFacts]) { self.table = table }
     package func facts(forInterfaceNamed name: String) -> InterfaceFacts { table[name] ?? InterfaceFacts() }
+}
+
+/// The entry itself, not what a link points at.
+private func exists(_ path: String) -> Bool {
+    var status = stat()
+    return lstat(path, &status) == 0
 }
 
 private func readSmallFile(_ path: String) -> String? {

@@ -26,7 +26,9 @@ public struct Path: Codable, Sendable, Equatable {
         /// Administratively up.
         public var up: Bool
         public var carrier: Bool
-        /// "192.0.2.10/24", "2001:db8::10/64", in the kernel's order.
+        /// "192.0.2.10/24", "2001:db8::10/64": IPv4 first. Tentative (DAD still running) and
+        /// DAD-failed addresses are left out: they cannot be used, and the kernel announces
+        /// them only when DAD ends, so listing them would depend on when one looked.
         public var addresses: [String]
 
         public init(name: String, index: Int, kind: InterfaceKind, operstate: String, up: Bool, carrier: Bool, addresses: [String]) {

@@ -215,7 +215,7 @@ struct PathEvaluator {
             return Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
                                        operstate: link.operationalState.description, up: link.isUp,
                                        carrier: link.hasCarrier,
-                                       addresses: state.addresses(of: link.index).map(\.cidr))
+                                       addresses: state.addresses(of: link.index).filter(\.hasSettled).map(\.cidr))
         }
     }
 

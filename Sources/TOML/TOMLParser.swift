@@ -181,15 +181,17 @@ private struct Parser {
     }
 
     mutating func parseArray() throws(TOMLError) -> [TOMLValue] {
+        let opened = line
         position += 1
         var elements: [TOMLValue] = []
         while true {
             skipWhitespaceAndComments(newlines: true)
-            guard let byte = peek() else { throw error("unterminated array") }
+            guard let byte = peek() else { throw error("unterminated array", line: opened) }
             if byte == UInt8(ascii: "]") { position += 1; return elements }
             elements.append(try parseValue())
             skipWhitespaceAndComments(newlines: true)
             if peek() == UInt8(ascii: ",") { position += 1; continue }
+            if peek() == nil { throw error("unterminated array", line: opened) }
             try expect(UInt8(ascii: "]"), "expected ',' or ']' in the array")
             return elements
         }

@@ -1,0 +1,154 @@
+import Dispatch
+import Foundation
+import NamespaceTesting
+import Netlink
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Latency from just before the netlink request that changes the state to
+/// (a) the first message on a raw netlink listener in the same namespace and
+/// (b) the monitor's onChange callback, which has drained, re-evaluated with
+/// RTM_GETROUTE and hopped to the callback queue.
+struct LatencyBenchmark {
+    struct Sample { var raw: [Double] = []; var monitor: [Double] = [] }
+    let repetitions: Int
+
+    func run() throws -> [(String, Sample)] {
+        let host = try TestNamespace("bench-lat")
+        let router = try TestNamespace("bench-rtr")
+        defer { host.remove(); router.remove() }
+        try host.addUplink(router: router)
+        let namespace = NetworkNamespace(name: host.name)
+        let (control, query, listener) = try namespace.perform {
+            (try RtnetlinkControl(), try RtnetlinkQuery(), try RtnetlinkSubscription())
+        }
+        guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else {
+            throw BenchmarkError("no eth0 in the benchmark namespace")
+        }
+        let raw = RawListener(listener)
+        let waiter = PathWaiter()
+        let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: host.path))
+        monitor.onChange = { waiter.received($0) }
+        try monitor.start()
+        defer { monitor.stop() }
+        _ = waiter.wait(for: { $0.status == .wired })
+
+        let gateway = IPAddress("10.1.0.1")!, local = IPAddress("10.1.0.2")!, any = IPAddress("0.0.0.0")!
+        func addDefault() throws { try control.route(add: true, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
+        func deleteDefault() throws { try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
+
+        var results: [String: Sample] = [:]
+        func measure(_ name: String, _ expectation: @escaping @Sendable (Path) -> Bool, _ change: () throws -> Void) throws {
+            raw.arm()
+            waiter.arm(expectation)
+            let start = now()
+            try change()
+            guard let callback = waiter.wait(), let rawTime = raw.wait() else {
+                throw BenchmarkError("\(name): no event within 5 s")
+            }
+            results[name, default: Sample()].raw.append(milliseconds(rawTime - start))
+            results[name, default: Sample()].monitor.append(milliseconds(callback - start))
+        }
+        func restore() throws {
+            try? control.setLink(eth0, up: true)
+            try? control.address(add: true, local, prefixLength: 24, interface: eth0)
+            try? addDefault()
+            if monitor.currentPath?.status != .wired {
+                waiter.arm({ $0.status == .wired })
+                _ = waiter.wait()
+            }
+            usleep(2_000)  // let the raw listener's trailing events pass before the next arm
+            raw.discard()
+        }
+        for _ in 0 ..< repetitions {
+            try measure("route delete", { $0.reason == .noRoute }, deleteDefault)
+            try measure("route add", { $0.status == .wired }, addDefault)
+            try restore()
+            try measure("link down", { $0.reason == .linkDown }) { try control.setLink(eth0, up: false) }
+            try restore()
+            try measure("address delete", { $0.reason == .noAddress }) {
+                try control.address(add: false, local, prefixLength: 24, interface: eth0)
+            }
+            try restore()
+        }
+        return ["route delete", "route add", "link down", "address delete"].map { ($0, results[$0] ?? Sample()) }
+    }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Waits for the monitor's callback to deliver a path that meets an expectation.
+final class PathWaiter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var expectation: (@Sendable (Path) -> Bool)?
+    private var time: UInt64?
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func arm(_ expectation: @escaping @Sendable (Path) -> Bool) {
+        lock.lock(); defer { lock.unlock() }
+        self.expectation = expectation
+        time = nil
+        while semaphore.wait(timeout: .now()) == .success {}
+    }
+
+    func received(_ path: Path) {
+        let time = now()
+        lock.lock(); defer { lock.unlock() }
+        guard let expectation, expectation(path) else { return }
+        self.expectation = nil
+        self.time = time
+        semaphore.signal()
+    }
+
+    func wait(for expectation: (@Sendable (Path) -> Bool)? = nil) -> UInt64? {
+        if let expectation { arm(expectation) }
+        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
+        lock.lock(); defer { lock.unlock() }
+        return time
+    }
+}
+
+/// A minimal netlink listener: the time of the first event after `arm()`.
+final class RawListener: @unchecked Sendable {
+    private let subscription: RtnetlinkSubscription
+    private let lock = NSLock()
+    private var armed = false
+    private var time: UInt64?
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    init(_ subscription: RtnetlinkSubscription) {
+        self.subscription = subscription
+        let thread = Thread { [self] in
+            var descriptor = pollfd(fd: self.subscription.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            while true {
+                guard poll(&descriptor, 1, -1) > 0 else { continue }
+                let time = now()
+                _ = try? self.subscription.drain { _ in }
+                lock.lock()
+                if armed { armed = false; self.time = time; semaphore.signal() }
+                lock.unlock()
+            }
+        }
+        thread.start()
+    }
+
+    func arm() {
+        lock.lock(); defer { lock.unlock() }
+        armed = true
+        time = nil
+        while semaphore.wait(timeout: .now()) == .success {}
+    }
+
+    func discard() { lock.lock(); armed = false; lock.unlock() }
+
+    func wait() -> UInt64? {
+        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
+        lock.lock(); defer { lock.unlock() }
+        return time
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Monotonic time in nanoseconds.
+func now() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+func milliseconds(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1e6 }
+
+/// The p-th percentile (nearest rank) of samples in milliseconds.
+func percentile(_ samples: [Double], _ p: Double) -> Double {
+    let sorted = samples.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
+    return sorted[min(max(rank, 0), sorted.count - 1)]
+}
+
+/// CPU time (ns) a process has used, all threads: the sum of /proc/PID/task/*/schedstat.
+func cpuNanoseconds(of pid: Int32) -> UInt64 {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.reduce(0) { total, task in
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8)) ?? ""
+        return total + (text.split(separator: " ").first.flatMap { UInt64($0) } ?? 0)
+    }
+}
+
+/// Resident set size in KiB (VmRSS).
+func residentKiB(of pid: Int32) -> Int {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+}
+
+func format(_ value: Double, _ digits: Int = 3) -> String { String(format: "%.\(digits)f", value) }
+
+/// A program running in the background, its output lines collected.
+final class BackgroundProcess: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var collected: [(time: UInt64, line: String)] = []
+    private var pending = Data()
+    let started: UInt64
+
+    init(_ arguments: [String]) throws {
+        started = now()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        output.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            let time = now()
+            lock.lock()
+            defer { lock.unlock() }
+            pending.append(data)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                collected.append((time, String(decoding: pending[pending.startIndex ..< newline], as: UTF8.self)))
+                pending.removeSubrange(pending.startIndex ... newline)
+            }
+        }
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var lines: [(time: UInt64, line: String)] { lock.lock(); defer { lock.unlock() }; return collected }
+
+    func waitForLines(_ count: Int, timeout: Double = 30) -> Bool {
+        let deadline = now() + UInt64(timeout * 1e9)
+        while lines.count < count && now() < deadline { usleep(1_000) }
+        return lines.count >= count
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import NamespaceTesting
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `reachctl watch` (the library's monitor in its own process) on a namespace
+/// with a full-table-sized FIB, beside `ip monitor` as the raw reference.
+struct ScaleBenchmark {
+    let routes: Int
+    let changes: Int
+    let reachctl: String
+
+    struct Result {
+        var loadSeconds = 0.0
+        var firstPathSeconds = 0.0
+        var rssAtStartKiB = 0
+        var rssAfterKiB = 0
+        var monitorMicrosecondsPerChange = 0.0
+        var rawMicrosecondsPerChange = 0.0
+        var pathStillRight = false
+        var finalStatus = ""
+    }
+
+    func run() throws -> Result {
+        let host = try TestNamespace("bench-1m")
+        let router = try TestNamespace("bench-1mr")
+        defer { host.remove(); router.remove() }
+        try host.addUplink(router: router)
+        var result = Result()
+
+        // 100.64.0.0/10 holds 4M /32s, none overlapping the uplink.
+        func route(_ verb: String, _ number: Int) -> String {
+            let value = 0x6440_0000 + number
+            return "route \(verb) \(value >> 24 & 255).\(value >> 16 & 255).\(value >> 8 & 255).\(value & 255)/32 via 10.1.0.1 dev eth0"
+        }
+        let load = now()
+        try host.ipBatch((0 ..< routes).map { route("add", $0) })
+        result.loadSeconds = Double(now() - load) / 1e9
+
+        let reference = try BackgroundProcess(["ip", "-n", host.name, "monitor", "route"])
+        let watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json"])
+        defer { watch.stop(); reference.stop() }
+        guard watch.waitForLines(1) else { throw BenchmarkError("reachctl watch printed nothing") }
+        result.firstPathSeconds = Double(watch.lines[0].time - watch.started) / 1e9
+        result.rssAtStartKiB = residentKiB(of: watch.pid)
+        usleep(200_000)
+
+        let monitorBefore = cpuNanoseconds(of: watch.pid)
+        let rawBefore = cpuNanoseconds(of: reference.pid)
+        let churn = (0 ..< changes / 2).flatMap { number in
+            [route("add", routes + number), route("del", routes + number)]
+        }
+        try host.ipBatch(churn)
+        usleep(1_000_000)  // let both listeners finish the queue
+        result.monitorMicrosecondsPerChange = Double(cpuNanoseconds(of: watch.pid) - monitorBefore) / 1e3 / Double(churn.count)
+        result.rawMicrosecondsPerChange = Double(cpuNanoseconds(of: reference.pid) - rawBefore) / 1e3 / Double(churn.count)
+        result.rssAfterKiB = residentKiB(of: watch.pid)
+
+        // Still right: the watcher's last document is what a fresh look says, and it still reacts.
+        try host.ip("route del default")
+        _ = watch.waitForLines(2, timeout: 5)
+        let fresh = try ReachabilityMonitor.path(options: MonitorOptions(networkNamespace: host.path))
+        let last = try Path(json: watch.lines.last?.line ?? "")
+        result.pathStillRight = fresh.isSamePath(as: last) && watch.lines.count == 2 && last.reason == .noRoute
+        result.finalStatus = "\(last.status.rawValue) (\(last.reason?.rawValue ?? "-"))"
+        return result
+    }
+}

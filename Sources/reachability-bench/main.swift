@@ -1,0 +1,47 @@
+import Foundation
+
+// reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N]
+// Needs root: every scenario runs in network namespaces it creates and removes.
+
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000]
+var arguments = CommandLine.arguments.dropFirst()
+while let flag = arguments.popFirst() {
+    guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
+          let value = arguments.popFirst().flatMap({ Int($0) }) else {
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N]")
+        exit(2)
+    }
+    settings[key] = value
+}
+let reachctl = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("reachctl").path
+guard FileManager.default.isExecutableFile(atPath: reachctl) else {
+    print("reachability-bench: \(reachctl) is missing: run `swift build -c release` first")
+    exit(1)
+}
+
+do {
+    print("== 1. Latency: netlink request → event (ms), \(settings["repetitions"]!) repetitions each")
+    print("   raw = first message on a minimal netlink listener; monitor = onChange callback")
+    print("   change            raw p50   raw p99   monitor p50   monitor p99   Δp50     p99 ratio")
+    for (name, sample) in try LatencyBenchmark(repetitions: settings["repetitions"]!).run() {
+        let rawP50 = percentile(sample.raw, 50), rawP99 = percentile(sample.raw, 99)
+        let p50 = percentile(sample.monitor, 50), p99 = percentile(sample.monitor, 99)
+        print("   \(name.padding(toLength: 16, withPad: " ", startingAt: 0))  \(format(rawP50))     \(format(rawP99))     \(format(p50))         \(format(p99))         \(format(p50 - rawP50))    \(format(p99 / rawP99, 2))×")
+    }
+
+    print("\n== 2. Scale: \(settings["routes"]!) routes in the namespace")
+    let scale = try ScaleBenchmark(routes: settings["routes"]!, changes: settings["changes"]!, reachctl: reachctl).run()
+    print("   routes loaded with ip -batch in \(format(scale.loadSeconds, 1)) s")
+    print("   reachctl watch: first path after \(format(scale.firstPathSeconds * 1000, 1)) ms (process start included), RSS \(scale.rssAtStartKiB) KiB")
+    print("   \(settings["changes"]!) route add/delete: reachctl watch \(format(scale.monitorMicrosecondsPerChange, 2)) µs CPU per change, ip monitor route \(format(scale.rawMicrosecondsPerChange, 2)) µs")
+    print("   RSS after the churn \(scale.rssAfterKiB) KiB; path afterwards \(scale.finalStatus), right: \(scale.pathStillRight)")
+
+    print("\n== 3. Flap storm: \(settings["flaps"]!) link flaps")
+    let storm = try StormBenchmark(flaps: settings["flaps"]!, reachctl: reachctl).run()
+    print("   storm took \(format(storm.seconds, 2)) s; CPU reachctl watch \(format(storm.monitorCPUMilliseconds, 1)) ms, ip monitor \(format(storm.rawCPUMilliseconds, 1)) ms")
+    print("   in-process monitor (64 KiB buffer): \(storm.overruns) overruns, \(storm.dumps) dumps, final state right: \(storm.monitorFinalRight)")
+    print("   reachctl watch final state right: \(storm.watchFinalRight)")
+} catch {
+    print("reachability-bench: \(error)")
+    exit(1)
+}

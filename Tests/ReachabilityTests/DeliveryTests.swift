@@ -1,0 +1,79 @@
+import Foundation
+import NamespaceTesting
+import Reachability
+import Testing
+
+/// What subscribers receive: the current path first (initial), then one path
+/// per real change, never the same document twice.
+@Suite("Delivery")
+struct DeliveryTests {
+    @Test("onChange, paths and NotificationCenter: initial, then transitions, no repeats")
+    func deliveries() async throws {
+        try await withNamespaces("deliver", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            let callbacks = Recorder()
+            let notifications = Recorder()
+            monitor.onChange = { callbacks.record($0) }
+            let observer = NotificationCenter.default.addObserver(
+                forName: ReachabilityMonitor.pathDidChangeNotification, object: monitor, queue: nil
+            ) { notification in
+                if let path = notification.userInfo?[ReachabilityMonitor.pathUserInfoKey] as? Path {
+                    notifications.record(path)
+                }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            try monitor.start()
+            let stream = monitor.paths
+            let streamed = Task { () -> [Path] in
+                var paths: [Path] = []
+                for await path in stream { paths.append(path) }
+                return paths
+            }
+            // Changes that matter, and one that does not (an unrelated route).
+            try ns[0].ip("route add 10.77.0.0/16 via 10.1.0.1 dev eth0")
+            try ns[0].ip("route del default")
+            try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
+            try ns[0].ip("route add default via 10.1.0.1 dev eth0")
+            try await waitForPath(monitor, "wired") { $0.status == .wired }
+            try await Task.sleep(for: .milliseconds(200))
+            monitor.stop()
+            let fromStream = await streamed.value
+
+            for (name, paths) in [("callbacks", callbacks.paths), ("notifications", notifications.paths),
+                                  ("stream", fromStream)] {
+                #expect(paths.map(\.status) == [.wired, .unreachable, .wired], "\(name)")
+                #expect(paths.map(\.initial) == [true, false, false], "\(name)")
+                for (previous, next) in zip(paths, paths.dropFirst()) {
+                    #expect(!previous.isSamePath(as: next), "\(name) repeated a document")
+                }
+            }
+            #expect(callbacks.paths[1].since >= callbacks.paths[0].since)
+            #expect(monitor.currentPath == nil, "a stopped monitor has no path")
+        }
+    }
+
+    @Test("a late subscriber gets the current path as its initial; the monitor restarts")
+    func lateSubscriberAndRestart() async throws {
+        try await withNamespaces("late", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            var iterator = monitor.paths.makeAsyncIterator()
+            let first = await iterator.next()
+            #expect(first?.initial == true && first?.status == .wired)
+            monitor.stop()
+            #expect(await iterator.next() == nil, "streams end when the monitor stops")
+
+            try monitor.start()
+            defer { monitor.stop() }
+            let recorder = Recorder()
+            monitor.onChange = { recorder.record($0) }
+            try ns[1].ip("link set dev up0 down")
+            try await waitForPath(monitor, "no-carrier") { $0.reason == .noCarrier }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(recorder.paths.map(\.initial) == [true, false])
+            #expect(recorder.paths.map(\.reason) == [nil, .noCarrier])
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import NamespaceTesting
+import Reachability
+import Testing
+
+/// A running monitor follows the kernel, including the changes the kernel
+/// announces with no route message at all.
+@Suite("Monitor transitions (real kernel, network namespaces)")
+struct MonitorTransitionTests {
+    @Test("route deleted and added again")
+    func routeDeleteAdd() async throws {
+        try await withNamespaces("routeflip", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            #expect(monitor.currentPath?.status == .wired, "currentPath is there as soon as start() returns")
+            try ns[0].ip("route del default")
+            try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
+            try ns[0].ip("route add default via 10.1.0.1 dev eth0")
+            try await waitForPath(monitor, "wired again") { $0.status == .wired && $0.gateway == "10.1.0.1" }
+        }
+    }
+
+    @Test("admin down: IPv4 routes vanish without RTM_DELROUTE")
+    func adminDown() async throws {
+        try await withNamespaces("admindown", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            try ns[0].ip("link set dev eth0 down")
+            try await waitForPath(monitor, "link-down") { $0.reason == .linkDown }
+            try ns[0].ip("link set dev eth0 up")
+            // The default route went with the link; nothing brings it back by itself.
+            try await waitForPath(monitor, "no-route once up again") { $0.reason == .noRoute }
+            try ns[0].ip("route add default via 10.1.0.1 dev eth0")
+            try await waitForPath(monitor, "wired") { $0.status == .wired }
+        }
+    }
+
+    @Test("carrier loss through the peer: the route stays, flagged linkdown, no route message")
+    func carrierLoss() async throws {
+        try await withNamespaces("carrier", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            try ns[1].ip("link set dev up0 down")
+            let lost = try await waitForPath(monitor, "no-carrier") { $0.reason == .noCarrier }
+            #expect(lost.interface == nil)
+            #expect(try ns[0].ip("route show default").contains("linkdown"), "the kernel keeps the route")
+            try ns[1].ip("link set dev up0 up")
+            try await waitForPath(monitor, "carrier back") { $0.status == .wired }
+        }
+    }
+
+    @Test("address removed")
+    func addressRemoved() async throws {
+        try await withNamespaces("addrdel", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            try ns[0].ip("addr del 10.1.0.2/24 dev eth0")
+            try await waitForPath(monitor, "no-address") { $0.reason == .noAddress }
+        }
+    }
+
+    @Test("a policy rule added while watching moves the path (no route message at all)")
+    func ruleAdded() async throws {
+        try await withNamespaces("ruleadd", "router") { ns in
+            try ns[0].addUplink(router: ns[1], defaultRoute: false)
+            try ns[0].ip("route add default via 10.1.0.1 dev eth0 table 100")
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            #expect(monitor.currentPath?.reason == .noRoute)
+            try ns[0].ip("rule add lookup 100 priority 1000")
+            try await waitForPath(monitor, "wired through table 100") { $0.status == .wired }
+        }
+    }
+
+    @Test("a VPN coming up and going away while watching")
+    func vpnComesAndGoes() async throws {
+        try await withNamespaces("vpnlive", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            try ns[0].openTun("tun0")
+            try ns[0].ip("addr add 10.8.0.2/24 dev tun0")
+            try ns[0].ip("link set dev tun0 up")
+            try ns[0].ip("route add 0.0.0.0/1 dev tun0")
+            try ns[0].ip("route add 128.0.0.0/1 dev tun0")
+            let vpn = try await waitForPath(monitor, "vpn") { $0.vpn?.name == "tun0" }
+            #expect(vpn.status == .wired && vpn.interface?.name == "eth0")
+            try ns[0].ip("link del dev tun0")
+            try await waitForPath(monitor, "vpn gone") { $0.vpn == nil && $0.status == .wired }
+        }
+    }
+
+    @Test("per-destination monitor follows its own route")
+    func destinationMonitor() async throws {
+        try await withNamespaces("destmon", "router") { ns in
+            try ns[0].addUplink(router: ns[1], defaultRoute: false)
+            let monitor = ReachabilityMonitor(host: "10.9.1.1", options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            #expect(monitor.currentPath?.status == .unreachable)
+            try ns[0].ip("route add 10.9.0.0/16 via 10.1.0.1 dev eth0")
+            let path = try await waitForPath(monitor, "a route to 10.9.1.1") { $0.status == .wired }
+            #expect(path.destination == "10.9.1.1")
+        }
+    }
+}

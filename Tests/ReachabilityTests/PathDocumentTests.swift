@@ -1,0 +1,51 @@
+import Foundation
+import Reachability
+import Testing
+
+@Suite("Path document")
+struct PathDocumentTests {
+    static let sample = Path(
+        status: .wired, interface: .init(name: "eth0", index: 2, kind: .ethernet), gateway: "192.0.2.1",
+        ipv4: true, ipv6: false, expensive: false, vpn: nil,
+        interfaces: [.init(name: "eth0", index: 2, kind: .ethernet, operstate: "up", up: true, carrier: true,
+                           addresses: ["192.0.2.10/24"])],
+        trust: .ok, initial: false, since: Date(timeIntervalSince1970: 1_795_341_600), source: .daemon,
+        routes: [.init(destination: "198.41.0.4", status: .wired, interface: "eth0", gateway: "192.0.2.1", source: "192.0.2.10")]
+    )
+
+    @Test("encodes to CONTRACT.md's document, nulls included")
+    func encoding() throws {
+        let object = try JSONSerialization.jsonObject(with: Data(Self.sample.jsonString().utf8)) as! [String: Any]
+        for key in ["status", "reason", "interface", "gateway", "ipv4", "ipv6", "expensive", "vpn", "interfaces",
+                    "trust", "initial", "since", "source"] {
+            #expect(object.keys.contains(key), "missing \(key)")
+        }
+        #expect(object["status"] as? String == "wired")
+        #expect(object["reason"] is NSNull)
+        #expect(object["vpn"] is NSNull)
+        #expect(object["since"] as? String == "2026-11-22T10:00:00Z")
+        #expect(object["source"] as? String == "daemon")
+        #expect((object["interface"] as? [String: Any])?["kind"] as? String == "ethernet")
+        #expect(Self.sample.jsonString().contains("\"192.0.2.10/24\""), "slashes are not escaped")
+    }
+
+    @Test("round-trips")
+    func roundTrip() throws {
+        #expect(try Path(json: Self.sample.jsonString()) == Self.sample)
+        var unreachable = Self.sample
+        unreachable.status = .unreachable
+        unreachable.reason = .noCarrier
+        unreachable.interface = nil
+        #expect(try Path(json: unreachable.jsonString()) == unreachable)
+    }
+
+    @Test("isSamePath ignores since and initial only")
+    func sameness() {
+        var other = Self.sample
+        other.since = Date()
+        other.initial = true
+        #expect(Self.sample.isSamePath(as: other))
+        other.gateway = "192.0.2.254"
+        #expect(!Self.sample.isSamePath(as: other))
+    }
+}

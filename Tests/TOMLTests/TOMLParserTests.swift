@@ -1,0 +1,96 @@
+import Testing
+import TOML
+
+@Suite("TOML reader")
+struct TOMLParserTests {
+    @Test("values and their lines")
+    func values() throws {
+        let table = try TOML.parse("""
+        # comment
+        name = "reachd" # trailing
+        count = 1_000
+        hex = 0xff
+        ratio = 0.5
+        on = true
+        day = 2027-06-30
+        when = 2027-06-30T10:00:00Z
+        list = [
+          "a", 'b',  # comments in arrays
+        ]
+        inline = { a = 1, b.c = "x" }
+        "quoted key" = 'C:\\path'
+        text = "tab\\tquote\\" \\u00e9"
+        multi = \"\"\"
+        one
+        two\"\"\"
+        """, file: "t.toml")
+        #expect(table["name"] == TOMLValue(.string("reachd"), line: 2))
+        #expect(table["count"]?.kind == .integer(1000))
+        #expect(table["hex"]?.kind == .integer(255))
+        #expect(table["ratio"]?.kind == .float(0.5))
+        #expect(table["on"]?.kind == .boolean(true))
+        #expect(table["day"]?.kind == .date(year: 2027, month: 6, day: 30))
+        #expect(table["when"]?.kind == .dateTime("2027-06-30T10:00:00Z"))
+        #expect(table["list"]?.kind == .array([TOMLValue(.string("a"), line: 10), TOMLValue(.string("b"), line: 10)]))
+        guard case let .table(inline) = table["inline"]?.kind, case let .table(b) = inline["b"]?.kind else {
+            Issue.record("inline table")
+            return
+        }
+        #expect(b["c"]?.kind == .string("x"))
+        #expect(table["quoted key"]?.kind == .string("C:\\path"))
+        #expect(table["text"]?.kind == .string("tab\tquote\" é"))
+        #expect(table["multi"]?.kind == .string("one\ntwo"))
+        #expect(table.keys.first == "name")
+    }
+
+    @Test("tables and arrays of tables")
+    func tables() throws {
+        let table = try TOML.parse("""
+        [trust]
+        timeout = "5s"
+
+        [[trust.host]]
+        match = "a.example"
+
+        [[trust.host]]
+        match = "b.example"
+        port = 8443
+        """)
+        guard case let .table(trust) = table["trust"]?.kind, case let .array(hosts) = trust["host"]?.kind else {
+            Issue.record("structure")
+            return
+        }
+        #expect(hosts.count == 2)
+        #expect(hosts[1].line == 7)
+        guard case let .table(second) = hosts[1].kind else { return }
+        #expect(second["port"]?.kind == .integer(8443))
+    }
+
+    @Test("errors name the line", arguments: [
+        ("a = 1\na = 2", 2, "duplicate key 'a' (first defined on line 1)"),
+        ("[t]\n[t]", 2, "table [t] is defined twice (first on line 1)"),
+        ("a = \"open", 1, "unterminated string"),
+        ("a = b", 1, "invalid value 'b' (strings need quotes)"),
+        ("\n\na = 1 2", 3, "unexpected '2' after the value (one key = value per line)"),
+        ("a = 012", 1, "invalid number '012': leading zeros are not allowed"),
+        ("a = [1, 2", 1, "unterminated array"),
+        ("= 1", 1, "expected a key, found '='"),
+        ("a = \"\\q\"", 1, "invalid escape '\\q'"),
+    ])
+    func errors(text: String, line: Int, message: String) {
+        #expect(throws: TOMLError(file: "x.toml", line: line, message: message)) {
+            try TOML.parse(text, file: "x.toml")
+        }
+    }
+
+    @Test("the schema reader rejects unknown keys and wrong types")
+    func reader() throws {
+        let table = try TOML.parse("a = 1\nb = \"x\"\nc = true\n", file: "f")
+        var reader = TOMLTableReader(table, file: "f", name: "[s]")
+        #expect(try reader.integer("a", in: 0 ... 5) == 1)
+        #expect(throws: TOMLError(file: "f", line: 2, message: "b must be true or false, not a string")) {
+            try reader.bool("b")
+        }
+        #expect(throws: TOMLError(file: "f", line: 3, message: "unknown key 'c' in [s]")) { try reader.finish() }
+    }
+}
