@@ -2,7 +2,7 @@
 
 SWIFT       ?= swift
 PREFIX      ?= /usr
-DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev dbus-daemon iproute2 pkg-config openssl
+DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev dbus-daemon iproute2 procps pkg-config openssl
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: deps build run test bench clean
@@ -36,7 +36,7 @@ test: deps
 ## Benchmarks against a raw netlink listener in the same namespace; prints numbers.
 bench: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench: needs root (network namespaces)" >&2; exit 1; }
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --static-swift-stdlib
 	.build/release/reachability-bench
 
 clean:

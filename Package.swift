@@ -24,22 +24,25 @@ let package = Package(
         .target(name: "Netlink", dependencies: ["CNetlink", "CNetlinkShim"]),
         // A small TOML reader that keeps line numbers for error messages.
         .target(name: "TOML"),
-        .target(name: "Reachability", dependencies: ["Netlink", "TOML"]),
+        // The monitor itself, on FoundationEssentials only: what reachctl and reachd link.
+        .target(name: "ReachabilityCore", dependencies: ["Netlink", "TOML"]),
+        // The library product: the core, plus NotificationCenter (full Foundation) for apps.
+        .target(name: "Reachability", dependencies: ["ReachabilityCore"]),
         .executableTarget(
             name: "reachctl",
             dependencies: [
-                "Reachability",
+                "ReachabilityCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "reachability-bench", dependencies: ["Reachability", "Netlink", "NamespaceTesting"]),
+        .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityCore", "Netlink", "NamespaceTesting"]),
 
         // Test support: network namespaces the tests create and always remove.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NamespaceTesting"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "Netlink", "NamespaceTesting"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "NamespaceTesting"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -26,41 +26,17 @@ package struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
         guard descriptor >= 0 else { throw NetlinkError.lastSystemError("opening network namespace \(path)") }
         defer { close(descriptor) }
         var result: Result<T, any Error>?
-        try withoutActuallyEscaping({ result = Result { try body() } }) { work in
-            try NamespaceThread(descriptor: descriptor, work: work).runToCompletion()
-        }
-        return try result!.get()
-    }
-}
-
-/// A thread that enters a namespace, runs one piece of work, and ends.
-private final class NamespaceThread {
-    let descriptor: Int32
-    let work: () -> Void
-    var failure: NetlinkError?
-
-    init(descriptor: Int32, work: @escaping () -> Void) {
-        self.descriptor = descriptor
-        self.work = work
-    }
-
-    func runToCompletion() throws {
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let created = pthread_create(&thread, nil, { context in
-            let this = Unmanaged<NamespaceThread>.fromOpaque(context!).takeRetainedValue()
-            if reachd_enter_network_namespace(this.descriptor) == 0 {
-                this.work()
-            } else {
-                this.failure = NetlinkError.lastSystemError("entering network namespace")
+        var entered: NetlinkError?
+        try withoutActuallyEscaping({
+            guard reachd_enter_network_namespace(descriptor) == 0 else {
+                entered = NetlinkError.lastSystemError("entering network namespace \(path)")
+                return
             }
-            return nil
-        }, context)
-        guard created == 0 else {
-            Unmanaged<NamespaceThread>.fromOpaque(context).release()
-            throw NetlinkError.system(operation: "starting a namespace thread", errno: created)
+            result = Result { try body() }
+        }) { work in
+            try DedicatedThread(work).join()
         }
-        pthread_join(thread, nil)
-        if let failure { throw failure }
+        if let entered { throw entered }
+        return try result!.get()
     }
 }

@@ -32,6 +32,8 @@ package final class RtnetlinkSubscription {
         /// The limit was reached with more queued: handle what you have, then call again.
         case limitReached(messages: Int)
         /// The kernel dropped messages (`ENOBUFS`): the state is unknown until re-dumped.
+        /// The queue has been emptied already, so dump now; every event from here on
+        /// is either queued or reported as another overrun.
         case overrun
     }
 
@@ -43,6 +45,7 @@ package final class RtnetlinkSubscription {
             case .wouldBlock:
                 return .drained(messages: count)
             case .overrun:
+                try discardQueued()
                 return .overrun
             case let .messages(bytes):
                 socket.forEachMessage(in: bytes) { header in
@@ -54,5 +57,18 @@ package final class RtnetlinkSubscription {
             }
         }
         return .limitReached(messages: count)
+    }
+
+    /// Reads the queue empty, keeping nothing. After an overrun the kernel reports
+    /// `ENOBUFS` once, on entering the congested state, and leaves that state only
+    /// when the queue has been read empty: until then it drops messages *silently*.
+    /// A monitor that dumped first and read the stale queue afterwards would lose
+    /// the changes made during its dump without ever being told.
+    private func discardQueued() throws {
+        while true {
+            if case .wouldBlock = try socket.receive(blocking: false, operation: "discarding rtnetlink events") {
+                return
+            }
+        }
     }
 }

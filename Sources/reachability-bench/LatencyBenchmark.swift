@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import NamespaceTesting
 import Netlink
-import Reachability
+import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
 #endif

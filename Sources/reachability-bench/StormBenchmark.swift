@@ -1,6 +1,6 @@
 import Foundation
 import NamespaceTesting
-import Reachability
+import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,4 @@
-import Reachability
+import ReachabilityCore
 
 /// The `[monitor]` options of a config file, or the defaults without one.
 struct MonitorOptionsLoad {

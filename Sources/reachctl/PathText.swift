@@ -1,4 +1,4 @@
-import Reachability
+import ReachabilityCore
 
 /// Human-readable renderings of a path.
 enum PathText {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Reachability
+import ReachabilityCore
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

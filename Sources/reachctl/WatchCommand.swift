@@ -1,6 +1,6 @@
 import ArgumentParser
 @preconcurrency import Dispatch
-import Reachability
+import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -11,13 +11,17 @@ public final class TestNamespace: Sendable {
     public let name: String
     private let tunnels = Mutex<[Int32]>([])
 
-    /// Creates the namespace with loopback up.
+    /// Creates the namespace with loopback up and IPv6 duplicate address detection
+    /// off: with DAD, every new interface's link-local address is announced a second
+    /// or two later, a change that would land at a random moment of the test.
     public init(_ label: String) throws {
         let number = namespaceCounter.add(1, ordering: .relaxed).newValue
         name = "rd-\(label.prefix(10))-\(getpid())-\(number)"
         try run(["ip", "netns", "add", name])
         do {
             try ip("link set dev lo up")
+            try sysctl("net.ipv6.conf.all.accept_dad=0")
+            try sysctl("net.ipv6.conf.default.accept_dad=0")
         } catch {
             remove()
             throw error
@@ -31,6 +35,11 @@ public final class TestNamespace: Sendable {
     @discardableResult
     public func ip(_ command: String) throws -> String {
         try run(["ip", "-n", name] + command.split(separator: " ").map(String.init)).output
+    }
+
+    /// Sets a sysctl inside the namespace ("net.ipv6.conf.eth0.accept_dad=1").
+    public func sysctl(_ assignment: String) throws {
+        try exec(["sysctl", "-q", "-w", assignment])
     }
 
     /// Runs many `ip` commands in one process (`ip -batch`), much faster than one by one.

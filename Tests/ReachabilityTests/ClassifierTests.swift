@@ -1,6 +1,6 @@
 import Foundation
 import Netlink
-@testable import Reachability
+@testable import ReachabilityCore
 import Testing
 
 /// Classification from netlink facts and from the device model, fed with

@@ -122,6 +122,7 @@ struct PathScenarioTests {
     func tentativeAddress() async throws {
         try await withNamespaces("tentative", "router") { ns in
             try ns[0].ip("link add name eth0 type veth peer name up0 netns \(ns[1].name)")
+            try ns[0].sysctl("net.ipv6.conf.eth0.accept_dad=1")
             try ns[0].ip("link set dev eth0 up")
             try ns[1].ip("link set dev up0 up")
             // DAD on a live link takes a second or more: long enough to look.

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Netlink
 import Synchronization
 
@@ -13,8 +13,9 @@ import Synchronization
 /// }
 /// ```
 ///
-/// Every subscriber — the `onChange` handler, each `paths` stream, and
-/// NotificationCenter observers of `pathDidChangeNotification` — first receives
+/// Every subscriber — the `onChange` handler, each `paths` stream, and (with
+/// `import Reachability`) NotificationCenter observers of
+/// `pathDidChangeNotification` — first receives
 /// the current path with `initial == true`, then one path per real change
 /// (a change of any field but `since` and `initial`). Bursts of kernel events
 /// are coalesced: every queued event is read before the path is evaluated once.
@@ -34,11 +35,11 @@ public final class ReachabilityMonitor: Sendable {
         }
     }
 
-    /// Posted on the callback queue for every published path; `userInfo[pathUserInfoKey]` is the `Path`,
-    /// `object` the monitor.
-    public static let pathDidChangeNotification = Notification.Name("io.reachd.Reachability.pathDidChange")
-    /// The `userInfo` key of `pathDidChangeNotification`.
-    public static let pathUserInfoKey = "path"
+    /// Called on the callback queue with each published path, marked `initial` on each
+    /// monitor's first. The `Reachability` module posts NotificationCenter notifications
+    /// through it; this module stays free of full Foundation (about 6 MB of RSS), so
+    /// reachctl and reachd do not pay for notifications nobody observes.
+    package static let publishObserver = Mutex<(@Sendable (ReachabilityMonitor, Path) -> Void)?>(nil)
 
     public let options: MonitorOptions
     public let target: Target
@@ -101,7 +102,12 @@ public final class ReachabilityMonitor: Sendable {
         }
         guard started else { return }
         loop.publishCurrentPath()
-        loop.startThread()
+        do {
+            try loop.startThread()
+        } catch {
+            stop()
+            throw error
+        }
     }
 
     /// Stops watching: no more deliveries, `paths` streams finish, `currentPath` becomes nil.
@@ -206,10 +212,10 @@ public final class ReachabilityMonitor: Sendable {
         let initialPath = { var copy = path; copy.initial = true; return copy }()
         fresh.forEach { $0.yield(initialPath) }
         known.forEach { $0.yield(path) }
+        let observer = Self.publishObserver.withLock { $0 }
         queue.async { [self] in
             handler?(handlerInitial ? initialPath : path)
-            NotificationCenter.default.post(name: Self.pathDidChangeNotification, object: self,
-                                            userInfo: [Self.pathUserInfoKey: notificationInitial ? initialPath : path])
+            observer?(self, notificationInitial ? initialPath : path)
         }
         return path
     }

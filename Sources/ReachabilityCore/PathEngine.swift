@@ -75,8 +75,8 @@ package final class PathEngine {
                 return changed
             case .overrun:
                 statistics.overruns += 1
-                // Whatever else is queued predates or repeats the dump; all of it is
-                // applied afterwards in order, so the state converges on the kernel's.
+                // The subscription has emptied its queue: the dump is the newest state,
+                // and every later event is queued behind it or reported as a new overrun.
                 try resynchronize()
                 return true
             }

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Netlink
 import Synchronization
 #if canImport(Glibc)
@@ -22,7 +22,7 @@ final class MonitorLoop: @unchecked Sendable {
     private let wake: (read: Int32, write: Int32)
     private let stopRequested = Atomic<Bool>(false)
     private let resolved = Mutex<[IPAddress]?>(nil)
-    private let finished = DispatchSemaphore(value: 0)
+    private var thread: DedicatedThread?
     private let resolving = Atomic<Bool>(false)
 
     init(engine: PathEngine, target: ReachabilityMonitor.Target, monitor: ReachabilityMonitor) throws {
@@ -78,19 +78,14 @@ final class MonitorLoop: @unchecked Sendable {
         }
     }
 
-    func startThread() {
-        let thread = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        thread.name = "reachability-monitor"
-        thread.start()
+    func startThread() throws {
+        thread = try DedicatedThread { [self] in run() }
     }
 
     func stopAndWait() {
         stopRequested.store(true, ordering: .sequentiallyConsistent)
         signalWake()
-        finished.wait()
+        thread?.join()
     }
 
     private func signalWake() {
