@@ -9,7 +9,8 @@ import Glibc
 /// The event loop of a `ReachabilityMonitor`: one thread that owns the engine,
 /// polls the netlink socket (and an eventfd for stop requests and name
 /// resolutions), drains every queued event, then evaluates the path once.
-/// It sleeps in `poll` with no timeout while the network is quiet.
+/// It sleeps in `poll` with no timeout while the network is quiet; the only
+/// timed wake-up is the one-shot re-check after an IPv4 route removal.
 final class MonitorLoop: @unchecked Sendable {
     // Touched only by the loop thread once it runs (and by `start` before that).
     private let engine: PathEngine
@@ -96,9 +97,16 @@ final class MonitorLoop: @unchecked Sendable {
     private func run() {
         var descriptors = [pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+        var recheckAt: ContinuousClock.Instant?
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
-            // While the state is unknown, retry the dump every second; otherwise sleep until told.
-            let timeout: Int32 = engine.isSynchronized ? -1 : 1_000
+            // Sleep until told, unless a re-check is due, or the state is unknown
+            // (then the dump is retried every second).
+            var timeout: Int32 = engine.isSynchronized ? -1 : 1_000
+            if let recheckAt {
+                let remaining = ContinuousClock.now.duration(to: recheckAt)
+                let milliseconds = Int32(clamping: (remaining.components.attoseconds / 1_000_000_000_000_000) + 1)
+                timeout = remaining <= .zero ? 0 : (timeout < 0 ? milliseconds : min(timeout, milliseconds))
+            }
             let ready = poll(&descriptors, 2, timeout)
             if ready < 0 && errno == EINTR { continue }
             if stopRequested.load(ordering: .sequentiallyConsistent) { break }
@@ -112,7 +120,15 @@ final class MonitorLoop: @unchecked Sendable {
                 }
             }
             if descriptors[0].revents != 0 {
-                evaluate = engine.processEvents() || evaluate
+                let outcome = engine.processEvents()
+                evaluate = evaluate || outcome.evaluate
+                if outcome.recheck {
+                    recheckAt = .now + .milliseconds(Int(PathEngine.recheckDelayMilliseconds))
+                }
+            }
+            if let due = recheckAt, ContinuousClock.now >= due {
+                recheckAt = nil
+                evaluate = true
             }
             if !engine.isSynchronized {
                 try? engine.resynchronize()

@@ -176,12 +176,43 @@ public struct Path: Codable, Sendable, Equatable {
         try container.encode(routes, forKey: .routes)
     }
 
-    /// The document as one line of JSON, keys sorted.
+    /// The document as one line of JSON, keys in CONTRACT.md's order. The same
+    /// document as `Codable` encodes, written directly.
     public func jsonString() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a value of only strings, numbers and booleans cannot fail.
-        return String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self)
+        var writer = JSONWriter()
+        writer.object { document in
+            document.string("status", status.rawValue)
+            document.string("reason", reason?.rawValue)
+            document.object("interface", interface != nil) { $0.write(interface!) }
+            document.string("gateway", gateway)
+            document.bool("ipv4", ipv4)
+            document.bool("ipv6", ipv6)
+            document.bool("expensive", expensive)
+            document.object("vpn", vpn != nil) { $0.write(vpn!) }
+            document.array("interfaces", interfaces) { entry, state in
+                entry.string("name", state.name)
+                entry.int("index", state.index)
+                entry.string("kind", state.kind.rawValue)
+                entry.string("operstate", state.operstate)
+                entry.bool("up", state.up)
+                entry.bool("carrier", state.carrier)
+                entry.strings("addresses", state.addresses)
+            }
+            document.string("trust", trust.rawValue)
+            document.bool("initial", initial)
+            document.string("since", since.formatted(.iso8601))
+            document.string("source", source.rawValue)
+            document.string("destination", destination)
+            document.array("routes", routes) { entry, route in
+                entry.string("destination", route.destination)
+                entry.string("status", route.status.rawValue)
+                entry.string("reason", route.reason?.rawValue)
+                entry.string("interface", route.interface)
+                entry.string("gateway", route.gateway)
+                entry.string("source", route.source)
+            }
+        }
+        return writer.text
     }
 
     /// Reads a document written by `jsonString()` (or by reachd).
@@ -201,5 +232,13 @@ extension Path.Route {
         try container.encode(interface, forKey: .interface)
         try container.encode(gateway, forKey: .gateway)
         try container.encode(source, forKey: .source)
+    }
+}
+
+private extension JSONWriter.ObjectWriter {
+    mutating func write(_ interface: Path.Interface) {
+        string("name", interface.name)
+        int("index", interface.index)
+        string("kind", interface.kind.rawValue)
     }
 }

@@ -61,28 +61,45 @@ package final class PathEngine {
         isSynchronized = true
     }
 
-    /// Reads every queued event. Returns whether the path must be evaluated again.
-    /// An overrun is answered with a re-dump: a monitor that carried on would
-    /// report a stale state forever.
-    package func processEvents() -> Bool {
-        var changed = false
+    /// What a batch of events asks of the loop.
+    package struct EventsOutcome: Equatable, Sendable {
+        /// Evaluate the path now.
+        package var evaluate = false
+        /// Evaluate it again after `recheckDelay`: the batch removed an IPv4 route.
+        /// IPv4's `fib_table_delete` broadcasts `RTM_DELROUTE` *before* it unlinks
+        /// the route (IPv6 unlinks first), and `RTM_GETROUTE` takes no lock, so a
+        /// lookup made at once can still find the route. Nothing else is sent
+        /// afterwards: without a second look the stale answer would stand.
+        package var recheck = false
+    }
+
+    /// How long after an IPv4 route removal to look again. The kernel finishes the
+    /// removal microseconds after the notification, in the same call.
+    package static let recheckDelayMilliseconds: Int32 = 5
+
+    /// Reads every queued event and says what the loop must do. An overrun is
+    /// answered with a re-dump: a monitor that carried on would report a stale
+    /// state forever.
+    package func processEvents() -> EventsOutcome {
+        var outcome = EventsOutcome()
         do {
             switch try subscription.drain(limit: 10_000, { message in
                 statistics.messages += 1
-                if state.apply(message) { changed = true }
+                if state.apply(message) { outcome.evaluate = true }
+                if case let .route(change) = message, change.removed, change.family == .v4 { outcome.recheck = true }
             }) {
             case .drained, .limitReached:
-                return changed
+                return outcome
             case .overrun:
                 statistics.overruns += 1
                 // The subscription has emptied its queue: the dump is the newest state,
                 // and every later event is queued behind it or reported as a new overrun.
                 try resynchronize()
-                return true
+                return EventsOutcome(evaluate: true, recheck: true)
             }
         } catch {
             isSynchronized = false
-            return true
+            return EventsOutcome(evaluate: true)
         }
     }
 

@@ -213,6 +213,8 @@ public final class ReachabilityMonitor: Sendable {
         fresh.forEach { $0.yield(initialPath) }
         known.forEach { $0.yield(path) }
         let observer = Self.publishObserver.withLock { $0 }
+        // Waking the callback queue for nobody costs a thread hop per change.
+        guard handler != nil || observer != nil else { return path }
         queue.async { [self] in
             handler?(handlerInitial ? initialPath : path)
             observer?(self, notificationInitial ? initialPath : path)

@@ -8,14 +8,20 @@ import Glibc
 #endif
 
 /// Latency from just before the netlink request that changes the state to
-/// (a) the first message on a raw netlink listener in the same namespace and
-/// (b) the monitor's onChange callback, which has drained, re-evaluated with
-/// RTM_GETROUTE and hopped to the callback queue.
+/// (a) the message that carries the change (RTM_DELROUTE, RTM_NEWROUTE, the
+/// RTM_NEWLINK without IFF_UP, RTM_DELADDR) reaching a raw netlink listener in
+/// the same namespace — `ip link set down` sends route and address removals
+/// before the link message, so "the first message" would flatter the raw side —
+/// and (b) the monitor's onChange callback, which has drained, re-evaluated
+/// with RTM_GETROUTE and hopped to the callback queue.
 struct LatencyBenchmark {
     struct Sample { var raw: [Double] = []; var monitor: [Double] = [] }
     let repetitions: Int
 
-    func run() throws -> [(String, Sample)] {
+    /// Microseconds of one evaluation of the default path (two RTM_GETROUTE round trips included).
+    private(set) var evaluationMicroseconds = 0.0
+
+    mutating func run() throws -> [(String, Sample)] {
         let host = try TestNamespace("bench-lat")
         let router = try TestNamespace("bench-rtr")
         defer { host.remove(); router.remove() }
@@ -27,6 +33,12 @@ struct LatencyBenchmark {
         guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else {
             throw BenchmarkError("no eth0 in the benchmark namespace")
         }
+        let engine = try PathEngine(options: MonitorOptions(networkNamespace: host.path))
+        let evaluations = 10_000
+        let evaluationStart = now()
+        for _ in 0 ..< evaluations { _ = engine.evaluateDefaultPath() }
+        evaluationMicroseconds = Double(now() - evaluationStart) / 1e3 / Double(evaluations)
+
         let raw = RawListener(listener)
         let waiter = PathWaiter()
         let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: host.path))
@@ -40,14 +52,17 @@ struct LatencyBenchmark {
         func deleteDefault() throws { try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
 
         var results: [String: Sample] = [:]
-        func measure(_ name: String, _ expectation: @escaping @Sendable (Path) -> Bool, _ change: () throws -> Void) throws {
-            raw.arm()
+        func measure(_ name: String, _ expectation: @escaping @Sendable (Path) -> Bool,
+                     carriedBy message: @escaping (RtnetlinkMessage) -> Bool, _ change: () throws -> Void) throws {
+            raw.arm(message)
             waiter.arm(expectation)
             let start = now()
             try change()
-            guard let callback = waiter.wait(), let rawTime = raw.wait() else {
-                throw BenchmarkError("\(name): no event within 5 s")
+            guard let callback = waiter.wait() else {
+                let fresh = engine.evaluateDefaultPath()
+                throw BenchmarkError("\(name): no callback within 5 s; the monitor says \(monitor.currentPath?.status.rawValue ?? "-"), a fresh look says \(fresh.status.rawValue)")
             }
+            guard let rawTime = raw.wait() else { throw BenchmarkError("\(name): the raw listener saw nothing within 5 s") }
             results[name, default: Sample()].raw.append(milliseconds(rawTime - start))
             results[name, default: Sample()].monitor.append(milliseconds(callback - start))
         }
@@ -63,14 +78,20 @@ struct LatencyBenchmark {
             raw.discard()
         }
         for _ in 0 ..< repetitions {
-            try measure("route delete", { $0.reason == .noRoute }, deleteDefault)
-            try measure("route add", { $0.status == .wired }, addDefault)
+            try measure("route delete", { $0.reason == .noRoute }, carriedBy: {
+                if case let .route(change) = $0 { change.removed && change.destinationPrefixLength == 0 } else { false }
+            }, deleteDefault)
+            try measure("route add", { $0.status == .wired }, carriedBy: {
+                if case let .route(change) = $0 { !change.removed && change.destinationPrefixLength == 0 } else { false }
+            }, addDefault)
             try restore()
-            try measure("link down", { $0.reason == .linkDown }) { try control.setLink(eth0, up: false) }
+            try measure("link down", { $0.reason == .linkDown }, carriedBy: {
+                if case let .link(link) = $0 { link.index == eth0 && !link.isUp } else { false }
+            }) { try control.setLink(eth0, up: false) }
             try restore()
-            try measure("address delete", { $0.reason == .noAddress }) {
-                try control.address(add: false, local, prefixLength: 24, interface: eth0)
-            }
+            try measure("address delete", { $0.reason == .noAddress }, carriedBy: {
+                if case let .addressRemoved(address) = $0 { address.address == local } else { false }
+            }) { try control.address(add: false, local, prefixLength: 24, interface: eth0) }
             try restore()
         }
         return ["route delete", "route add", "link down", "address delete"].map { ($0, results[$0] ?? Sample()) }
@@ -113,11 +134,11 @@ final class PathWaiter: @unchecked Sendable {
     }
 }
 
-/// A minimal netlink listener: the time of the first event after `arm()`.
+/// A minimal netlink listener: the time it reads the message that carries a change.
 final class RawListener: @unchecked Sendable {
     private let subscription: RtnetlinkSubscription
     private let lock = NSLock()
-    private var armed = false
+    private var matcher: ((RtnetlinkMessage) -> Bool)?
     private var time: UInt64?
     private let semaphore = DispatchSemaphore(value: 0)
 
@@ -128,23 +149,27 @@ final class RawListener: @unchecked Sendable {
             while true {
                 guard poll(&descriptor, 1, -1) > 0 else { continue }
                 let time = now()
-                _ = try? self.subscription.drain { _ in }
-                lock.lock()
-                if armed { armed = false; self.time = time; semaphore.signal() }
-                lock.unlock()
+                _ = try? self.subscription.drain { message in
+                    lock.lock()
+                    defer { lock.unlock() }
+                    guard let matcher, matcher(message) else { return }
+                    self.matcher = nil
+                    self.time = time
+                    semaphore.signal()
+                }
             }
         }
         thread.start()
     }
 
-    func arm() {
+    func arm(_ matcher: @escaping (RtnetlinkMessage) -> Bool) {
         lock.lock(); defer { lock.unlock() }
-        armed = true
+        self.matcher = matcher
         time = nil
         while semaphore.wait(timeout: .now()) == .success {}
     }
 
-    func discard() { lock.lock(); armed = false; lock.unlock() }
+    func discard() { lock.lock(); matcher = nil; lock.unlock() }
 
     func wait() -> UInt64? {
         guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }

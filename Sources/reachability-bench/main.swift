@@ -21,13 +21,16 @@ guard FileManager.default.isExecutableFile(atPath: reachctl) else {
 
 do {
     print("== 1. Latency: netlink request → event (ms), \(settings["repetitions"]!) repetitions each")
-    print("   raw = first message on a minimal netlink listener; monitor = onChange callback")
+    print("   raw = a minimal netlink listener reads the message that carries the change; monitor = onChange callback")
     print("   change            raw p50   raw p99   monitor p50   monitor p99   Δp50     p99 ratio")
-    for (name, sample) in try LatencyBenchmark(repetitions: settings["repetitions"]!).run() {
+    var latency = LatencyBenchmark(repetitions: settings["repetitions"]!)
+    for (name, sample) in try latency.run() {
         let rawP50 = percentile(sample.raw, 50), rawP99 = percentile(sample.raw, 99)
         let p50 = percentile(sample.monitor, 50), p99 = percentile(sample.monitor, 99)
         print("   \(name.padding(toLength: 16, withPad: " ", startingAt: 0))  \(format(rawP50))     \(format(rawP99))     \(format(p50))         \(format(p99))         \(format(p50 - rawP50))    \(format(p99 / rawP99, 2))×")
     }
+
+    print("   one evaluation of the path (2 RTM_GETROUTE round trips): \(format(latency.evaluationMicroseconds, 1)) µs")
 
     print("\n== 2. Scale: \(settings["routes"]!) routes in the namespace")
     let scale = try ScaleBenchmark(routes: settings["routes"]!, changes: settings["changes"]!, reachctl: reachctl).run()

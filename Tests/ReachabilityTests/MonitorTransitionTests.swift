@@ -1,5 +1,6 @@
 import Foundation
 import NamespaceTesting
+import Netlink
 import Reachability
 import Testing
 
@@ -19,6 +20,34 @@ struct MonitorTransitionTests {
             try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
             try ns[0].ip("route add default via 10.1.0.1 dev eth0")
             try await waitForPath(monitor, "wired again") { $0.status == .wired && $0.gateway == "10.1.0.1" }
+        }
+    }
+
+    @Test("IPv4 announces a route removal before it unlinks the route: the monitor still ends right, every time")
+    func routeRemovalAnnouncedEarly() async throws {
+        try await withNamespaces("delrace", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            try ns[0].ip("link add name flap0 type veth peer name flap1")
+            let namespace = NetworkNamespace(name: ns[0].name)
+            let (control, query) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery()) }
+            // A slow listener, as real hosts have: subscribed, never reading, more than
+            // half full. The kernel then yields after every broadcast, which is exactly
+            // between announcing an IPv4 route removal and unlinking the route.
+            // 600 flaps queue about 2.8 MB: over half of the 4 MiB buffer, with room left.
+            let slowListener = try namespace.perform { try RtnetlinkSubscription(receiveBufferSize: 2 << 20) }
+            try ns[0].ipBatch((0 ..< 600).flatMap { _ in ["link set dev flap0 up", "link set dev flap0 down"] })
+            let eth0 = try #require(try query.links().first { $0.name == "eth0" }).index
+            let any = IPAddress("0.0.0.0")!, gateway = IPAddress("10.1.0.1")!
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            for cycle in 0 ..< 150 {
+                try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
+                try await waitForPath(monitor, "no-route after removal \(cycle)", timeout: .seconds(2)) { $0.reason == .noRoute }
+                try control.route(add: true, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
+                try await waitForPath(monitor, "wired after cycle \(cycle)", timeout: .seconds(2)) { $0.status == .wired }
+            }
+            withExtendedLifetime(slowListener) {}
         }
     }
 

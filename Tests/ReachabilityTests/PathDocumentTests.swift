@@ -29,6 +29,19 @@ struct PathDocumentTests {
         #expect(Self.sample.jsonString().contains("\"192.0.2.10/24\""), "slashes are not escaped")
     }
 
+    @Test("jsonString writes what Codable encodes, in the contract's key order, escaped")
+    func writerMatchesCodable() throws {
+        var tricky = Self.sample
+        tricky.destination = "quote\" back\\slash \u{01} tab\t é"
+        tricky.interfaces[0].addresses.append("line\nbreak")
+        let written = try JSONSerialization.jsonObject(with: Data(tricky.jsonString().utf8)) as! NSDictionary
+        let encoder = JSONEncoder()
+        let encoded = try JSONSerialization.jsonObject(with: encoder.encode(tricky)) as! NSDictionary
+        #expect(written == encoded)
+        #expect(tricky.jsonString().hasPrefix("{\"status\":\"wired\",\"reason\":null,\"interface\":{"))
+        #expect(try Path(json: tricky.jsonString()) == tricky)
+    }
+
     @Test("round-trips")
     func roundTrip() throws {
         #expect(try Path(json: Self.sample.jsonString()) == Self.sample)

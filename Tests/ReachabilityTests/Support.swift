@@ -28,7 +28,7 @@ func waitForPath(_ monitor: ReachabilityMonitor, _ what: String, timeout: Durati
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if let path = monitor.currentPath, condition(path) { return path }
-        try await Task.sleep(for: .milliseconds(5))
+        try await Task.sleep(for: .milliseconds(1))
     }
     throw Timeout(what: what, last: monitor.currentPath)
 }

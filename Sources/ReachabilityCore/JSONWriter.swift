@@ -1,0 +1,110 @@
+/// Writes JSON directly, keys in the order given. Path documents are written on
+/// every change (a flap storm writes thousands): Foundation's JSONEncoder spent
+/// four times the CPU of the whole monitor loop there, and sorts the keys.
+struct JSONWriter {
+    private(set) var text = ""
+
+    init() { text.reserveCapacity(1024) }
+
+    mutating func object(_ body: (inout ObjectWriter) -> Void) {
+        text.append("{")
+        var writer = ObjectWriter(text: text)
+        text = ""
+        body(&writer)
+        text = writer.text
+        text.append("}")
+    }
+
+    struct ObjectWriter {
+        var text: String
+        private var first = true
+
+        init(text: String) { self.text = text }
+
+        private mutating func key(_ key: String) {
+            if !first { text.append(",") }
+            first = false
+            JSONWriter.appendString(key, to: &text)
+            text.append(":")
+        }
+
+        mutating func string(_ name: String, _ value: String?) {
+            key(name)
+            if let value { JSONWriter.appendString(value, to: &text) } else { text.append("null") }
+        }
+
+        mutating func bool(_ name: String, _ value: Bool) {
+            key(name)
+            text.append(value ? "true" : "false")
+        }
+
+        mutating func int(_ name: String, _ value: Int) {
+            key(name)
+            text.append(String(value))
+        }
+
+        mutating func strings(_ name: String, _ values: [String]) {
+            key(name)
+            text.append("[")
+            for (index, value) in values.enumerated() {
+                if index > 0 { text.append(",") }
+                JSONWriter.appendString(value, to: &text)
+            }
+            text.append("]")
+        }
+
+        /// A nested object, or null.
+        mutating func object(_ name: String, _ present: Bool, _ body: (inout ObjectWriter) -> Void) {
+            key(name)
+            guard present else { text.append("null"); return }
+            text.append("{")
+            var nested = ObjectWriter(text: text)
+            text = ""
+            body(&nested)
+            text = nested.text
+            text.append("}")
+        }
+
+        mutating func array<Element>(_ name: String, _ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
+            key(name)
+            text.append("[")
+            for (index, element) in elements.enumerated() {
+                text.append(index > 0 ? ",{" : "{")
+                var nested = ObjectWriter(text: text)
+                text = ""
+                body(&nested, element)
+                text = nested.text
+                text.append("}")
+            }
+            text.append("]")
+        }
+    }
+
+    /// RFC 8259 string escaping: quotes, backslash and control characters.
+    static func appendString(_ value: String, to text: inout String) {
+        text.append("\"")
+        // Names, kinds and addresses never need escaping: append them whole.
+        guard value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            text.append(value)
+            text.append("\"")
+            return
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(value.utf8.count + 8)
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case UInt8(ascii: "\r"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case UInt8(ascii: "\t"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0 ..< 0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            default: bytes.append(byte)
+            }
+        }
+        text.append(String(decoding: bytes, as: UTF8.self))
+        text.append("\"")
+    }
+}
