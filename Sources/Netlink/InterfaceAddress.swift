@@ -24,11 +24,13 @@ package enum AddressScope {
 
 /// An address assigned to an interface.
 package struct InterfaceAddress: Hashable, Sendable {
-    package var interfaceIndex: Int32
-    package var address: IPAddress
-    package var prefixLength: UInt8
-    package var scope: UInt8
-    package var flags: AddressFlags
+    package let interfaceIndex: Int32
+    package let address: IPAddress
+    package let prefixLength: UInt8
+    package let scope: UInt8
+    package let flags: AddressFlags
+    /// "192.0.2.10/24", formatted once: documents list it on every evaluation.
+    package let cidr: String
 
     package init(interfaceIndex: Int32, address: IPAddress, prefixLength: UInt8,
                  scope: UInt8 = AddressScope.universe, flags: AddressFlags = [.permanent]) {
@@ -37,6 +39,7 @@ package struct InterfaceAddress: Hashable, Sendable {
         self.prefixLength = prefixLength
         self.scope = scope
         self.flags = flags
+        cidr = "\(address)/\(prefixLength)"
     }
 
     /// What the kernel uses to tell one address of an interface from another.
@@ -65,9 +68,6 @@ package struct InterfaceAddress: Hashable, Sendable {
         !flags.contains(.dadFailed) && (!flags.contains(.tentative) || flags.contains(.optimistic))
     }
 
-    /// "192.0.2.10/24"
-    package var cidr: String { "\(address)/\(prefixLength)" }
-
     /// Reads the fields out of a libnl address object; nil for an address without a local part.
     init?(_ object: OpaquePointer) {
         guard let local = rtnl_addr_get_local(object),
@@ -76,10 +76,9 @@ package struct InterfaceAddress: Hashable, Sendable {
         guard let address = IPAddress(bytes: Array(UnsafeRawBufferPointer(start: bytes, count: length))) else {
             return nil
         }
-        self.address = address
-        interfaceIndex = rtnl_addr_get_ifindex(object)
-        prefixLength = UInt8(truncatingIfNeeded: rtnl_addr_get_prefixlen(object))
-        scope = UInt8(truncatingIfNeeded: rtnl_addr_get_scope(object))
-        flags = AddressFlags(rawValue: rtnl_addr_get_flags(object))
+        self.init(interfaceIndex: rtnl_addr_get_ifindex(object), address: address,
+                  prefixLength: UInt8(truncatingIfNeeded: rtnl_addr_get_prefixlen(object)),
+                  scope: UInt8(truncatingIfNeeded: rtnl_addr_get_scope(object)),
+                  flags: AddressFlags(rawValue: rtnl_addr_get_flags(object)))
     }
 }

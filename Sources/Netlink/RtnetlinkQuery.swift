@@ -55,10 +55,11 @@ package final class RtnetlinkQuery {
     ///     interface has a real route (a plain lookup would invent an on-link one).
     package func lookupRoute(to destination: IPAddress, outputInterface: Int32? = nil,
                              matchingFIBEntry: Bool = false) -> Result<RouteLookup, RouteLookupFailure> {
-        let operation = "looking up the route to \(destination)"
+        // Built only when something fails: lookups are the hot path of every evaluation.
+        func operation() -> String { "looking up the route to \(destination)" }
         do {
             let sequence = try socket.send(type: MessageType.getRoute, flags: MessageFlags.request,
-                                           operation: operation) { message in
+                                           operation: operation()) { message in
                 var route = rtmsg()
                 route.rtm_family = UInt8(destination.family.kernelValue)
                 route.rtm_dst_len = UInt8(destination.family.bitCount)
@@ -74,20 +75,20 @@ package final class RtnetlinkQuery {
                 return status
             }
             while true {
-                guard case let .messages(bytes) = try socket.receive(blocking: true, operation: operation) else {
-                    throw NetlinkError.malformed(operation: operation, detail: "receive buffer overrun")
+                guard case let .messages(bytes) = try socket.receive(blocking: true, operation: operation()) else {
+                    throw NetlinkError.malformed(operation: operation(), detail: "receive buffer overrun")
                 }
                 var answer: Result<RouteLookup, RouteLookupFailure>?
                 socket.forEachMessage(in: bytes) { header in
                     guard answer == nil, header.pointee.nlmsg_seq == sequence else { return }
                     if header.pointee.nlmsg_type == MessageType.error {
                         let code = header.payload(as: nlmsgerr.self)?.error ?? -EPROTO
-                        answer = .failure(RouteLookupFailure(errno: -code, operation: operation))
+                        answer = .failure(RouteLookupFailure(errno: -code, operation: operation()))
                     } else if header.pointee.nlmsg_type == MessageType.newRoute {
                         if let lookup = RouteLookup(header, destination: destination, requestedInterface: outputInterface) {
                             answer = .success(lookup)
                         } else {
-                            answer = .failure(.failed(.malformed(operation: operation, detail: "answer without an interface")))
+                            answer = .failure(.failed(.malformed(operation: operation(), detail: "answer without an interface")))
                         }
                     }
                 }
@@ -96,7 +97,7 @@ package final class RtnetlinkQuery {
         } catch let error as NetlinkError {
             return .failure(.failed(error))
         } catch {
-            return .failure(.failed(.malformed(operation: operation, detail: "\(error)")))
+            return .failure(.failed(.malformed(operation: operation(), detail: "\(error)")))
         }
     }
 

@@ -4,7 +4,10 @@ import Netlink
 /// small. Routes are never kept; the kernel is asked instead.
 package struct NetworkState: Sendable, Equatable {
     package private(set) var links: [Int32: Link] = [:]
-    package private(set) var addresses: [InterfaceAddress.Key: InterfaceAddress] = [:]
+    /// Addresses by interface, each interface's in document order (IPv4 first).
+    private var addressesByInterface: [Int32: [InterfaceAddress]] = [:]
+    /// Goes up with every change of links or addresses, so derived values can be kept until then.
+    package private(set) var generation = 0
 
     package init(links: [Link] = [], addresses: [InterfaceAddress] = []) {
         replace(links: links, addresses: addresses)
@@ -13,7 +16,9 @@ package struct NetworkState: Sendable, Equatable {
     /// Replaces everything with a fresh dump.
     package mutating func replace(links: [Link], addresses: [InterfaceAddress]) {
         self.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        self.addresses = Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
+        addressesByInterface = [:]
+        for address in addresses { insert(address) }
+        generation += 1
     }
 
     /// Applies one event. Returns false when it changed nothing the path depends on
@@ -22,28 +27,48 @@ package struct NetworkState: Sendable, Equatable {
     package mutating func apply(_ message: RtnetlinkMessage) -> Bool {
         switch message {
         case let .link(link):
-            return links.updateValue(link, forKey: link.index) != link
+            guard links.updateValue(link, forKey: link.index) != link else { return false }
         case let .linkRemoved(index):
-            addresses = addresses.filter { $0.key.interfaceIndex != index }
-            return links.removeValue(forKey: index) != nil
+            addressesByInterface[index] = nil
+            guard links.removeValue(forKey: index) != nil else { return false }
         case let .address(address):
-            return addresses.updateValue(address, forKey: address.key) != address
+            guard insert(address) else { return false }
         case let .addressRemoved(address):
-            return addresses.removeValue(forKey: address.key) != nil
+            guard let index = addressesByInterface[address.interfaceIndex]?.firstIndex(where: { $0.key == address.key }) else {
+                return false
+            }
+            addressesByInterface[address.interfaceIndex]!.remove(at: index)
         case .route, .rule:
             return true
         }
+        generation += 1
+        return true
+    }
+
+    /// Adds or replaces an address; false when it was already there as it is.
+    @discardableResult
+    private mutating func insert(_ address: InterfaceAddress) -> Bool {
+        var list = addressesByInterface[address.interfaceIndex] ?? []
+        if let index = list.firstIndex(where: { $0.key == address.key }) {
+            guard list[index] != address else { return false }
+            list[index] = address
+        } else {
+            let position = list.firstIndex { Self.precedes(address, $0) } ?? list.endIndex
+            list.insert(address, at: position)
+        }
+        addressesByInterface[address.interfaceIndex] = list
+        return true
+    }
+
+    private static func precedes(_ lhs: InterfaceAddress, _ rhs: InterfaceAddress) -> Bool {
+        if lhs.address.family != rhs.address.family { return lhs.address.family == .v4 }
+        if lhs.address.bytes != rhs.address.bytes { return lhs.address.bytes.lexicographicallyPrecedes(rhs.address.bytes) }
+        return lhs.prefixLength < rhs.prefixLength
     }
 
     /// The addresses of one interface, IPv4 first, in a stable order.
     package func addresses(of index: Int32) -> [InterfaceAddress] {
-        addresses.values.filter { $0.interfaceIndex == index }.sorted { lhs, rhs in
-            if lhs.address.family != rhs.address.family { return lhs.address.family == .v4 }
-            if lhs.address.bytes != rhs.address.bytes {
-                return lhs.address.bytes.lexicographicallyPrecedes(rhs.address.bytes)
-            }
-            return lhs.prefixLength < rhs.prefixLength
-        }
+        addressesByInterface[index] ?? []
     }
 
     /// The interfaces enslaved to a bridge or bond.

@@ -9,6 +9,8 @@ struct PathEvaluator {
     let classifier: InterfaceClassifier
     /// Kinds already decided, by interface index and name (sysfs is read once per device).
     private var kinds: [Int32: (name: String, kind: InterfaceKind)] = [:]
+    /// The document's interface list for one state generation: route churn leaves it as it is.
+    private var interfaceList: (generation: Int, states: [Path.InterfaceState])?
 
     init(options: MonitorOptions, facts: any InterfaceFactsSource) {
         self.options = options
@@ -49,6 +51,7 @@ struct PathEvaluator {
 
     /// Forgets cached kinds of interfaces that are gone.
     mutating func prune(_ state: NetworkState) {
+        guard interfaceList?.generation != state.generation else { return }
         kinds = kinds.filter { state.links[$0.key]?.name == $0.value.name }
     }
 
@@ -210,13 +213,16 @@ struct PathEvaluator {
     }
 
     mutating func interfaceStates(_ state: NetworkState) -> [Path.InterfaceState] {
-        state.links.values.sorted { $0.index < $1.index }.compactMap { link in
+        if let cached = interfaceList, cached.generation == state.generation { return cached.states }
+        let states = state.links.values.sorted { $0.index < $1.index }.compactMap { link -> Path.InterfaceState? in
             guard !options.isIgnored(link.name) else { return nil }
             return Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
                                        operstate: link.operationalState.description, up: link.isUp,
                                        carrier: link.hasCarrier,
                                        addresses: state.addresses(of: link.index).filter(\.hasSettled).map(\.cidr))
         }
+        interfaceList = (state.generation, states)
+        return states
     }
 
     mutating func describe(_ outcome: Outcome, state: NetworkState) -> Path.Route {
