@@ -29,8 +29,9 @@ package final class RtnetlinkSubscription {
     package enum DrainOutcome: Equatable, Sendable {
         /// Everything queued was read; `messages` of them mattered.
         case drained(messages: Int)
-        /// The limit was reached with more queued: handle what you have, then call again.
-        case limitReached(messages: Int)
+        /// Stopped early — at the limit, or because a message asked to be acted on at
+        /// once — with more possibly queued: handle what you have, then call again.
+        case paused(messages: Int)
         /// The kernel dropped messages (`ENOBUFS`): the state is unknown until re-dumped.
         /// The queue has been emptied already, so dump now; every event from here on
         /// is either queued or reported as another overrun.
@@ -38,9 +39,12 @@ package final class RtnetlinkSubscription {
     }
 
     /// Reads every queued message, up to `limit` of them, handing each to `handle`.
-    package func drain(limit: Int = 10_000, _ handle: (RtnetlinkMessage) -> Void) throws -> DrainOutcome {
+    /// When `handle` returns true the drain stops after the current datagram
+    /// (nothing read is ever left unhandled).
+    package func drain(limit: Int = 10_000, _ handle: (RtnetlinkMessage) -> Bool) throws -> DrainOutcome {
         var count = 0
-        while count < limit {
+        var urgent = false
+        while count < limit && !urgent {
             switch try socket.receive(blocking: false, operation: "reading rtnetlink events") {
             case .wouldBlock:
                 return .drained(messages: count)
@@ -51,12 +55,12 @@ package final class RtnetlinkSubscription {
                 socket.forEachMessage(in: bytes) { header in
                     if let message = RtnetlinkMessage(header) {
                         count += 1
-                        handle(message)
+                        if handle(message) { urgent = true }
                     }
                 }
             }
         }
-        return .limitReached(messages: count)
+        return .paused(messages: count)
     }
 
     /// Reads the queue empty, keeping nothing. After an overrun the kernel reports

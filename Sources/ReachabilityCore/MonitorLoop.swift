@@ -10,7 +10,7 @@ import Glibc
 /// polls the netlink socket (and an eventfd for stop requests and name
 /// resolutions), drains every queued event, then evaluates the path once.
 /// It sleeps in `poll` with no timeout while the network is quiet; the only
-/// timed wake-up is the one-shot re-check after an IPv4 route removal.
+/// timed wake-ups are the re-checks after an IPv4 route removal.
 final class MonitorLoop: @unchecked Sendable {
     // Touched only by the loop thread once it runs (and by `start` before that).
     private let engine: PathEngine
@@ -97,17 +97,16 @@ final class MonitorLoop: @unchecked Sendable {
     private func run() {
         var descriptors = [pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-        var recheckAt: ContinuousClock.Instant?
+        var rechecks: [ContinuousClock.Instant] = []
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
             // Sleep until told, unless a re-check is due, or the state is unknown
             // (then the dump is retried every second).
-            var timeout: Int32 = engine.isSynchronized ? -1 : 1_000
-            if let recheckAt {
-                let remaining = ContinuousClock.now.duration(to: recheckAt)
-                let milliseconds = Int32(clamping: (remaining.components.attoseconds / 1_000_000_000_000_000) + 1)
-                timeout = remaining <= .zero ? 0 : (timeout < 0 ? milliseconds : min(timeout, milliseconds))
+            var timeout: Duration? = engine.isSynchronized ? nil : .seconds(1)
+            if let next = rechecks.first {
+                let remaining = max(.zero, ContinuousClock.now.duration(to: next))
+                timeout = min(timeout ?? remaining, remaining)
             }
-            let ready = poll(&descriptors, 2, timeout)
+            let ready = waitForReadable(&descriptors, timeout: timeout)
             if ready < 0 && errno == EINTR { continue }
             if stopRequested.load(ordering: .sequentiallyConsistent) { break }
             var evaluate = false
@@ -123,11 +122,12 @@ final class MonitorLoop: @unchecked Sendable {
                 let outcome = engine.processEvents()
                 evaluate = evaluate || outcome.evaluate
                 if outcome.recheck {
-                    recheckAt = .now + .milliseconds(Int(PathEngine.recheckDelayMilliseconds))
+                    let now = ContinuousClock.now
+                    rechecks = PathEngine.recheckDelays.map { now + $0 }
                 }
             }
-            if let due = recheckAt, ContinuousClock.now >= due {
-                recheckAt = nil
+            if let due = rechecks.first, ContinuousClock.now >= due {
+                rechecks.removeAll { $0 <= .now }
                 evaluate = true
             }
             if !engine.isSynchronized {

@@ -65,7 +65,7 @@ package final class PathEngine {
     package struct EventsOutcome: Equatable, Sendable {
         /// Evaluate the path now.
         package var evaluate = false
-        /// Evaluate it again after `recheckDelay`: the batch removed an IPv4 route.
+        /// Evaluate it again after each of `recheckDelays`: the batch removed an IPv4 route.
         /// IPv4's `fib_table_delete` broadcasts `RTM_DELROUTE` *before* it unlinks
         /// the route (IPv6 unlinks first), and `RTM_GETROUTE` takes no lock, so a
         /// lookup made at once can still find the route. Nothing else is sent
@@ -73,9 +73,10 @@ package final class PathEngine {
         package var recheck = false
     }
 
-    /// How long after an IPv4 route removal to look again. The kernel finishes the
-    /// removal microseconds after the notification, in the same call.
-    package static let recheckDelayMilliseconds: Int32 = 5
+    /// When to look again after an IPv4 route removal. The kernel finishes the removal
+    /// microseconds after the notification, in the same call — unless it yields there,
+    /// which it does when any listener's queue is more than half full.
+    package static let recheckDelays: [Duration] = [.microseconds(250), .milliseconds(5)]
 
     /// Reads every queued event and says what the loop must do. An overrun is
     /// answered with a re-dump: a monitor that carried on would report a stale
@@ -85,10 +86,12 @@ package final class PathEngine {
         do {
             switch try subscription.drain(limit: 10_000, { message in
                 statistics.messages += 1
+                let urgent = isUrgent(message)
                 if state.apply(message) { outcome.evaluate = true }
                 if case let .route(change) = message, change.removed, change.family == .v4 { outcome.recheck = true }
+                return urgent
             }) {
-            case .drained, .limitReached:
+            case .drained, .paused:
                 return outcome
             case .overrun:
                 statistics.overruns += 1
@@ -100,6 +103,21 @@ package final class PathEngine {
         } catch {
             isSynchronized = false
             return EventsOutcome(evaluate: true)
+        }
+    }
+
+    /// A link going down, losing carrier or vanishing is the news itself: the path is
+    /// evaluated at once rather than after the burst that follows (taking a link down
+    /// sends ~200 µs of IPv6 teardown messages after the link message).
+    private func isUrgent(_ message: RtnetlinkMessage) -> Bool {
+        switch message {
+        case let .link(link):
+            guard let before = state.links[link.index] else { return false }
+            return before.isUp != link.isUp || before.hasCarrier != link.hasCarrier
+        case let .linkRemoved(index):
+            return state.links[index] != nil
+        default:
+            return false
         }
     }
 

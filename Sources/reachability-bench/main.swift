@@ -23,7 +23,7 @@ do {
     print("== 1. Latency: netlink request → event (ms), \(settings["repetitions"]!) repetitions each")
     print("   raw = a minimal netlink listener reads the message that carries the change; monitor = onChange callback")
     print("   change            raw p50   raw p99   monitor p50   monitor p99   Δp50     p99 ratio")
-    var latency = LatencyBenchmark(repetitions: settings["repetitions"]!)
+    var latency = LatencyBenchmark(repetitions: settings["repetitions"]!, withRawListener: true)
     for (name, sample) in try latency.run() {
         let rawP50 = percentile(sample.raw, 50), rawP99 = percentile(sample.raw, 99)
         let p50 = percentile(sample.monitor, 50), p99 = percentile(sample.monitor, 99)
@@ -31,6 +31,11 @@ do {
     }
 
     print("   one evaluation of the path (2 RTM_GETROUTE round trips): \(format(latency.evaluationMicroseconds, 1)) µs")
+    print("   the same changes, the monitor alone (no raw listener competing for the 2 cores):")
+    var alone = LatencyBenchmark(repetitions: settings["repetitions"]!, withRawListener: false)
+    for (name, sample) in try alone.run() {
+        print("   \(name.padding(toLength: 16, withPad: " ", startingAt: 0))                      \(format(percentile(sample.monitor, 50)))         \(format(percentile(sample.monitor, 99)))")
+    }
 
     print("\n== 2. Scale: \(settings["routes"]!) routes in the namespace")
     let scale = try ScaleBenchmark(routes: settings["routes"]!, changes: settings["changes"]!, reachctl: reachctl).run()

@@ -50,14 +50,14 @@ struct NetlinkTests {
             try ns[0].ip("addr add 10.5.0.1/24 dev a0")
             try ns[0].ip("link set dev a0 up")
             var messages: [RtnetlinkMessage] = []
-            _ = try subscription.drain { messages.append($0) }
+            _ = try subscription.drain { messages.append($0); return false }
             #expect(messages.contains { if case let .link(link) = $0 { link.name == "a0" } else { false } })
             #expect(messages.contains { if case let .address(address) = $0 { address.cidr == "10.5.0.1/24" } else { false } })
             #expect(messages.contains { if case let .route(route) = $0 { route.family == .v4 } else { false } })
 
             let tiny = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription(receiveBufferSize: 1) }
             try ns[0].ipBatch((0 ..< 200).flatMap { _ in ["link set dev a0 down", "link set dev a0 up"] })
-            #expect(try tiny.drain { _ in } == .overrun)
+            #expect(try tiny.drain { _ in false } == .overrun)
         }
     }
 
