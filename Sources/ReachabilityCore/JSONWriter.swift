@@ -7,19 +7,24 @@ struct JSONWriter {
     init() { text.reserveCapacity(1024) }
 
     mutating func object(_ body: (inout ObjectWriter) -> Void) {
-        text.append("{")
-        var writer = ObjectWriter(text: text)
-        text = ""
-        body(&writer)
-        text = writer.text
-        text.append("}")
+        ObjectWriter.write(into: &text, body)
     }
 
     struct ObjectWriter {
-        var text: String
+        private(set) var text: String
         private var first = true
 
-        init(text: String) { self.text = text }
+        /// Appends `{…}` to `text`; the writer works on the text itself, not a copy.
+        static func write(into text: inout String, _ body: (inout ObjectWriter) -> Void) {
+            text.append("{")
+            var writer = ObjectWriter(text: text)
+            text = ""
+            body(&writer)
+            text = writer.text
+            text.append("}")
+        }
+
+        private init(text: String) { self.text = text }
 
         private mutating func key(_ key: String) {
             if !first { text.append(",") }
@@ -56,25 +61,16 @@ struct JSONWriter {
         /// A nested object, or null.
         mutating func object(_ name: String, _ present: Bool, _ body: (inout ObjectWriter) -> Void) {
             key(name)
-            guard present else { text.append("null"); return }
-            text.append("{")
-            var nested = ObjectWriter(text: text)
-            text = ""
-            body(&nested)
-            text = nested.text
-            text.append("}")
+            if present { Self.write(into: &text, body) } else { text.append("null") }
         }
 
+        /// An array of objects.
         mutating func array<Element>(_ name: String, _ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
             key(name)
             text.append("[")
             for (index, element) in elements.enumerated() {
-                text.append(index > 0 ? ",{" : "{")
-                var nested = ObjectWriter(text: text)
-                text = ""
-                body(&nested, element)
-                text = nested.text
-                text.append("}")
+                if index > 0 { text.append(",") }
+                Self.write(into: &text) { body(&$0, element) }
             }
             text.append("]")
         }

@@ -1,4 +1,6 @@
 import Foundation
+import NamespaceTesting
+import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,5 +81,49 @@ final class BackgroundProcess: @unchecked Sendable {
     func stop() {
         process.terminate()
         process.waitUntilExit()
+    }
+}
+
+/// A namespace with an uplink (veth to a router namespace, default route), and
+/// once `startWatchers` ran, `reachctl watch --json` beside `ip monitor` — the
+/// monitor under test and the raw reference, each in its own process.
+final class WatchedNamespace {
+    let host: TestNamespace
+    let router: TestNamespace
+    private(set) var watch: BackgroundProcess!
+    private(set) var reference: BackgroundProcess!
+
+    init(_ label: String) throws {
+        host = try TestNamespace(label)
+        router = try TestNamespace(label + "r")
+        try host.addUplink(router: router)
+    }
+
+    /// Starts both watchers and waits for reachctl's first path.
+    /// - Parameter objects: what `ip monitor` listens to ("route", …; none: everything).
+    func startWatchers(reachctl: String, referenceObjects: [String] = []) throws {
+        reference = try BackgroundProcess(["ip", "-n", host.name, "monitor"] + referenceObjects)
+        watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json"])
+        guard watch.waitForLines(1) else { throw BenchmarkError("reachctl watch printed nothing") }
+    }
+
+    /// CPU (ns) used so far by reachctl watch and by the reference.
+    var cpu: (watch: UInt64, reference: UInt64) { (cpuNanoseconds(of: watch.pid), cpuNanoseconds(of: reference.pid)) }
+
+    /// What a fresh look at the kernel says now.
+    func freshPath() throws -> Path {
+        try ReachabilityMonitor.path(options: MonitorOptions(networkNamespace: host.path))
+    }
+
+    /// reachctl's last document.
+    func lastWatchedPath() throws -> Path {
+        try Path(json: watch.lines.last?.line ?? "")
+    }
+
+    deinit {
+        watch?.stop()
+        reference?.stop()
+        host.remove()
+        router.remove()
     }
 }

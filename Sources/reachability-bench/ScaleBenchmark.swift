@@ -24,10 +24,8 @@ struct ScaleBenchmark {
     }
 
     func run() throws -> Result {
-        let host = try TestNamespace("bench-1m")
-        let router = try TestNamespace("bench-1mr")
-        defer { host.remove(); router.remove() }
-        try host.addUplink(router: router)
+        let network = try WatchedNamespace("bench-1m")
+        let host = network.host
         var result = Result()
 
         // 100.64.0.0/10 holds 4M /32s, none overlapping the uplink.
@@ -39,31 +37,28 @@ struct ScaleBenchmark {
         try host.ipBatch((0 ..< routes).map { route("add", $0) })
         result.loadSeconds = Double(now() - load) / 1e9
 
-        let reference = try BackgroundProcess(["ip", "-n", host.name, "monitor", "route"])
-        let watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json"])
-        defer { watch.stop(); reference.stop() }
-        guard watch.waitForLines(1) else { throw BenchmarkError("reachctl watch printed nothing") }
+        try network.startWatchers(reachctl: reachctl, referenceObjects: ["route"])
+        let watch = network.watch!
         result.firstPathSeconds = Double(watch.lines[0].time - watch.started) / 1e9
         result.rssAtStartKiB = residentKiB(of: watch.pid)
         usleep(200_000)
 
-        let monitorBefore = cpuNanoseconds(of: watch.pid)
-        let rawBefore = cpuNanoseconds(of: reference.pid)
+        let before = network.cpu
         let churn = (0 ..< changes / 2).flatMap { number in
             [route("add", routes + number), route("del", routes + number)]
         }
         try host.ipBatch(churn)
         usleep(1_000_000)  // let both listeners finish the queue
-        result.monitorMicrosecondsPerChange = Double(cpuNanoseconds(of: watch.pid) - monitorBefore) / 1e3 / Double(churn.count)
-        result.rawMicrosecondsPerChange = Double(cpuNanoseconds(of: reference.pid) - rawBefore) / 1e3 / Double(churn.count)
+        let after = network.cpu
+        result.monitorMicrosecondsPerChange = Double(after.watch - before.watch) / 1e3 / Double(churn.count)
+        result.rawMicrosecondsPerChange = Double(after.reference - before.reference) / 1e3 / Double(churn.count)
         result.rssAfterKiB = residentKiB(of: watch.pid)
 
         // Still right: the watcher's last document is what a fresh look says, and it still reacts.
         try host.ip("route del default")
         _ = watch.waitForLines(2, timeout: 5)
-        let fresh = try ReachabilityMonitor.path(options: MonitorOptions(networkNamespace: host.path))
-        let last = try Path(json: watch.lines.last?.line ?? "")
-        result.pathStillRight = fresh.isSamePath(as: last) && watch.lines.count == 2 && last.reason == .noRoute
+        let last = try network.lastWatchedPath()
+        result.pathStillRight = try network.freshPath().isSamePath(as: last) && watch.lines.count == 2 && last.reason == .noRoute
         result.finalStatus = "\(last.status.rawValue) (\(last.reason?.rawValue ?? "-"))"
         return result
     }

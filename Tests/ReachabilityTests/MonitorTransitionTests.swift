@@ -10,11 +10,7 @@ import Testing
 struct MonitorTransitionTests {
     @Test("route deleted and added again")
     func routeDeleteAdd() async throws {
-        try await withNamespaces("routeflip", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
-            try monitor.start()
-            defer { monitor.stop() }
+        try await withWatchedUplink("routeflip") { ns, monitor in
             #expect(monitor.currentPath?.status == .wired, "currentPath is there as soon as start() returns")
             try ns[0].ip("route del default")
             try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
@@ -53,11 +49,7 @@ struct MonitorTransitionTests {
 
     @Test("admin down: IPv4 routes vanish without RTM_DELROUTE")
     func adminDown() async throws {
-        try await withNamespaces("admindown", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
-            try monitor.start()
-            defer { monitor.stop() }
+        try await withWatchedUplink("admindown") { ns, monitor in
             try ns[0].ip("link set dev eth0 down")
             try await waitForPath(monitor, "link-down") { $0.reason == .linkDown }
             try ns[0].ip("link set dev eth0 up")
@@ -70,11 +62,7 @@ struct MonitorTransitionTests {
 
     @Test("carrier loss through the peer: the route stays, flagged linkdown, no route message")
     func carrierLoss() async throws {
-        try await withNamespaces("carrier", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
-            try monitor.start()
-            defer { monitor.stop() }
+        try await withWatchedUplink("carrier") { ns, monitor in
             try ns[1].ip("link set dev up0 down")
             let lost = try await waitForPath(monitor, "no-carrier") { $0.reason == .noCarrier }
             #expect(lost.interface == nil)
@@ -86,11 +74,7 @@ struct MonitorTransitionTests {
 
     @Test("address removed")
     func addressRemoved() async throws {
-        try await withNamespaces("addrdel", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
-            try monitor.start()
-            defer { monitor.stop() }
+        try await withWatchedUplink("addrdel") { ns, monitor in
             try ns[0].ip("addr del 10.1.0.2/24 dev eth0")
             try await waitForPath(monitor, "no-address") { $0.reason == .noAddress }
         }
@@ -112,11 +96,7 @@ struct MonitorTransitionTests {
 
     @Test("a VPN coming up and going away while watching")
     func vpnComesAndGoes() async throws {
-        try await withNamespaces("vpnlive", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
-            try monitor.start()
-            defer { monitor.stop() }
+        try await withWatchedUplink("vpnlive") { ns, monitor in
             try ns[0].openTun("tun0")
             try ns[0].ip("addr add 10.8.0.2/24 dev tun0")
             try ns[0].ip("link set dev tun0 up")

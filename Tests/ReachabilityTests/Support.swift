@@ -15,6 +15,19 @@ func path(_ namespace: TestNamespace, to target: ReachabilityMonitor.Target = .d
     try ReachabilityMonitor.path(to: target, options: options(namespace))
 }
 
+/// A namespace with an uplink to a router namespace (`ns[1]`), watched by a
+/// running monitor that is stopped when `body` ends.
+func withWatchedUplink<T>(_ label: String, defaultRoute: Bool = true,
+                          _ body: ([TestNamespace], ReachabilityMonitor) async throws -> T) async throws -> T {
+    try await withNamespaces(label, "router") { ns in
+        try ns[0].addUplink(router: ns[1], defaultRoute: defaultRoute)
+        let monitor = ReachabilityMonitor(options: try options(ns[0]))
+        try monitor.start()
+        defer { monitor.stop() }
+        return try await body(ns, monitor)
+    }
+}
+
 struct Timeout: Error, CustomStringConvertible {
     var what: String
     var last: Path?
