@@ -16,6 +16,9 @@ package final class PathEngine {
     /// until `resynchronize()` succeeds.
     package private(set) var isSynchronized = false
     package private(set) var statistics = Statistics()
+    /// The interfaces the last evaluated path runs over (carrier and VPN), and whether it was usable.
+    private var pathInterfaces: Set<Int32> = []
+    private var pathIsUsable = false
 
     package struct Statistics: Sendable, Equatable {
         /// Kernel messages that mattered.
@@ -106,31 +109,40 @@ package final class PathEngine {
         }
     }
 
-    /// A link going down, losing carrier or vanishing is the news itself: the path is
+    /// The path's own interface going down, losing carrier or vanishing — or, while
+    /// there is no path, a link becoming usable — is the news itself: the path is
     /// evaluated at once rather than after the burst that follows (taking a link down
-    /// sends ~200 µs of IPv6 teardown messages after the link message).
+    /// sends ~200 µs of IPv6 teardown messages after the link message). Other links'
+    /// flapping coalesces as any burst does.
     private func isUrgent(_ message: RtnetlinkMessage) -> Bool {
         switch message {
         case let .link(link):
-            guard let before = state.links[link.index] else { return false }
-            return before.isUp != link.isUp || before.hasCarrier != link.hasCarrier
+            guard let before = state.links[link.index],
+                  before.isUp != link.isUp || before.hasCarrier != link.hasCarrier else { return false }
+            return pathInterfaces.contains(link.index) || (!pathIsUsable && link.isUp && link.hasCarrier)
         case let .linkRemoved(index):
-            return state.links[index] != nil
+            return pathInterfaces.contains(index)
         default:
             return false
         }
     }
 
+    private func remember(_ path: Path) -> Path {
+        pathInterfaces = Set([path.interface?.index, path.vpn?.index].compactMap { $0.map(Int32.init) })
+        pathIsUsable = path.status.isReachable
+        return path
+    }
+
     /// The path to the probes of `options`.
     package func evaluateDefaultPath() -> Path {
-        guard isSynchronized else { return .unknown() }
+        guard isSynchronized else { return remember(.unknown()) }
         let probes = options.probeAddresses
-        return evaluator.evaluate([probes.v4, probes.v6], state: state, query: query)
+        return remember(evaluator.evaluate([probes.v4, probes.v6], state: state, query: query))
     }
 
     /// The path to one destination's addresses (already resolved).
     package func evaluate(destination: String, addresses: [IPAddress]) -> Path {
-        guard isSynchronized else { return .unknown(destination: destination) }
-        return evaluator.evaluate(addresses, state: state, query: query, destination: destination)
+        guard isSynchronized else { return remember(.unknown(destination: destination)) }
+        return remember(evaluator.evaluate(addresses, state: state, query: query, destination: destination))
     }
 }
