@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// The event loop of a `ReachabilityMonitor`: one thread that owns the engine,
-/// polls the netlink socket (and an eventfd for stop requests and name
+/// polls the netlink socket (and a pipe for stop requests and name
 /// resolutions), drains every queued event, then evaluates the path once.
 /// It sleeps in `poll` with no timeout while the network is quiet; the only
 /// timed wake-ups are the re-checks after an IPv4 route removal.
@@ -30,7 +30,7 @@ final class MonitorLoop: @unchecked Sendable {
         self.engine = engine
         self.target = target
         self.monitor = monitor
-        addresses = try Self.resolve(target)
+        addresses = Self.resolve(target)
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw NetlinkError.system(operation: "creating a wake-up pipe", errno: errno) }
         for end in ends {
@@ -46,26 +46,24 @@ final class MonitorLoop: @unchecked Sendable {
     }
 
     /// The addresses a target stands for. A name that does not resolve stands for none.
-    static func resolve(_ target: ReachabilityMonitor.Target) throws -> [IPAddress] {
+    static func resolve(_ target: ReachabilityMonitor.Target) -> [IPAddress] {
         guard case let .host(host) = target else { return [] }
         if let literal = IPAddress(host) { return [literal] }
         return (try? HostResolver.resolve(host)) ?? []
     }
 
-    static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress]) throws -> Path {
+    static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress]) -> Path {
         switch target {
         case .defaultPath:
             return engine.evaluateDefaultPath()
         case let .host(host) where addresses.isEmpty:
             // The name does not resolve: if the network itself is down, that is the answer;
             // otherwise nobody knows the destination's path.
-            var path = engine.evaluateDefaultPath()
+            let network = engine.evaluateDefaultPath()
+            var path = network.status.isReachable ? .unknown(destination: host) : network
             path.destination = host
+            path.interfaces = network.interfaces
             path.routes = []
-            if path.status.isReachable {
-                path = .unknown(destination: host)
-                path.interfaces = engine.evaluateDefaultPath().interfaces
-            }
             return path
         case let .host(host):
             return engine.evaluate(destination: host, addresses: addresses)
@@ -73,7 +71,7 @@ final class MonitorLoop: @unchecked Sendable {
     }
 
     func publishCurrentPath() {
-        let path = (try? Self.evaluate(engine, target: target, addresses: addresses)) ?? .unknown()
+        let path = Self.evaluate(engine, target: target, addresses: addresses)
         if let published = monitor?.publish(path, statistics: engine.statistics) {
             resolveAgainIfNeeded(after: published)
         }
@@ -138,8 +136,8 @@ final class MonitorLoop: @unchecked Sendable {
         }
     }
 
-    /// Resolves a host name again when the default path changed under it: a new
-    /// network (or a VPN) often answers with other addresses.
+    /// Resolves a host name again when its path moved (another status, interface or
+    /// VPN): a new network, or a VPN's DNS, often answers with other addresses.
     private func resolveAgainIfNeeded(after path: Path) {
         guard case let .host(host) = target, IPAddress(host) == nil else { return }
         let key = "\(path.status)|\(path.interface?.name ?? "")|\(path.vpn?.name ?? "")"

@@ -147,11 +147,11 @@ public final class ReachabilityMonitor: Sendable {
         }
     }
 
-    /// A new stream of paths: the current one (`initial`), then every change, until the monitor stops.
+    /// A new stream of paths: the current one (`initial`) — or, asked for before
+    /// `start()`, the first one — then every change, until the monitor stops.
     public var paths: AsyncStream<Path> {
         let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(4096))
-        let running = shared.withLock { shared -> Bool in
-            guard shared.loop != nil else { return false }
+        shared.withLock { shared in
             let id = shared.nextStreamID
             shared.nextStreamID += 1
             var hasInitial = false
@@ -164,16 +164,14 @@ public final class ReachabilityMonitor: Sendable {
             continuation.onTermination = { [weak self] _ in
                 _ = self?.shared.withLock { $0.streams.removeValue(forKey: id) }
             }
-            return true
         }
-        if !running { continuation.finish() }
         return stream
     }
 
     /// Computes the path once, without watching: what `reachctl status --direct` prints.
     public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions()) throws -> Path {
         let engine = try PathEngine(options: options)
-        var path = try MonitorLoop.evaluate(engine, target: target, addresses: MonitorLoop.resolve(target))
+        var path = MonitorLoop.evaluate(engine, target: target, addresses: MonitorLoop.resolve(target))
         path.initial = true
         return path
     }

@@ -23,8 +23,8 @@ struct DeliveryTests {
                 }
             }
             defer { NotificationCenter.default.removeObserver(observer) }
+            let stream = monitor.paths  // asked for before start: gets the first path as its initial
             try monitor.start()
-            let stream = monitor.paths
             let streamed = Task { () -> [Path] in
                 var paths: [Path] = []
                 for await path in stream { paths.append(path) }
