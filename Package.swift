@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "reachd",
-    platforms: [.macOS(.v13)],
     products: [
         .library(name: "Reachability", targets: ["Reachability"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
