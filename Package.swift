@@ -5,10 +5,14 @@ let package = Package(
     name: "reachd",
     products: [
         .library(name: "Reachability", targets: ["Reachability"]),
+        .library(name: "ServerTrust", targets: ["ServerTrust"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // libnl-3 + libnl-route-3 headers and link flags.
@@ -27,6 +31,16 @@ let package = Package(
         .target(name: "ReachabilityCore", dependencies: ["Netlink", "TOML"]),
         // The library product: the core, plus NotificationCenter (full Foundation) for apps.
         .target(name: "Reachability", dependencies: ["ReachabilityCore"]),
+        // TLS trust: certificates, pins, chain and host validation.
+        .target(
+            name: "ServerTrust",
+            dependencies: [
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "reachctl",
             dependencies: [
@@ -43,6 +57,15 @@ let package = Package(
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NamespaceTesting"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "NamespaceTesting"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting"]),
+        .testTarget(
+            name: "ServerTrustTests",
+            dependencies: [
+                "ServerTrust",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

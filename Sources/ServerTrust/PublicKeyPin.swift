@@ -1,0 +1,59 @@
+import Crypto
+import FoundationEssentials
+import SwiftASN1
+import X509
+
+/// An HPKP-style pin: SHA-256 of a certificate's DER SubjectPublicKeyInfo
+/// (`openssl x509 -pubkey | openssl pkey -pubin -outform der | sha256`).
+///
+/// The hash covers the whole SPKI — algorithm identifier and key — taken from
+/// the certificate's own DER bytes. (swift-certificates' `subjectPublicKeyInfoBytes`
+/// is only the key's BIT STRING: its hash is not the pin.)
+public struct PublicKeyPin: Hashable, Sendable, CustomStringConvertible {
+    /// 32 bytes.
+    public let sha256: [UInt8]
+
+    /// A pin from its 32 raw bytes.
+    public init?(sha256: [UInt8]) {
+        guard sha256.count == 32 else { return nil }
+        self.sha256 = sha256
+    }
+
+    /// The pin of a certificate's public key.
+    public init(certificate: Certificate) throws {
+        sha256 = Array(SHA256.hash(data: try Self.subjectPublicKeyInfoDER(of: certificate)))
+    }
+
+    /// Parses `sha256/BASE64`, curl's `sha256//BASE64`, RFC 7469's `pin-sha256="BASE64"`,
+    /// or bare base64. Anything that is not 32 bytes is rejected.
+    public init(parsing text: String) throws(PinParsingError) {
+        var body = Substring(text.trimmingCharacters(in: .whitespaces))
+        for prefix in ["sha256//", "sha256/", "pin-sha256="] where body.lowercased().hasPrefix(prefix) {
+            body = body.dropFirst(prefix.count)
+            break
+        }
+        if body.hasPrefix("\""), body.hasSuffix("\""), body.count >= 2 { body = body.dropFirst().dropLast() }
+        guard let bytes = Data(base64Encoded: String(body)) else {
+            throw PinParsingError(text: text, reason: "is not base64")
+        }
+        guard let pin = PublicKeyPin(sha256: Array(bytes)) else {
+            throw PinParsingError(text: text, reason: "is \(bytes.count) bytes, a SHA-256 pin is 32")
+        }
+        self = pin
+    }
+
+    /// `sha256/BASE64`.
+    public var description: String { "sha256/" + Data(sha256).base64EncodedString() }
+
+    /// The DER SubjectPublicKeyInfo exactly as the certificate carries it.
+    static func subjectPublicKeyInfoDER(of certificate: Certificate) throws -> ArraySlice<UInt8> {
+        try CertificateFields(certificate).subjectPublicKeyInfo
+    }
+}
+
+/// A pin that could not be read.
+public struct PinParsingError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let text: String
+    public let reason: String
+    public var description: String { "pin \"\(text)\" \(reason)" }
+}

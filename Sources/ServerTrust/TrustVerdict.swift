@@ -1,0 +1,25 @@
+/// A host's verdict (CONTRACT.md). A network failure is never a trust failure.
+public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
+    case trusted
+    case pinMismatch = "pin-mismatch"
+    case chainInvalid = "chain-invalid"
+    case hostMismatch = "host-mismatch"
+    case expired
+    case revoked
+    case tlsPolicy = "tls-policy"
+    case pinsExpired = "pins-expired"
+    case unreachable
+}
+
+/// A verdict with the reason behind it, in words a user can act on.
+public struct TrustEvaluation: Sendable, Equatable, CustomStringConvertible {
+    public var verdict: TrustVerdict
+    public var reason: String
+
+    public init(_ verdict: TrustVerdict, _ reason: String) {
+        self.verdict = verdict
+        self.reason = reason
+    }
+
+    public var description: String { "\(verdict.rawValue): \(reason)" }
+}

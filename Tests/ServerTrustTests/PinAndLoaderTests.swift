@@ -1,0 +1,57 @@
+import Foundation
+import ServerTrust
+import Testing
+import X509
+
+@Suite("Pins and certificate loading")
+struct PinAndLoaderTests {
+    @Test("pins equal openssl's SPKI hash", arguments: [
+        "rsa:2048", "rsa:4096", "ec -pkeyopt ec_paramgen_curve:P-256", "ec -pkeyopt ec_paramgen_curve:P-384", "ed25519",
+    ])
+    func pinsMatchOpenSSL(keyOptions: String) throws {
+        let scratch = try OpenSSLScratch()
+        try scratch.selfSigned("server", keyOptions: keyOptions)
+        let certificate = try #require(try CertificateLoader.certificates(inFile: scratch.path("server.pem")).first)
+        #expect(try PublicKeyPin(certificate: certificate).description == scratch.pin(of: "server"))
+    }
+
+    @Test("pins parse in every common spelling and reject other lengths")
+    func pinParsing() throws {
+        let base64 = "YLh1dUR9y6Kja30RrAn7JKnbQG/uEtLMkBgFF2Fuihg="
+        for spelling in ["sha256/\(base64)", "sha256//\(base64)", "pin-sha256=\"\(base64)\"", base64, " sha256/\(base64) "] {
+            #expect(try PublicKeyPin(parsing: spelling).description == "sha256/\(base64)", "\(spelling)")
+        }
+        #expect(throws: PinParsingError.self) { try PublicKeyPin(parsing: "sha256/AAAA") }
+        #expect(throws: PinParsingError.self) { try PublicKeyPin(parsing: "sha256/not base64!") }
+    }
+
+    @Test("DER, PEM, bundles and directories load; keys, garbage and empty files are named")
+    func loading() throws {
+        let scratch = try OpenSSLScratch()
+        try scratch.selfSigned("a", keyOptions: "ec -pkeyopt ec_paramgen_curve:P-256")
+        try scratch.selfSigned("b", keyOptions: "ed25519")
+        try scratch.shell("openssl x509 -in a.pem -outform der -out a.DER && cat a.pem b.pem > bundle.crt")
+        try scratch.shell("printf 'not a certificate' > garbage.cer && : > empty.pem && mkdir dir && cp a.DER bundle.crt dir/ && cp a.key dir/a.txt")
+
+        #expect(try CertificateLoader.certificates(inFile: scratch.path("a.DER")).count == 1)
+        #expect(try CertificateLoader.certificates(inFile: scratch.path("bundle.crt")).count == 2)
+        #expect(try CertificateLoader.certificates(inDirectory: scratch.path("dir")).count == 3, "extensions in any case; .txt ignored")
+        #expect(try CertificateLoader.certificates(inFile: scratch.path("a.pem")) == CertificateLoader.certificates(inFile: scratch.path("a.DER")))
+
+        func reason(_ file: String) -> String {
+            do {
+                _ = try CertificateLoader.certificates(inFile: scratch.path(file))
+                return "loaded"
+            } catch let error as CertificateLoadingError {
+                #expect(error.file == scratch.path(file))
+                return error.reason
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(reason("a.key").contains("a key, not a certificate"))
+        #expect(reason("garbage.cer").hasPrefix("is neither PEM nor a DER certificate"))
+        #expect(reason("empty.pem") == "is empty")
+        #expect(reason("missing.pem").hasPrefix("cannot be read"))
+    }
+}
