@@ -13,13 +13,24 @@ public struct ChainValidator: Sendable {
 
     /// Registries no wildcard may cover.
     public var publicSuffixes: PublicSuffixList
+    /// Which rules apply beyond RFC 5280 and the name.
+    public var profile: Profile
+
+    /// The rules a chain is held to.
+    public enum Profile: Sendable {
+        /// Public CAs: RFC 5280 plus the CA/Browser Forum and webpki rules.
+        case webPKI
+        /// Anchors the user pinned (self-signed and private CAs): RFC 5280 and the name only.
+        case pinnedAnchors
+    }
 
     public init(anchors: [Certificate], validationTime: Date? = nil, maximumIntermediates: Int? = nil,
-                publicSuffixes: PublicSuffixList = .system) {
+                publicSuffixes: PublicSuffixList = .system, profile: Profile = .webPKI) {
         self.anchors = anchors
         self.validationTime = validationTime
         self.maximumIntermediates = maximumIntermediates
         self.publicSuffixes = publicSuffixes
+        self.profile = profile
     }
 
     /// Debian's bundle of the system's trusted roots.
@@ -63,11 +74,23 @@ public struct ChainValidator: Sendable {
         NameConstraintsBudgetPolicy()
         RFC5280Policy(fixedExpiryValidationTime: time)
         ChainLengthPolicy(maximumIntermediates: maximumIntermediates)
-        CertificateProfilePolicy()
-        KeyIdentifierPolicy()
-        EndEntityPolicy()
-        ServerAuthenticationUsagePolicy()
-        SubjectAlternativeNamePolicy()
+        if profile == .webPKI {
+            CertificateProfilePolicy()
+            KeyIdentifierPolicy()
+            EndEntityPolicy()
+            ServerAuthenticationUsagePolicy()
+            SubjectAlternativeNamePolicy()
+        }
+    }
+
+    /// Whether the leaf names `host`, and nothing else: for policies that allow
+    /// invalid chains but still check the name.
+    public static func leaf(_ leaf: Certificate, isValidFor host: String, publicSuffixes: PublicSuffixList = .system) async -> Bool {
+        var verifier = Verifier(rootCertificates: CertificateStore([leaf])) {
+            ServerNamePolicy(host: host, publicSuffixes: publicSuffixes)
+        }
+        if case .validCertificate = await verifier.validate(leaf: leaf, intermediates: CertificateStore()) { return true }
+        return false
     }
 
     /// Names the failure: a chain that validates without the identity check is a
