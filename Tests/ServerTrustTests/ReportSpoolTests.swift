@@ -1,0 +1,46 @@
+import Foundation
+import ServerTrust
+import Testing
+
+@Suite("Pin-failure reports")
+struct ReportSpoolTests {
+    func report(at time: Date, result: TrustVerdict = .pinMismatch) throws -> PinFailureReport {
+        let root = try TestAuthority.root("Root")
+        let leaf = try root.leaf(["api.example.com"])
+        return try PinFailureReport(
+            dateTime: time, hostname: "api.example.com", port: 443, notedHostname: "**.example.com",
+            includeSubdomains: true, enforcePinning: true, served: [leaf], validated: [leaf, root.certificate],
+            knownPins: [PublicKeyPin(sha256: Array(repeating: 7, count: 32))!], validationResult: result,
+            knownPinsExpirationDate: TestAuthority.now + 86_400 * 200, path: ["status": "wifi", "interface": "wlan0"])
+    }
+
+    @Test("written with the RFC 7469 / TrustKit fields, then not repeated within 24 hours")
+    func writeAndDeduplicate() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = ReportSpool(directory: directory)
+        let first = try report(at: TestAuthority.now)
+        let written = try #require(try spool.write(first))
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: written))) as! [String: Any]
+        for key in ["date-time", "hostname", "port", "noted-hostname", "include-subdomains", "enforce-pinning",
+                    "served-certificate-chain", "validated-certificate-chain", "known-pins", "validation-result",
+                    "known-pins-expiration-date", "path"] {
+            #expect(object.keys.contains(key), "missing \(key)")
+        }
+        #expect((object["served-certificate-chain"] as? [String])?.first?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
+        #expect((object["known-pins"] as? [String])?.first?.hasPrefix("pin-sha256=\"") == true)
+
+        // The same failure an hour later, seen on another path: not repeated.
+        var again = first
+        again.dateTime = TestAuthority.now + 3600
+        again.path = ["status": "wired", "interface": "eth0"]
+        #expect(try spool.write(again) == nil)
+        // A day later, or a different failure: written.
+        again.dateTime = TestAuthority.now + 86_401
+        #expect(try spool.write(again) != nil)
+        #expect(try spool.write(report(at: TestAuthority.now + 60, result: .chainInvalid)) != nil)
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(files.count == 3)
+        #expect(!files.contains { $0.hasSuffix(".tmp") }, "no temporary file is left behind")
+    }
+}
