@@ -1,0 +1,146 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import X509
+
+/// Connects to a TLS server and captures what it presents — the chain, leaf
+/// first, and the negotiated protocol — without judging it: judging is the
+/// policy's job, with reasons NIOSSL cannot give (it only says
+/// CERTIFICATE_VERIFY_FAILED). A silent or slow peer costs at most the timeouts.
+public struct TLSProbe: Sendable {
+    /// The longest a TCP connection may take.
+    public var connectTimeout: TimeAmount
+    /// The longest the TLS handshake may take once connected.
+    public var handshakeTimeout: TimeAmount
+    /// Protocol bounds offered (the diagnose command narrows them).
+    public var minimumTLSVersion: TLSVersion
+    public var maximumTLSVersion: TLSVersion?
+    public var cipherSuites: [NIOTLSCipher]?
+
+    public init(connectTimeout: TimeAmount = .seconds(5), handshakeTimeout: TimeAmount = .seconds(5),
+                minimumTLSVersion: TLSVersion = .tlsv1, maximumTLSVersion: TLSVersion? = nil,
+                cipherSuites: [NIOTLSCipher]? = nil) {
+        self.connectTimeout = connectTimeout
+        self.handshakeTimeout = handshakeTimeout
+        self.minimumTLSVersion = minimumTLSVersion
+        self.maximumTLSVersion = maximumTLSVersion
+        self.cipherSuites = cipherSuites
+    }
+
+    /// What the server presented.
+    public struct Presented: Sendable, Equatable {
+        public var chain: [Certificate]
+        public var tlsVersion: TLSVersion?
+    }
+
+    /// Why nothing was presented.
+    public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// No TLS server answered: refused, timed out, no route, no such name.
+        case unreachable(String)
+        /// A server answered but the handshake failed (no common protocol or cipher, …).
+        case handshakeFailed(String)
+
+        public var description: String {
+            switch self {
+            case let .unreachable(reason): "unreachable: \(reason)"
+            case let .handshakeFailed(reason): "handshake failed: \(reason)"
+            }
+        }
+    }
+
+    /// Connects to `address` (default: `host`) on `port`, with SNI `host` unless it is an IP address.
+    public func probe(host: String, port: Int, connectingTo address: String? = nil,
+                      on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async -> Result<Presented, Failure> {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = minimumTLSVersion
+        configuration.maximumTLSVersion = maximumTLSVersion
+        if let cipherSuites { configuration.cipherSuiteValues = cipherSuites }
+        let context: NIOSSLContext
+        do {
+            context = try NIOSSLContext(configuration: configuration)
+        } catch {
+            return .failure(.handshakeFailed("no TLS context for these settings (\(error))"))
+        }
+        let serverName = ServerNamePolicy.addressBytes(host) == nil ? host : nil
+        let captured = NIOLockedValueBox<[NIOSSLCertificate]>([])
+        let handshakeTimeout = handshakeTimeout
+
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(connectTimeout)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let handler = try NIOSSLClientHandler(context: context, serverHostname: serverName) { certificates, promise in
+                            // Accept whatever is presented: the policy judges it afterwards, with reasons.
+                            captured.withLockedValue { $0 = certificates }
+                            promise.succeed(.certificateVerified)
+                        }
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                        try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(timeout: handshakeTimeout))
+                    }
+                }
+                .connect(host: address ?? host, port: port).get()
+        } catch {
+            return .failure(.unreachable(Self.describe(error)))
+        }
+        defer { channel.close(promise: nil) }
+        do {
+            let watcher = try await channel.pipeline.handler(type: HandshakeWatcher.self).get()
+            try await watcher.completed.futureResult.get()
+        } catch let error as HandshakeWatcher.TimedOut {
+            return .failure(.unreachable("no TLS handshake within \(error.timeout.nanoseconds / 1_000_000) ms"))
+        } catch {
+            return .failure(.handshakeFailed(Self.describe(error)))
+        }
+        let version = try? await channel.nioSSL_tlsVersion().get()
+        let chain = captured.withLockedValue { $0 }.compactMap { try? Certificate(derEncoded: $0.toDERBytes()) }
+        return .success(Presented(chain: chain, tlsVersion: version))
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? IOError { return error.description }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "connection timed out" }
+        return "\(error)"
+    }
+}
+
+/// Completes when the TLS handshake is done, fails on error, on close, or when
+/// `timeout` passes first.
+final class HandshakeWatcher: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    struct TimedOut: Error { let timeout: TimeAmount }
+
+    let timeout: TimeAmount
+    private let promise = NIOLockedValueBox<EventLoopPromise<Void>?>(nil)
+
+    init(timeout: TimeAmount) { self.timeout = timeout }
+
+    var completed: EventLoopPromise<Void> { promise.withLockedValue { $0! } }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        self.promise.withLockedValue { $0 = promise }
+        let timeout = timeout
+        let timer = context.eventLoop.scheduleTask(in: timeout) { promise.fail(TimedOut(timeout: timeout)) }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted = event as? TLSUserEvent { completed.succeed(()) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        completed.fail(error)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        completed.fail(ChannelError.eof)
+        context.fireChannelInactive()
+    }
+}

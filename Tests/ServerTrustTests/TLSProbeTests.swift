@@ -1,0 +1,94 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOSSL
+import ServerTrust
+import Testing
+import X509
+
+@Suite("TLS probe (servers on 127.0.0.1)")
+struct TLSProbeTests {
+    let root: TestAuthority
+    let intermediate: TestAuthority
+    let key = P256.Signing.PrivateKey()
+    let leaf: Certificate
+
+    init() throws {
+        root = try .root("Probe Root")
+        intermediate = try root.intermediate("Probe Intermediate")
+        leaf = try intermediate.leaf(["localhost", "127.0.0.1"], key: Certificate.PrivateKey(key))
+    }
+
+    @Test("captures the presented chain and the protocol; a pinning policy then judges it")
+    func presentedChain() async throws {
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        let presented = try await TLSProbe().probe(host: "localhost", port: server.port, connectingTo: "127.0.0.1").get()
+        #expect(presented.chain == [leaf, intermediate.certificate])
+        #expect(presented.tlsVersion == .tlsv13)
+
+        let pinned = try TrustPolicy(mode: .publicKey, pins: [PublicKeyPin(certificate: intermediate.certificate)])
+        #expect(await pinned.evaluate(presented.chain, host: "localhost", systemAnchors: [root.certificate],
+                                      at: TestAuthority.now).verdict == .trusted)
+        let wrong = try TrustPolicy(mode: .publicKey, pins: [PublicKeyPin(sha256: Array(repeating: 3, count: 32))!])
+        #expect(await wrong.evaluate(presented.chain, host: "localhost", systemAnchors: [root.certificate],
+                                     at: TestAuthority.now).verdict == .pinMismatch)
+    }
+
+    @Test("an IP address is dialled without SNI and still probed")
+    func ipAddressHost() async throws {
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key, maximumTLSVersion: .tlsv12)
+        defer { Task { await server.close() } }
+        let presented = try await TLSProbe().probe(host: "127.0.0.1", port: server.port).get()
+        #expect(presented.chain.first == leaf)
+        #expect(presented.tlsVersion == .tlsv12)
+    }
+
+    @Test("a refused connection is unreachable, never a trust failure")
+    func refused() async throws {
+        let port = try await TestTLSServer.closedPort()
+        let result = await TLSProbe().probe(host: "127.0.0.1", port: port)
+        guard case .failure(.unreachable) = result else {
+            Issue.record("expected unreachable, got \(result)")
+            return
+        }
+    }
+
+    @Test("a silent peer costs the handshake timeout, then is unreachable")
+    func silentPeer() async throws {
+        let server = try await TestTLSServer(silent: ())
+        defer { Task { await server.close() } }
+        let start = ContinuousClock.now
+        let result = await TLSProbe(handshakeTimeout: .milliseconds(300)).probe(host: "127.0.0.1", port: server.port)
+        let elapsed = ContinuousClock.now - start
+        #expect(result == .failure(.unreachable("no TLS handshake within 300 ms")))
+        #expect(elapsed < .seconds(3), "bounded by the timeout, not by the peer")
+    }
+
+    @Test("openssl s_server as an independent peer")
+    func opensslPeer() async throws {
+        let scratch = try OpenSSLScratch()
+        try leaf.serializeAsPEM().pemString.write(toFile: scratch.path("leaf.pem"), atomically: true, encoding: .utf8)
+        try intermediate.certificate.serializeAsPEM().pemString.write(toFile: scratch.path("chain.pem"), atomically: true, encoding: .utf8)
+        try key.pemRepresentation.write(toFile: scratch.path("key.pem"), atomically: true, encoding: .utf8)
+        let port = try await TestTLSServer.closedPort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", scratch.path("leaf.pem"),
+                             "-cert_chain", scratch.path("chain.pem"), "-key", scratch.path("key.pem"), "-quiet"]
+        process.standardInput = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // SIGKILL: a child spawned from a pool thread may inherit a mask that blocks SIGTERM.
+        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        let probe = TLSProbe(connectTimeout: .seconds(1), handshakeTimeout: .seconds(2))
+        var result = await probe.probe(host: "localhost", port: port, connectingTo: "127.0.0.1")
+        for _ in 0 ..< 30 where (try? result.get()) == nil {  // until s_server listens
+            try await Task.sleep(for: .milliseconds(100))
+            result = await probe.probe(host: "localhost", port: port, connectingTo: "127.0.0.1")
+        }
+        let presented = try result.get()
+        #expect(presented.chain == [leaf, intermediate.certificate])
+    }
+}

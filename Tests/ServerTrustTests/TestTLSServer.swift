@@ -1,0 +1,50 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import SwiftASN1
+import X509
+
+/// A TLS server on 127.0.0.1 for the tests: NIOSSL serving a given chain, or a
+/// peer that accepts and never says anything.
+final class TestTLSServer: @unchecked Sendable {
+    let channel: any Channel
+    var port: Int { channel.localAddress!.port! }
+
+    /// Serves `chain` (leaf first) with `key`.
+    init(chain: [Certificate], key: P256.Signing.PrivateKey, maximumTLSVersion: TLSVersion? = nil) async throws {
+        let certificates = try chain.map { certificate -> NIOSSLCertificateSource in
+            var serializer = DER.Serializer()
+            try serializer.serialize(certificate)
+            return .certificate(try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der))
+        }
+        let privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates, privateKey: .privateKey(privateKey))
+        configuration.maximumTLSVersion = maximumTLSVersion
+        let context = try NIOSSLContext(configuration: configuration)
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture { try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+    }
+
+    /// Accepts connections and never answers.
+    init(silent: Void) async throws {
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
+            .bind(host: "127.0.0.1", port: 0).get()
+    }
+
+    func close() async { try? await channel.close() }
+
+    /// A port nothing listens on (bound, then released).
+    static func closedPort() async throws -> Int {
+        let server = try await TestTLSServer(silent: ())
+        let port = server.port
+        await server.close()
+        return port
+    }
+}
