@@ -27,12 +27,6 @@ package enum NetlinkError: Error, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The errno for `.system` failures.
-    package var errno: Int32? {
-        if case let .system(_, value) = self { return value }
-        return nil
-    }
-
     static func lastSystemError(_ operation: String) -> NetlinkError {
         .system(operation: operation, errno: Glibc.errno)
     }

@@ -4,9 +4,6 @@ public enum InterfaceKind: String, Codable, Sendable, CaseIterable {
 
     /// The path through a tunnel is a VPN.
     public var isTunnel: Bool { self == .tunnel || self == .wireguard }
-
-    /// Devices whose medium is that of other devices (members or the lower device).
-    var isStacked: Bool { self == .bridge || self == .bond || self == .vlan || self == .macvlan }
 }
 
 /// The physical medium a status reports.

@@ -13,10 +13,7 @@ public struct MonitorOptions: Sendable, Equatable {
     /// Interface name globs that make the path expensive.
     public var metered: [String]
     /// Interface name globs and the kind they are, whatever detection says.
-    public var kindOverrides: [(pattern: String, kind: InterfaceKind)] {
-        get { overrides }
-        set { overrides = newValue }
-    }
+    public var kindOverrides: [(pattern: String, kind: InterfaceKind)]
     /// Receive buffer asked for on the event socket. The default (4 MiB) survives
     /// bursts of thousands of changes; an overrun is recovered from in any case.
     public var receiveBufferSize: Int
@@ -24,7 +21,6 @@ public struct MonitorOptions: Sendable, Equatable {
     public var networkNamespace: String?
 
     package var probeAddresses: (v4: IPAddress, v6: IPAddress)
-    private var overrides: [(pattern: String, kind: InterfaceKind)]
 
     /// a.root-servers.net: stable for decades, routed like any Internet traffic, and never
     /// on-link (test labs put hosts on TEST-NET, 192.0.2.0/24). Nothing is ever sent to it.
@@ -38,7 +34,7 @@ public struct MonitorOptions: Sendable, Equatable {
         probeAddresses = (try Self.probe(probeIPv4, family: .v4), try Self.probe(probeIPv6, family: .v6))
         self.ignore = ignore
         self.metered = metered
-        overrides = kindOverrides
+        self.kindOverrides = kindOverrides
         self.receiveBufferSize = receiveBufferSize
         self.networkNamespace = networkNamespace
     }
@@ -51,7 +47,7 @@ public struct MonitorOptions: Sendable, Equatable {
 
     public static func == (lhs: MonitorOptions, rhs: MonitorOptions) -> Bool {
         lhs.probeAddresses == rhs.probeAddresses && lhs.ignore == rhs.ignore && lhs.metered == rhs.metered
-            && lhs.overrides.elementsEqual(rhs.overrides, by: { $0.pattern == $1.pattern && $0.kind == $1.kind })
+            && lhs.kindOverrides.elementsEqual(rhs.kindOverrides, by: { $0.pattern == $1.pattern && $0.kind == $1.kind })
             && lhs.receiveBufferSize == rhs.receiveBufferSize && lhs.networkNamespace == rhs.networkNamespace
     }
 
@@ -110,7 +106,7 @@ extension MonitorOptions {
                     let valid = InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
                     throw kinds.error("kind of \(pattern) must be one of \(valid), not \"\(name)\"", line: line)
                 }
-                overrides.append((pattern, kind))
+                kindOverrides.append((pattern, kind))
             }
             try kinds.finish()
         }

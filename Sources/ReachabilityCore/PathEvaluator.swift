@@ -81,8 +81,7 @@ struct PathEvaluator {
         let reasons = outcomes.compactMap { outcome -> UnreachableReason? in
             if case let .unusable(reason) = outcome.result { return reason } else { return nil }
         }
-        path.reason = reasons.min { $0.rank < $1.rank } ?? explainMissingRoute(state)
-        if path.reason == .noRoute { path.reason = explainMissingRoute(state) }
+        path.reason = explain(reasons.min { $0.rank < $1.rank } ?? .noRoute, state)
         return path
     }
 
@@ -188,6 +187,11 @@ struct PathEvaluator {
         }
     }
 
+    /// A missing route is explained by what is missing underneath it; other reasons stand.
+    mutating func explain(_ reason: UnreachableReason, _ state: NetworkState) -> UnreachableReason {
+        reason == .noRoute ? explainMissingRoute(state) : reason
+    }
+
     /// No route at all: say what is missing, from the interfaces that could carry a path.
     mutating func explainMissingRoute(_ state: NetworkState) -> UnreachableReason {
         var candidates: [Link] = []
@@ -236,7 +240,7 @@ struct PathEvaluator {
         case let .usable(usable): route.status = usable.medium.status
         case let .unusable(reason):
             route.status = .unreachable
-            route.reason = reason == .noRoute ? explainMissingRoute(state) : reason
+            route.reason = explain(reason, state)
         }
         return route
     }

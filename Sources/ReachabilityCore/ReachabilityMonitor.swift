@@ -169,9 +169,13 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     /// Computes the path once, without watching: what `reachctl status --direct` prints.
+    /// - Throws: when netlink cannot be opened, or a `.host` name does not resolve
+    ///   (a running monitor reports that as `unknown` instead, and keeps trying).
     public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions()) throws -> Path {
         let engine = try PathEngine(options: options)
-        var path = MonitorLoop.evaluate(engine, target: target, addresses: MonitorLoop.resolve(target))
+        var addresses: [IPAddress] = []
+        if case let .host(host) = target { addresses = try HostResolver.resolve(host) }
+        var path = MonitorLoop.evaluate(engine, target: target, addresses: addresses)
         path.initial = true
         return path
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,11 +31,16 @@ struct CommonOptions: ParsableArguments {
 
     static let defaultConfig = "/etc/reachd/reachd.toml"
 
-    /// The monitor options of the config: the named file, or the default one when it exists.
-    func monitorOptions() throws -> MonitorOptionsLoad {
+    /// The `[monitor]` options of the named config, or of the default one when it
+    /// exists; the defaults without either.
+    func monitorOptions() throws -> MonitorOptions {
         let file = config ?? Self.defaultConfig
-        if config == nil && access(file, F_OK) != 0 { return MonitorOptionsLoad(file: nil) }
-        return MonitorOptionsLoad(file: file)
+        if config == nil && access(file, F_OK) != 0 { return MonitorOptions() }
+        do {
+            return try MonitorOptions.load(contentsOf: file)
+        } catch {
+            throw fail("reading \(file)", "\(error)")
+        }
     }
 }
 

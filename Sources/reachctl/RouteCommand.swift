@@ -14,7 +14,7 @@ struct RouteCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        let options = try common.monitorOptions().load()
+        let options = try common.monitorOptions()
         let path: Path
         do {
             path = try ReachabilityMonitor.path(to: .host(destination), options: options)

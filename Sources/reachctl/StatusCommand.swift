@@ -10,7 +10,7 @@ struct StatusCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        let options = try common.monitorOptions().load()
+        let options = try common.monitorOptions()
         let path: Path
         do {
             path = try ReachabilityMonitor.path(options: options)

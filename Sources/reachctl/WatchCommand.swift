@@ -14,7 +14,7 @@ struct WatchCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        let options = try common.monitorOptions().load()
+        let options = try common.monitorOptions()
         let monitor = ReachabilityMonitor(options: options)
         do {
             try monitor.start()

@@ -50,6 +50,7 @@ struct ReachctlTests {
             #expect(missing.output.contains("unreachable (no-route)"))
             let unresolvable = try ns[0].exec([Self.reachctl, "route", "no-such-host.invalid"], check: false)
             #expect(unresolvable.status == 1)
+            #expect(unresolvable.error.hasPrefix("reachctl: looking up the route to no-such-host.invalid: cannot resolve no-such-host.invalid"))
         }
     }
 
