@@ -31,8 +31,11 @@ public struct TLSProbe: Sendable {
 
     /// What the server presented.
     public struct Presented: Sendable, Equatable {
+        /// The certificates that parsed, in the order sent.
         public var chain: [Certificate]
         public var tlsVersion: TLSVersion?
+        /// Why a presented certificate could not be used (a 1024-bit RSA key, bad DER); nil when all parsed.
+        public var undecodable: String?
     }
 
     /// Why nothing was presented.
@@ -96,8 +99,15 @@ public struct TLSProbe: Sendable {
             return .failure(.handshakeFailed(Self.describe(error)))
         }
         let version = try? await channel.nioSSL_tlsVersion().get()
-        let chain = captured.withLockedValue { $0 }.compactMap { try? Certificate(derEncoded: $0.toDERBytes()) }
-        return .success(Presented(chain: chain, tlsVersion: version))
+        var presented = Presented(chain: [], tlsVersion: version)
+        for (index, certificate) in captured.withLockedValue({ $0 }).enumerated() {
+            do {
+                presented.chain.append(try Certificate(derEncoded: certificate.toDERBytes()))
+            } catch {
+                presented.undecodable = presented.undecodable ?? "certificate \(index + 1) of the presented chain cannot be used (\(error)); RSA keys below 2048 bits are refused"
+            }
+        }
+        return .success(presented)
     }
 
     static func describe(_ error: any Error) -> String {

@@ -32,6 +32,37 @@ final class OpenSSLScratch {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Starts a long-running openssl command (a server) in the scratch directory.
+    /// Stop it with `stop(_:)`.
+    func start(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.currentDirectoryURL = directory
+        process.standardInput = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Waits until something listens on TCP `port`, looking at the socket table
+    /// rather than connecting: `openssl ocsp` serves one connection at a time and
+    /// hangs on one that sends nothing.
+    func waitForListener(port: Int) async throws {
+        for _ in 0 ..< 100 {
+            if let sockets = try? shell("ss -Hltn 'sport = :\(port)'"), !sockets.isEmpty { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "nothing listens on port \(port)"])
+    }
+
+    /// SIGKILL: a child spawned from a pool thread may inherit a mask that blocks SIGTERM.
+    func stop(_ process: Process) {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
     /// A self-signed certificate for `name.pem` with a key made by `keyOptions`.
     func selfSigned(_ name: String, keyOptions: String) throws {
         try shell("openssl req -x509 -newkey \(keyOptions) -nodes -keyout \(name).key -out \(name).pem -days 1 -subj /CN=\(name).example")

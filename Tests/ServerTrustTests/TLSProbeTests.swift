@@ -72,16 +72,9 @@ struct TLSProbeTests {
         try intermediate.certificate.serializeAsPEM().pemString.write(toFile: scratch.path("chain.pem"), atomically: true, encoding: .utf8)
         try key.pemRepresentation.write(toFile: scratch.path("key.pem"), atomically: true, encoding: .utf8)
         let port = try await TestTLSServer.closedPort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", scratch.path("leaf.pem"),
-                             "-cert_chain", scratch.path("chain.pem"), "-key", scratch.path("key.pem"), "-quiet"]
-        process.standardInput = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // SIGKILL: a child spawned from a pool thread may inherit a mask that blocks SIGTERM.
-        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        let server = try scratch.start(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "leaf.pem",
+                                        "-cert_chain", "chain.pem", "-key", "key.pem", "-quiet"])
+        defer { scratch.stop(server) }
         let probe = TLSProbe(connectTimeout: .seconds(1), handshakeTimeout: .seconds(2))
         var result = await probe.probe(host: "localhost", port: port, connectingTo: "127.0.0.1")
         for _ in 0 ..< 30 where (try? result.get()) == nil {  // until s_server listens

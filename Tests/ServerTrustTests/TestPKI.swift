@@ -12,13 +12,17 @@ struct TestAuthority {
 
     let key: Certificate.PrivateKey
     let certificate: Certificate
+    /// The moment the authority's certificates are valid around: `now`, or the
+    /// real clock for tests whose peers use it (an OCSP responder).
+    var center = now
 
-    static func root(_ name: String) throws -> TestAuthority {
+    /// - Parameter center: the moment its certificates are valid around.
+    static func root(_ name: String, center: Date = now) throws -> TestAuthority {
         let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
         let subject = try DistinguishedName { CommonName(name) }
         let certificate = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: key.publicKey,
-            notValidBefore: now - year, notValidAfter: now + year, issuer: subject, subject: subject,
+            notValidBefore: center - year, notValidAfter: center + year, issuer: subject, subject: subject,
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
@@ -26,33 +30,36 @@ struct TestAuthority {
                 SubjectKeyIdentifier(hash: key.publicKey)
             },
             issuerPrivateKey: key)
-        return TestAuthority(key: key, certificate: certificate)
+        return TestAuthority(key: key, certificate: certificate, center: center)
     }
 
     func intermediate(_ name: String) throws -> TestAuthority {
         let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
         let certificate = try issue(publicKey: key.publicKey, subject: try DistinguishedName { CommonName(name) },
-                                    notBefore: Self.now - Self.year, notAfter: Self.now + Self.year) {
+                                    notBefore: center - Self.year, notAfter: center + Self.year) {
             Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
             Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             SubjectKeyIdentifier(hash: key.publicKey)
         }
-        return TestAuthority(key: key, certificate: certificate)
+        return TestAuthority(key: key, certificate: certificate, center: center)
     }
 
     /// A TLS server certificate for `names` (DNS names, or IP addresses when they parse as one).
     func leaf(_ names: [String], key: Certificate.PrivateKey = Certificate.PrivateKey(P256.Signing.PrivateKey()),
-              notBefore: Date = now - 3600, notAfter: Date = now + 30 * 24 * 3600,
-              serverAuth: Bool = true) throws -> Certificate {
+              notBefore: Date? = nil, notAfter: Date? = nil,
+              serverAuth: Bool = true, ocspResponder: String? = nil) throws -> Certificate {
         let alternativeNames = SubjectAlternativeNames(names.map { name -> GeneralName in
             if let address = Self.addressBytes(name) { return .ipAddress(ASN1OctetString(contentBytes: ArraySlice(address))) }
             return .dnsName(name)
         })
         return try issue(publicKey: key.publicKey, subject: try DistinguishedName { CommonName("Test Server") },
-                         notBefore: notBefore, notAfter: notAfter) {
-            KeyUsage(digitalSignature: true)
+                         notBefore: notBefore ?? center - 3600, notAfter: notAfter ?? center + 30 * 24 * 3600) {
+            KeyUsage(digitalSignature: true, keyEncipherment: true)
             if serverAuth { try ExtendedKeyUsage([.serverAuth]) }
             alternativeNames
+            if let ocspResponder {
+                AuthorityInformationAccess([.init(method: .ocspServer, location: .uniformResourceIdentifier(ocspResponder))])
+            }
         }
     }
 

@@ -12,16 +12,23 @@ final class TestTLSServer: @unchecked Sendable {
     let channel: any Channel
     var port: Int { channel.localAddress!.port! }
 
-    /// Serves `chain` (leaf first) with `key`.
-    init(chain: [Certificate], key: P256.Signing.PrivateKey, maximumTLSVersion: TLSVersion? = nil) async throws {
+    /// Serves `chain` (leaf first) with `key`, within the protocol bounds and cipher suites given.
+    convenience init(chain: [Certificate], key: P256.Signing.PrivateKey, maximumTLSVersion: TLSVersion? = nil) async throws {
+        try await self.init(chain: chain, privateKey: Certificate.PrivateKey(key), maximumTLSVersion: maximumTLSVersion)
+    }
+
+    init(chain: [Certificate], privateKey key: Certificate.PrivateKey, minimumTLSVersion: TLSVersion = .tlsv1,
+         maximumTLSVersion: TLSVersion? = nil, cipherSuites: [NIOTLSCipher]? = nil) async throws {
         let certificates = try chain.map { certificate -> NIOSSLCertificateSource in
             var serializer = DER.Serializer()
             try serializer.serialize(certificate)
             return .certificate(try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der))
         }
-        let privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
+        let privateKey = try NIOSSLPrivateKey(bytes: Array(try key.serializeAsPEM().pemString.utf8), format: .pem)
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates, privateKey: .privateKey(privateKey))
+        configuration.minimumTLSVersion = minimumTLSVersion
         configuration.maximumTLSVersion = maximumTLSVersion
+        if let cipherSuites { configuration.cipherSuiteValues = cipherSuites }
         let context = try NIOSSLContext(configuration: configuration)
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

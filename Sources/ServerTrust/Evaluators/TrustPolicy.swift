@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NIOCore
 import X509
 
 /// How one host's certificates are judged: AFSecurityPolicy's and Alamofire's
@@ -29,11 +30,17 @@ public struct TrustPolicy: Sendable {
     public var acceptSelfSigned: Bool
     /// Anchors beside the system's roots.
     public var anchors: [Certificate]
+    /// OCSP checking of the validated chain; nil: none.
+    public var revocation: RevocationTrustEvaluator.Mode?
+    public var revocationTimeout: TimeAmount
+    /// Apple's ATS baseline (TLS 1.2+, forward secrecy, SHA-256+ signatures, RSA ≥ 2048 / EC ≥ 256).
+    public var requiresTLSBaseline: Bool
 
     /// - Throws: `TrustPolicyError` for combinations that cannot protect anything.
     public init(mode: Mode = .default, pins: Set<PublicKeyPin> = [], certificates: [Certificate] = [],
                 validateChain: Bool = true, validateHost: Bool = true, acceptSelfSigned: Bool = false,
-                anchors: [Certificate] = []) throws(TrustPolicyError) {
+                anchors: [Certificate] = [], revocation: RevocationTrustEvaluator.Mode? = nil, revocationTimeout: TimeAmount = .seconds(5),
+                requiresTLSBaseline: Bool = false) throws(TrustPolicyError) {
         switch mode {
         case .publicKey where pins.isEmpty:
             throw TrustPolicyError("public-key pinning needs at least one pin")
@@ -43,6 +50,8 @@ public struct TrustPolicy: Sendable {
             throw TrustPolicyError("allowing invalid certificates while validating the host name without pinning protects nothing: you must use pinning")
         case .default where acceptSelfSigned, .publicKey where acceptSelfSigned:
             throw TrustPolicyError("accept-self-signed makes the pinned certificates the anchors: it needs certificate pinning")
+        case _ where revocation != nil && !validateChain:
+            throw TrustPolicyError("revocation is checked along the validated chain: it needs validate-chain = true")
         default:
             break
         }
@@ -53,42 +62,41 @@ public struct TrustPolicy: Sendable {
         self.validateHost = validateHost
         self.acceptSelfSigned = acceptSelfSigned
         self.anchors = anchors
+        self.revocation = revocation
+        self.revocationTimeout = revocationTimeout
+        self.requiresTLSBaseline = requiresTLSBaseline
+    }
+
+    /// Builds the host's evaluator, in the order the checks must run: the chain
+    /// (which establishes the validated chain the pins are matched against), the
+    /// pins, then revocation and the TLS baseline.
+    public func evaluator(systemAnchors: [Certificate]) -> CompositeTrustEvaluator {
+        if mode == .disabled { return CompositeTrustEvaluator([DisabledTrustEvaluator()]) }
+        var evaluators: [any ServerTrustEvaluator] = []
+        if validateChain {
+            let roots = acceptSelfSigned ? certificates : systemAnchors + anchors + (mode == .certificate ? certificates : [])
+            evaluators.append(DefaultTrustEvaluator(anchors: roots, validateHost: validateHost,
+                                                    profile: acceptSelfSigned ? .pinnedAnchors : .webPKI))
+        } else if validateHost {
+            evaluators.append(HostNameTrustEvaluator())
+        }
+        switch mode {
+        case .publicKey: evaluators.append(PublicKeysTrustEvaluator(pins: pins))
+        case .certificate: evaluators.append(PinnedCertificatesTrustEvaluator(certificates: certificates))
+        case .default, .disabled: break
+        }
+        if let revocation { evaluators.append(RevocationTrustEvaluator(mode: revocation, timeout: revocationTimeout)) }
+        if requiresTLSBaseline { evaluators.append(TLSPolicyEvaluator()) }
+        return CompositeTrustEvaluator(evaluators)
     }
 
     /// Judges the chain a server presented (leaf first) for `host`, at `time` (nil: now),
     /// with `systemAnchors` as the trusted roots unless self-signed certificates are accepted.
+    /// `connection` is what the handshake negotiated, for the TLS baseline.
     public func evaluate(_ presented: [Certificate], host: String, systemAnchors: [Certificate],
-                         at time: Date? = nil) async -> TrustEvaluation {
-        if mode == .disabled { return TrustEvaluation(.trusted, "trust evaluation is disabled for \(host)") }
-        let roots = acceptSelfSigned ? certificates : systemAnchors + anchors + (mode == .certificate ? certificates : [])
-        var chain = presented
-        if validateChain {
-            let validator = ChainValidator(anchors: roots, validationTime: time,
-                                           profile: acceptSelfSigned ? .pinnedAnchors : .webPKI)
-            switch await validator.validate(presented, host: validateHost ? host : nil) {
-            case let .trusted(validated): chain = validated
-            case let .untrusted(evaluation): return evaluation
-            }
-        } else if validateHost {
-            guard let leaf = presented.first, await ChainValidator.leaf(leaf, isValidFor: host) else {
-                return TrustEvaluation(.hostMismatch, "the certificate is not valid for \(host)")
-            }
-        }
-        switch mode {
-        case .default, .disabled:
-            return TrustEvaluation(.trusted, "the chain is valid for \(host)")
-        case .publicKey:
-            let chainPins = chain.compactMap { try? PublicKeyPin(certificate: $0) }
-            guard let matched = chainPins.first(where: pins.contains) else {
-                return TrustEvaluation(.pinMismatch, "no key of the \(validateChain ? "validated" : "presented") chain is pinned (\(chainPins.map(\.description).joined(separator: ", ")))")
-            }
-            return TrustEvaluation(.trusted, "pinned key \(matched) is in the chain")
-        case .certificate:
-            guard chain.contains(where: certificates.contains) else {
-                return TrustEvaluation(.pinMismatch, "no certificate of the chain is pinned")
-            }
-            return TrustEvaluation(.trusted, "a pinned certificate is in the chain")
-        }
+                         at time: Date? = nil, connection: NegotiatedTLS? = nil) async -> TrustEvaluation {
+        var context = ServerTrustContext(host: host, presented: presented, connection: connection, validationTime: time)
+        return await evaluator(systemAnchors: systemAnchors).evaluate(&context)
     }
 }
 

@@ -1,0 +1,52 @@
+import FoundationEssentials
+import NIOSSL
+
+/// What a check found for one host.
+public struct HostTrustResult: Sendable, Equatable {
+    /// The host name checked (the pattern of an exact entry, or the name asked for).
+    public var host: String
+    public var port: Int
+    /// The configured pattern whose policy applied; nil for an unconfigured host.
+    public var pattern: String?
+    public var verdict: TrustVerdict
+    public var reason: String
+    /// false for a report-only pin set: its mismatch is reported, not a failure.
+    public var enforced: Bool
+    /// The negotiated protocol, when a handshake completed.
+    public var tlsVersion: TLSVersion?
+    /// The pins of the chain the server presented, leaf first.
+    public var presentedPins: [PublicKeyPin]
+    public var checkedAt: Date
+
+    /// How this result counts towards the overall verdict.
+    var standing: OverallTrust {
+        switch verdict {
+        case .trusted: .ok
+        case .unreachable, .pinsExpired: .degraded
+        case .pinMismatch where !enforced: .degraded
+        default: .compromised
+        }
+    }
+}
+
+/// The overall verdict over every probed host (CONTRACT.md): `none` (no host
+/// configured), `unknown` (not checked yet, or no host could be reached),
+/// `ok`, `degraded` (some host unreachable, pins expired, or a report-only pin
+/// mismatch), `compromised` (any enforced pin, chain, name, revocation or TLS failure).
+public enum OverallTrust: String, Sendable, Codable, CaseIterable, Comparable {
+    case none, unknown, ok, degraded, compromised
+
+    public static func < (lhs: OverallTrust, rhs: OverallTrust) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+
+    public init(_ results: [HostTrustResult]) {
+        if results.isEmpty {
+            self = .none
+        } else if results.allSatisfy({ $0.verdict == .unreachable }) {
+            self = .unknown
+        } else {
+            self = results.map(\.standing).max()!
+        }
+    }
+}

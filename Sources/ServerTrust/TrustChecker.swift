@@ -1,0 +1,155 @@
+import FoundationEssentials
+import NIOCore
+import NIOSSL
+import X509
+
+/// Re-validates every configured host, concurrently: what reachd runs on each
+/// path change. Network failures give `unreachable`, never a trust verdict; a
+/// pinned host's failure is written to the report spool before the result is
+/// returned, so whoever signals it knows the report is on disk.
+public struct TrustChecker: Sendable {
+    public let configuration: TrustConfiguration
+    public let systemAnchors: [Certificate]
+    /// Where pin-failure reports go; nil: not written (reachctl's one-off checks).
+    public let spool: ReportSpool?
+
+    public init(configuration: TrustConfiguration, systemAnchors: [Certificate], spool: ReportSpool? = nil) {
+        self.configuration = configuration
+        self.systemAnchors = systemAnchors
+        self.spool = spool
+    }
+
+    /// The result of one round.
+    public struct Round: Sendable {
+        public var overall: OverallTrust
+        /// In the order of the configuration.
+        public var hosts: [HostTrustResult]
+        /// Reports written to the spool in this round (identical ones within 24 h are not).
+        public var reports: [PinFailureReport]
+        /// Reports that could not be spooled, and why.
+        public var spoolErrors: [String]
+    }
+
+    /// Checks every exact host of the table. `path` goes into pin-failure reports
+    /// (status, interface); `time` replaces now for the evaluation.
+    public func checkAll(path: [String: String] = [:], at time: Date? = nil) async -> Round {
+        let hosts = configuration.probedHosts
+        let outcomes = await withTaskGroup(of: (Int, Outcome).self) { group in
+            for (index, host) in hosts.enumerated() {
+                group.addTask { (index, await self.check(host.pattern.domain, configuration: host, at: time)) }
+            }
+            var outcomes = [Outcome?](repeating: nil, count: hosts.count)
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes.map { $0! }
+        }
+        var round = Round(overall: OverallTrust(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], spoolErrors: [])
+        for (host, outcome) in zip(hosts, outcomes) {
+            guard let spool, let report = outcome.report(for: host, path: path) else { continue }
+            do {
+                if try spool.write(report) != nil { round.reports.append(report) }
+            } catch {
+                round.spoolErrors.append("\(host.pattern): \(error)")
+            }
+        }
+        return round
+    }
+
+    /// Checks one server by name, with the policy of the pattern that matches it
+    /// (or the default evaluation), on `port` (default: the entry's, else 443).
+    public func check(_ host: String, port: Int? = nil, connectingTo address: String? = nil, at time: Date? = nil) async -> HostTrustResult {
+        let entry = configuration.hosts.lookup(host)?.value
+        let configuration = entry ?? HostTrustConfiguration(pattern: try! HostPattern("unconfigured.invalid"),
+                                                             policy: try! TrustPolicy(requiresTLSBaseline: true))
+        var outcome = await check(host, configuration: configuration, port: port, connectingTo: address, at: time)
+        if entry == nil { outcome.result.pattern = nil }
+        return outcome.result
+    }
+
+    /// A result with what the pin-failure report needs.
+    struct Outcome: Sendable {
+        var result: HostTrustResult
+        var served: [Certificate] = []
+        var validated: [Certificate] = []
+
+        func report(for host: HostTrustConfiguration, path: [String: String]) -> PinFailureReport? {
+            guard host.isPinned, ![.trusted, .unreachable, .pinsExpired].contains(result.verdict) else { return nil }
+            return try? PinFailureReport(
+                dateTime: result.checkedAt, hostname: result.host, port: result.port,
+                notedHostname: host.pattern.domain, includeSubdomains: host.pattern.kind != .exact,
+                enforcePinning: result.enforced, served: served, validated: validated,
+                knownPins: host.pinSet.map { Array($0.pins) } ?? [], validationResult: result.verdict,
+                knownPinsExpirationDate: host.pinSet?.expires, path: path)
+        }
+    }
+
+    func check(_ host: String, configuration: HostTrustConfiguration, port: Int? = nil,
+               connectingTo address: String? = nil, at time: Date?) async -> Outcome {
+        let port = port ?? configuration.port
+        let now = time ?? Date()
+        var result = HostTrustResult(host: host, port: port, pattern: configuration.pattern.description, verdict: .unreachable,
+                                     reason: "", enforced: configuration.pinSet?.enforce ?? true, tlsVersion: nil,
+                                     presentedPins: [], checkedAt: now)
+        let presented: TLSProbe.Presented
+        let connection: NegotiatedTLS
+        switch await handshake(host, port: port, address: address ?? configuration.connect, baseline: configuration.policy.requiresTLSBaseline) {
+        case let .failure(failure):
+            result.reason = failure.description
+            return Outcome(result: result)
+        case let .success(answer):
+            (presented, connection) = answer
+        }
+        result.tlsVersion = presented.tlsVersion
+        result.presentedPins = presented.chain.compactMap { try? PublicKeyPin(certificate: $0) }
+        if let undecodable = presented.undecodable {
+            (result.verdict, result.reason) = (.chainInvalid, undecodable)
+            return Outcome(result: result, served: presented.chain)
+        }
+
+        var policy = configuration.policy
+        let pinsExpired = configuration.pinSet?.hasExpired(at: now) ?? false
+        if pinsExpired { policy.mode = .default }
+        var context = ServerTrustContext(host: host, presented: presented.chain, connection: connection, validationTime: time)
+        let evaluation = await policy.evaluator(systemAnchors: systemAnchors).evaluate(&context)
+        (result.verdict, result.reason) = (evaluation.verdict, evaluation.reason)
+        if pinsExpired && evaluation.verdict == .trusted {
+            let day = configuration.pinSet!.expires!.formatted(Date.ISO8601FormatStyle().year().month().day())
+            (result.verdict, result.reason) = (.pinsExpired, "the pins expired after \(day) and are not enforced; \(evaluation.reason)")
+        } else if evaluation.verdict == .pinMismatch && !result.enforced {
+            result.reason += " (report-only: not enforced)"
+        }
+        return Outcome(result: result, served: presented.chain, validated: context.validated ?? [])
+    }
+
+    /// The handshake a policy asks for. Under the TLS baseline the client offers
+    /// what ATS allows (TLS 1.2+, forward-secret suites); when the server refuses,
+    /// a second, permissive handshake tells a server below the baseline (verdict
+    /// `tls-policy`, with what it negotiated) from one that is not there.
+    func handshake(_ host: String, port: Int, address: String?, baseline: Bool) async -> Result<(TLSProbe.Presented, NegotiatedTLS), TLSProbe.Failure> {
+        let timeout = configuration.timeout.timeAmount
+        let permissive = TLSProbe(connectTimeout: timeout, handshakeTimeout: timeout)
+        if baseline {
+            let strict = TLSProbe(connectTimeout: timeout, handshakeTimeout: timeout, minimumTLSVersion: .tlsv12,
+                                  cipherSuites: TLSPolicyEvaluator.forwardSecretCipherSuites)
+            switch await strict.probe(host: host, port: port, connectingTo: address) {
+            case let .success(presented):
+                return .success((presented, NegotiatedTLS(version: presented.tlsVersion, forwardSecret: true)))
+            case let .failure(failure) where failure.isUnreachable:
+                return .failure(failure)
+            case .failure:
+                break
+            }
+        }
+        switch await permissive.probe(host: host, port: port, connectingTo: address) {
+        case let .success(presented):
+            // Reached only after the baseline handshake failed: at TLS 1.2+ that means no forward secrecy.
+            let forwardSecret: Bool? = baseline ? (presented.tlsVersion == .tlsv13 ? nil : false) : nil
+            return .success((presented, NegotiatedTLS(version: presented.tlsVersion, forwardSecret: forwardSecret)))
+        case let .failure(failure):
+            return .failure(.unreachable(failure.description))
+        }
+    }
+}
+
+extension TLSProbe.Failure {
+    var isUnreachable: Bool { if case .unreachable = self { true } else { false } }
+}

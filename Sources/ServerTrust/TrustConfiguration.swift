@@ -1,0 +1,103 @@
+import FoundationEssentials
+import NIOCore
+import TOML
+import X509
+
+/// The `[trust]` part of reachd.toml: when to re-check, how long a probe may
+/// take, where pin-failure reports go, and the `[[trust.host]]` table.
+public struct TrustConfiguration: Sendable {
+    public enum Recheck: String, Sendable, CaseIterable {
+        /// On every published path change.
+        case onChange = "on-change"
+        /// Every `interval`.
+        case interval
+        case both
+    }
+
+    public var recheck: Recheck = .onChange
+    /// For `interval` and `both`.
+    public var interval: Duration = .seconds(6 * 3600)
+    /// Connect and handshake timeout of each probe (each, not together).
+    public var timeout: Duration = .seconds(5)
+    /// The durable spool of pin-failure reports.
+    public var reports: String = "/var/lib/reachd/reports"
+    public var hosts = HostTable<HostTrustConfiguration>()
+
+    public init() {}
+
+    /// The hosts a check dials: the exact patterns. Wildcard entries only give
+    /// their policy to names looked up (`reachctl trust check`, the in-app adapter).
+    public var probedHosts: [HostTrustConfiguration] {
+        hosts.entries.filter { $0.pattern.kind == .exact }.map(\.value)
+    }
+
+    /// Reads the `[trust]` table of a reachd.toml; no table means no hosts.
+    ///
+    /// - Throws: `TOMLError` (`file:line: reason`) for syntax errors, unknown keys,
+    ///   bad values and policies that cannot work; the file's own error when it cannot be read.
+    public static func load(contentsOf file: String) throws -> TrustConfiguration {
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        var root = TOMLTableReader(try TOML.parse(text, file: file), file: file, name: "")
+        guard var trust = try root.table("trust") else { return TrustConfiguration() }
+        let directory = file.contains("/") ? String(file[..<file.lastIndex(of: "/")!]) : "."
+        return try TrustConfiguration(reading: &trust, relativeTo: directory)
+    }
+
+    /// Reads a `[trust]` table; relative file names are taken from `directory`.
+    package init(reading table: inout TOMLTableReader, relativeTo directory: String) throws {
+        if let (text, line) = try table.string("recheck") {
+            guard let recheck = Recheck(rawValue: text) else {
+                throw table.error("recheck must be one of \(Recheck.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"", line: line)
+            }
+            self.recheck = recheck
+        }
+        if let (text, line) = try table.string("interval") {
+            interval = try Self.duration(text, line: line, key: "interval", in: table)
+            guard interval >= .seconds(60) else { throw table.error("interval must be at least 1m, not \(text)", line: line) }
+        }
+        if let (text, line) = try table.string("timeout") {
+            timeout = try Self.duration(text, line: line, key: "timeout", in: table)
+            guard timeout > .zero, timeout <= .seconds(300) else { throw table.error("timeout must be more than 0 and at most 5m, not \(text)", line: line) }
+        }
+        if let (text, _) = try table.string("reports") { reports = Self.resolve(text, in: directory) }
+        if let value = table.value("host") {
+            guard case let .array(elements) = value.kind else {
+                throw table.error("host must be an array of tables ([[trust.host]])", line: value.line)
+            }
+            for element in elements {
+                guard case let .table(entry) = element.kind else {
+                    throw table.error("host must be an array of tables ([[trust.host]])", line: element.line)
+                }
+                var reader = TOMLTableReader(entry, file: table.file, name: "[[trust.host]]")
+                let host = try HostTrustConfiguration(reading: &reader, relativeTo: directory, line: element.line)
+                do {
+                    try hosts.add(host.pattern, host)
+                } catch {
+                    throw reader.error("\(error)", line: element.line)
+                }
+            }
+        }
+        try table.finish()
+    }
+
+    /// "250ms", "5s", "10m", "6h", "1d".
+    static func duration(_ text: String, line: Int, key: String, in table: TOMLTableReader) throws(TOMLError) -> Duration {
+        let units: [(String, Duration)] = [("ms", .milliseconds(1)), ("s", .seconds(1)), ("m", .seconds(60)),
+                                           ("h", .seconds(3600)), ("d", .seconds(86400))]
+        for (suffix, unit) in units where text.hasSuffix(suffix) {
+            if let count = Int(text.dropLast(suffix.count)), count >= 0 { return unit * count }
+        }
+        throw table.error("\(key) must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"\(text)\"", line: line)
+    }
+
+    static func resolve(_ path: String, in directory: String) -> String {
+        path.hasPrefix("/") ? path : "\(directory)/\(path)"
+    }
+}
+
+extension Duration {
+    var timeAmount: TimeAmount {
+        let (seconds, attoseconds) = components
+        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
