@@ -70,6 +70,7 @@ let package = Package(
             name: "ServerTrustTests",
             dependencies: [
                 "ServerTrust",
+                "TOML",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -1,0 +1,113 @@
+import Crypto
+import Foundation
+import NIOCore
+import ServerTrust
+import Testing
+import X509
+
+@Suite("Trust checker (servers on 127.0.0.1)")
+struct TrustCheckerTests {
+    let root: TestAuthority
+    let intermediate: TestAuthority
+    let key = P256.Signing.PrivateKey()
+    let leaf: Certificate
+    let spoolDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checker-spool-\(UUID())").path
+
+    init() throws {
+        root = try .root("Checker Root")
+        intermediate = try root.intermediate("Checker Intermediate")
+        leaf = try intermediate.leaf(["localhost", "api.test", "old.test", "audit.test", "down.test", "api.corp.test", "old.corp.test"], key: Certificate.PrivateKey(key))
+    }
+
+    var backup: PublicKeyPin { PublicKeyPin(sha256: Array(repeating: 9, count: 32))! }
+    var wrong: PublicKeyPin { PublicKeyPin(sha256: Array(repeating: 6, count: 32))! }
+
+    func entry(_ name: String, port: Int, pins: Set<PublicKeyPin>? = nil, expires: Date? = nil, enforce: Bool = true) throws -> HostTrustConfiguration {
+        let policy = try pins.map { try TrustPolicy(mode: .publicKey, pins: $0) } ?? TrustPolicy()
+        return HostTrustConfiguration(pattern: try HostPattern(name), port: port, connect: "127.0.0.1", policy: policy,
+                                      pinSet: try pins.map { try PinSet(pins: $0, expires: expires, enforce: enforce) })
+    }
+
+    func checker(_ entries: [HostTrustConfiguration]) throws -> TrustChecker {
+        var configuration = TrustConfiguration()
+        configuration.timeout = .milliseconds(500)
+        for entry in entries { try configuration.hosts.add(entry.pattern, entry) }
+        return TrustChecker(configuration: configuration, systemAnchors: [root.certificate], spool: ReportSpool(directory: spoolDirectory))
+    }
+
+    @Test("every host at once: per-host verdicts, the overall verdict, reports spooled once")
+    func overallVerdicts() async throws {
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        let silent = try await TestTLSServer(silent: ())
+        defer { Task { await silent.close() } }
+        let good: Set = [try PublicKeyPin(certificate: intermediate.certificate), backup]
+
+        let trusted = try checker([try entry("localhost", port: server.port, pins: good)])
+        #expect(await trusted.checkAll(at: TestAuthority.now).overall == .ok)
+
+        // Pins that expired, a report-only mismatch and a silent peer degrade; nothing is compromised yet.
+        let degraded = try checker([
+            try entry("localhost", port: server.port, pins: good),
+            try entry("old.test", port: server.port, pins: [wrong, backup], expires: TestAuthority.now - 86_400),
+            try entry("audit.test", port: server.port, pins: [wrong], enforce: false),
+            try entry("down.test", port: silent.port),
+        ])
+        let start = ContinuousClock.now
+        let round = await degraded.checkAll(path: ["status": "wired", "interface": "eth0"], at: TestAuthority.now)
+        #expect(ContinuousClock.now - start < .seconds(10), "a silent peer costs its timeouts, not forever")
+        #expect(round.overall == .degraded)
+        #expect(round.hosts.map(\.verdict) == [.trusted, .pinsExpired, .pinMismatch, .unreachable])
+        #expect(round.hosts[2].enforced == false)
+        #expect(round.reports.map(\.hostname) == ["audit.test"], "a report-only mismatch is reported")
+        #expect(round.reports.first?.path == ["status": "wired", "interface": "eth0"])
+
+        // An enforced mismatch compromises; its report is spooled once, not again on the next round.
+        let compromised = try checker([try entry("api.test", port: server.port, pins: [wrong, backup]), try entry("down.test", port: silent.port)])
+        let first = await compromised.checkAll(at: TestAuthority.now)
+        #expect(first.overall == .compromised)
+        #expect(first.reports.count == 1)
+        #expect(first.reports.first?.validatedCertificateChain.count == 3, "the validated chain ends at the root the server did not send")
+        #expect(await compromised.checkAll(at: TestAuthority.now + 60).reports.isEmpty)
+        let spooled = try FileManager.default.contentsOfDirectory(atPath: spoolDirectory)
+        #expect(spooled.count == 2)
+    }
+
+    @Test("none without hosts; unknown when no host can be reached")
+    func noneAndUnknown() async throws {
+        #expect(try await checker([]).checkAll().overall == .none)
+        let port = try await TestTLSServer.closedPort()
+        let round = try await checker([try entry("down.test", port: port)]).checkAll()
+        #expect(round.overall == .unknown)
+        #expect(round.hosts.first?.reason.contains("refused") == true, "\(round.hosts)")
+    }
+
+    @Test("a key rotation is carried by the backup pin")
+    func keyRotation() async throws {
+        // Pins: the current leaf key and a backup key kept offline.
+        let backupKey = P256.Signing.PrivateKey()
+        let pins: Set = [try PublicKeyPin(certificate: leaf), try PublicKeyPin(certificate: try intermediate.leaf(["localhost"], key: Certificate.PrivateKey(backupKey)))]
+        let rotated = try intermediate.leaf(["localhost"], key: Certificate.PrivateKey(backupKey))
+        let server = try await TestTLSServer(chain: [rotated, intermediate.certificate], key: backupKey)
+        defer { Task { await server.close() } }
+        let round = try await checker([try entry("localhost", port: server.port, pins: pins)]).checkAll(at: TestAuthority.now)
+        #expect(round.hosts.first?.verdict == .trusted, "\(round.hosts)")
+    }
+
+    @Test("names are looked up in the table: the longest pattern's policy applies")
+    func lookupByName() async throws {
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        let wildcard = try entry("**.corp.test", port: server.port, pins: [wrong, backup])
+        let exact = try entry("api.corp.test", port: server.port, pins: [try PublicKeyPin(certificate: leaf), backup])
+        let checker = try checker([wildcard, exact])
+        #expect(await checker.checkAll(at: TestAuthority.now).hosts.map(\.host) == ["api.corp.test"], "only exact entries are dialled")
+        let viaExact = await checker.check("api.corp.test", connectingTo: "127.0.0.1", at: TestAuthority.now)
+        #expect(viaExact.verdict == .trusted)
+        #expect(viaExact.pattern == "api.corp.test")
+        let viaWildcard = await checker.check("old.corp.test", connectingTo: "127.0.0.1", at: TestAuthority.now)
+        #expect(viaWildcard.verdict == .pinMismatch)
+        #expect(viaWildcard.pattern == "**.corp.test")
+    }
+}
