@@ -54,6 +54,10 @@ let package = Package(
             name: "reachctl",
             dependencies: [
                 "ReachabilityCore",
+                "ServerTrust",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

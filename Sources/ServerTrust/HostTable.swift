@@ -40,6 +40,12 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         domain = name
     }
 
+    /// The exact pattern of a host no entry matches, whatever its spelling.
+    init(unconfigured host: String) {
+        kind = .exact
+        domain = host.lowercased()
+    }
+
     public var description: String {
         switch kind {
         case .exact: domain

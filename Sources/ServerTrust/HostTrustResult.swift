@@ -6,8 +6,8 @@ public struct HostTrustResult: Sendable, Equatable {
     /// The host name checked (the pattern of an exact entry, or the name asked for).
     public var host: String
     public var port: Int
-    /// The configured pattern whose policy applied; nil for an unconfigured host.
-    public var pattern: String?
+    /// The configured pattern whose policy applied (for an unconfigured host, the host).
+    public var pattern: String
     public var verdict: TrustVerdict
     public var reason: String
     /// false for a report-only pin set: its mismatch is reported, not a failure.

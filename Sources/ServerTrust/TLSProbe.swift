@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -36,6 +39,12 @@ public struct TLSProbe: Sendable {
         public var tlsVersion: TLSVersion?
         /// Why a presented certificate could not be used (a 1024-bit RSA key, bad DER); nil when all parsed.
         public var undecodable: String?
+
+        public init(chain: [Certificate], tlsVersion: TLSVersion? = nil, undecodable: String? = nil) {
+            self.chain = chain
+            self.tlsVersion = tlsVersion
+            self.undecodable = undecodable
+        }
     }
 
     /// Why nothing was presented.
@@ -51,12 +60,22 @@ public struct TLSProbe: Sendable {
             case let .handshakeFailed(reason): "handshake failed: \(reason)"
             }
         }
+
+        /// The reason alone.
+        public var reason: String {
+            switch self {
+            case let .unreachable(reason), let .handshakeFailed(reason): reason
+            }
+        }
     }
 
     /// Connects to `address` (default: `host`) on `port`, with SNI `host` unless it is an IP address.
     public func probe(host: String, port: Int, connectingTo address: String? = nil,
                       on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async -> Result<Presented, Failure> {
         var configuration = TLSConfiguration.makeClientConfiguration()
+        // The policy checks names (with reasons); NIOSSL's own check would refuse
+        // before the chain is captured.
+        configuration.certificateVerification = .noHostnameVerification
         configuration.minimumTLSVersion = minimumTLSVersion
         configuration.maximumTLSVersion = maximumTLSVersion
         if let cipherSuites { configuration.cipherSuiteValues = cipherSuites }
@@ -111,7 +130,13 @@ public struct TLSProbe: Sendable {
     }
 
     static func describe(_ error: any Error) -> String {
-        if let error = error as? IOError { return error.description }
+        if let error = error as? NIOConnectionError, let first = error.connectionErrors.first {
+            return describe(first.error)
+        }
+        if let error = error as? NIOConnectionError, let dns = error.dnsAError ?? error.dnsAAAAError {
+            return "cannot resolve \(error.host): \(dns)"
+        }
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
         if let error = error as? ChannelError, case .connectTimeout = error { return "connection timed out" }
         return "\(error)"
     }

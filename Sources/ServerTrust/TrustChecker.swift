@@ -57,12 +57,14 @@ public struct TrustChecker: Sendable {
     /// Checks one server by name, with the policy of the pattern that matches it
     /// (or the default evaluation), on `port` (default: the entry's, else 443).
     public func check(_ host: String, port: Int? = nil, connectingTo address: String? = nil, at time: Date? = nil) async -> HostTrustResult {
-        let entry = configuration.hosts.lookup(host)?.value
-        let configuration = entry ?? HostTrustConfiguration(pattern: try! HostPattern("unconfigured.invalid"),
-                                                             policy: try! TrustPolicy(requiresTLSBaseline: true))
-        var outcome = await check(host, configuration: configuration, port: port, connectingTo: address, at: time)
-        if entry == nil { outcome.result.pattern = nil }
-        return outcome.result
+        await check(host, configuration: entry(for: host), port: port, connectingTo: address, at: time).result
+    }
+
+    /// The entry whose pattern matches `host`; for other hosts, the default
+    /// evaluation (chain, name, TLS baseline) under the host's own name.
+    func entry(for host: String) -> HostTrustConfiguration {
+        configuration.hosts.lookup(host)?.value
+            ?? HostTrustConfiguration(pattern: HostPattern(unconfigured: host), policy: try! TrustPolicy(requiresTLSBaseline: true))
     }
 
     /// A result with what the pin-failure report needs.
@@ -86,29 +88,49 @@ public struct TrustChecker: Sendable {
                connectingTo address: String? = nil, at time: Date?) async -> Outcome {
         let port = port ?? configuration.port
         let now = time ?? Date()
-        var result = HostTrustResult(host: host, port: port, pattern: configuration.pattern.description, verdict: .unreachable,
-                                     reason: "", enforced: configuration.pinSet?.enforce ?? true, tlsVersion: nil,
-                                     presentedPins: [], checkedAt: now)
+        var result = Self.pending(host, port: port, configuration: configuration, at: now)
         let presented: TLSProbe.Presented
         let connection: NegotiatedTLS
         switch await handshake(host, port: port, address: address ?? configuration.connect, baseline: configuration.policy.requiresTLSBaseline) {
         case let .failure(failure):
-            result.reason = failure.description
+            result.reason = failure.reason
             return Outcome(result: result)
         case let .success(answer):
             (presented, connection) = answer
         }
+        return await evaluate(presented, connection: connection, into: result, configuration: configuration, at: time)
+    }
+
+    /// Judges a saved chain (leaf first) for `host` — a DNS name, an IP address, or
+    /// nil for no name check — with the policy of the pattern that matches it, as
+    /// `check` would have judged it on the wire, minus what only a handshake shows.
+    public func verify(_ chain: [Certificate], host: String?, at time: Date? = nil) async -> HostTrustResult {
+        var configuration = entry(for: host ?? "")
+        if host == nil { configuration.policy.validateHost = false }
+        let result = Self.pending(host ?? "", port: configuration.port, configuration: configuration, at: time ?? Date())
+        return await evaluate(TLSProbe.Presented(chain: chain), connection: nil, into: result,
+                              configuration: configuration, at: time).result
+    }
+
+    /// A result before anything is known: unreachable until a handshake says otherwise.
+    static func pending(_ host: String, port: Int, configuration: HostTrustConfiguration, at time: Date) -> HostTrustResult {
+        HostTrustResult(host: host, port: port, pattern: configuration.pattern.description, verdict: .unreachable, reason: "",
+                        enforced: configuration.pinSet?.enforce ?? true, tlsVersion: nil, presentedPins: [], checkedAt: time)
+    }
+
+    func evaluate(_ presented: TLSProbe.Presented, connection: NegotiatedTLS?, into result: HostTrustResult,
+                  configuration: HostTrustConfiguration, at time: Date?) async -> Outcome {
+        var result = result
         result.tlsVersion = presented.tlsVersion
         result.presentedPins = presented.chain.compactMap { try? PublicKeyPin(certificate: $0) }
         if let undecodable = presented.undecodable {
             (result.verdict, result.reason) = (.chainInvalid, undecodable)
             return Outcome(result: result, served: presented.chain)
         }
-
         var policy = configuration.policy
-        let pinsExpired = configuration.pinSet?.hasExpired(at: now) ?? false
+        let pinsExpired = configuration.pinSet?.hasExpired(at: result.checkedAt) ?? false
         if pinsExpired { policy.mode = .default }
-        var context = ServerTrustContext(host: host, presented: presented.chain, connection: connection, validationTime: time)
+        var context = ServerTrustContext(host: result.host, presented: presented.chain, connection: connection, validationTime: time)
         let evaluation = await policy.evaluator(systemAnchors: systemAnchors).evaluate(&context)
         (result.verdict, result.reason) = (evaluation.verdict, evaluation.reason)
         if pinsExpired && evaluation.verdict == .trusted {
@@ -145,11 +167,12 @@ public struct TrustChecker: Sendable {
             let forwardSecret: Bool? = baseline ? (presented.tlsVersion == .tlsv13 ? nil : false) : nil
             return .success((presented, NegotiatedTLS(version: presented.tlsVersion, forwardSecret: forwardSecret)))
         case let .failure(failure):
-            return .failure(.unreachable(failure.description))
+            return .failure(.unreachable(failure.isUnreachable ? failure.reason : "TLS handshake failed: \(failure.reason)"))
         }
     }
 }
 
 extension TLSProbe.Failure {
-    var isUnreachable: Bool { if case .unreachable = self { true } else { false } }
+    /// No server answered (as opposed to a failed handshake).
+    public var isUnreachable: Bool { if case .unreachable = self { true } else { false } }
 }

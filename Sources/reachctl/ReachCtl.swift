@@ -14,7 +14,7 @@ struct ReachCtl: AsyncParsableCommand {
         addresses (IPv4 and IPv6; nothing is sent): wifi, wired, cellular, or \
         unreachable with a reason; unknown when the kernel cannot be asked.
         """,
-        subcommands: [StatusCommand.self, WatchCommand.self, RouteCommand.self]
+        subcommands: [StatusCommand.self, WatchCommand.self, RouteCommand.self, TrustCommand.self]
     )
 }
 

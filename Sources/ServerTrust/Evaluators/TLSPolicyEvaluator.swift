@@ -37,8 +37,11 @@ public struct TLSPolicyEvaluator: ServerTrustEvaluator {
         if let problem = Self.weakness(of: context.chain) {
             return TrustEvaluation(.tlsPolicy, problem)
         }
-        let version = context.connection?.version.map { "\($0.name), " } ?? ""
-        return TrustEvaluation(.trusted, "\(version)forward-secret, strong signatures and keys")
+        guard let connection = context.connection else {
+            return TrustEvaluation(.trusted, "SHA-256+ signatures (no connection: protocol not judged)")
+        }
+        let version = connection.version.map { "\($0.name), " } ?? ""
+        return TrustEvaluation(.trusted, "\(version)\(connection.forwardSecret == nil ? "" : "forward-secret, ")SHA-256+ signatures")
     }
 
     /// The first certificate, leaf first, whose signature is below the baseline.

@@ -1,0 +1,36 @@
+import ArgumentParser
+import ServerTrust
+
+struct TrustCheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Connect to a TLS server and judge its chain now.",
+        discussion: "Exits 0 when trusted (also: pins expired, report-only mismatch), 1 when not trusted, 2 when the server could not be reached."
+    )
+
+    @Argument(help: ArgumentHelp("The server: HOST[:PORT] (default port: the config's, else 443).", valueName: "host[:port]"))
+    var server: ServerAddress
+
+    @Option(help: ArgumentHelp("Dial this address instead of resolving the name; SNI and the name check use the name.", valueName: "address"))
+    var connect: String?
+
+    @Option(help: ArgumentHelp("Connect and handshake timeout, each.", valueName: "seconds"))
+    var timeout: Double = 5
+
+    @OptionGroup var policy: TrustPolicyOptions
+
+    func run() async throws {
+        var checker = try policy.checker(for: server.host)
+        var configuration = checker.configuration
+        configuration.timeout = .milliseconds(Int64(timeout * 1000))
+        checker = TrustChecker(configuration: configuration, systemAnchors: checker.systemAnchors)
+        let result = await checker.check(server.host, port: server.port, connectingTo: connect)
+        if policy.json { try writeJSON(result) } else { write(line: describe(result)) }
+        switch result.verdict {
+        case .unreachable: throw ExitCode(2)
+        case .trusted, .pinsExpired: break
+        case .pinMismatch where !result.enforced: break
+        default: throw ExitCode(1)
+        }
+    }
+}
