@@ -61,7 +61,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityCore", "Netlink", "NamespaceTesting"]),
+        .executableTarget(
+            name: "reachability-bench",
+            dependencies: [
+                "ReachabilityCore", "Netlink", "NamespaceTesting", "ServerTrust",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
 
         // Test support: network namespaces the tests create and always remove.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),

@@ -76,6 +76,9 @@ public struct TLSProbe: Sendable {
         // The policy checks names (with reasons); NIOSSL's own check would refuse
         // before the chain is captured.
         configuration.certificateVerification = .noHostnameVerification
+        // Nothing is verified against roots here, so none are loaded (loading the
+        // system's bundle costs more than the handshake).
+        configuration.trustRoots = .certificates([])
         configuration.minimumTLSVersion = minimumTLSVersion
         configuration.maximumTLSVersion = maximumTLSVersion
         if let cipherSuites { configuration.cipherSuiteValues = cipherSuites }
@@ -87,7 +90,9 @@ public struct TLSProbe: Sendable {
         }
         let serverName = ServerNamePolicy.addressBytes(host) == nil ? host : nil
         let captured = NIOLockedValueBox<[NIOSSLCertificate]>([])
-        let handshakeTimeout = handshakeTimeout
+        // Kept here, not looked up in the pipeline later: a server that closes right
+        // after the handshake tears the pipeline down before connect() returns.
+        let watcher = HandshakeWatcher(timeout: handshakeTimeout)
 
         let channel: any Channel
         do {
@@ -101,7 +106,7 @@ public struct TLSProbe: Sendable {
                             promise.succeed(.certificateVerified)
                         }
                         try channel.pipeline.syncOperations.addHandler(handler)
-                        try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(timeout: handshakeTimeout))
+                        try channel.pipeline.syncOperations.addHandler(watcher)
                     }
                 }
                 .connect(host: address ?? host, port: port).get()
@@ -109,15 +114,14 @@ public struct TLSProbe: Sendable {
             return .failure(.unreachable(Self.describe(error)))
         }
         defer { channel.close(promise: nil) }
+        let version: TLSVersion?
         do {
-            let watcher = try await channel.pipeline.handler(type: HandshakeWatcher.self).get()
-            try await watcher.completed.futureResult.get()
+            version = try await watcher.completed.futureResult.get()
         } catch let error as HandshakeWatcher.TimedOut {
             return .failure(.unreachable("no TLS handshake within \(error.timeout.nanoseconds / 1_000_000) ms"))
         } catch {
             return .failure(.handshakeFailed(Self.describe(error)))
         }
-        let version = try? await channel.nioSSL_tlsVersion().get()
         var presented = Presented(chain: [], tlsVersion: version)
         for (index, certificate) in captured.withLockedValue({ $0 }).enumerated() {
             do {
@@ -142,22 +146,23 @@ public struct TLSProbe: Sendable {
     }
 }
 
-/// Completes when the TLS handshake is done, fails on error, on close, or when
-/// `timeout` passes first.
+/// Completes with the negotiated version when the TLS handshake is done; fails
+/// on error, on close, or when `timeout` passes first.
 final class HandshakeWatcher: ChannelInboundHandler, Sendable {
     typealias InboundIn = NIOAny
 
     struct TimedOut: Error { let timeout: TimeAmount }
 
     let timeout: TimeAmount
-    private let promise = NIOLockedValueBox<EventLoopPromise<Void>?>(nil)
+    private let promise = NIOLockedValueBox<EventLoopPromise<TLSVersion?>?>(nil)
 
     init(timeout: TimeAmount) { self.timeout = timeout }
 
-    var completed: EventLoopPromise<Void> { promise.withLockedValue { $0! } }
+    /// Exists once the handler is in a pipeline.
+    var completed: EventLoopPromise<TLSVersion?> { promise.withLockedValue { $0! } }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        let promise = context.eventLoop.makePromise(of: Void.self)
+        let promise = context.eventLoop.makePromise(of: TLSVersion?.self)
         self.promise.withLockedValue { $0 = promise }
         let timeout = timeout
         let timer = context.eventLoop.scheduleTask(in: timeout) { promise.fail(TimedOut(timeout: timeout)) }
@@ -165,7 +170,9 @@ final class HandshakeWatcher: ChannelInboundHandler, Sendable {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case .handshakeCompleted = event as? TLSUserEvent { completed.succeed(()) }
+        if case .handshakeCompleted = event as? TLSUserEvent {
+            completed.succeed(try? context.pipeline.syncOperations.nioSSL_tlsVersion())
+        }
         context.fireUserInboundEventTriggered(event)
     }
 

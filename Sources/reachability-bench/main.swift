@@ -1,14 +1,14 @@
 import Foundation
 
-// reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N]
+// reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--only-trust 1]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--only-trust 1]")
         exit(2)
     }
     settings[key] = value
@@ -20,6 +20,7 @@ guard FileManager.default.isExecutableFile(atPath: reachctl) else {
 }
 
 do {
+  if settings["only-trust"] == 0 {
     print("== 1. Latency: netlink request → event (ms), \(settings["repetitions"]!) repetitions each")
     print("   raw = a minimal netlink listener reads the message that carries the change; monitor = onChange callback")
     print("   change            raw p50   raw p99   monitor p50   monitor p99   Δp50     p99 ratio")
@@ -49,6 +50,15 @@ do {
     print("   storm took \(format(storm.seconds, 2)) s; CPU reachctl watch \(format(storm.monitorCPUMilliseconds, 1)) ms, ip monitor \(format(storm.rawCPUMilliseconds, 1)) ms")
     print("   in-process monitor (64 KiB buffer): \(storm.overruns) overruns, \(storm.dumps) dumps, final state right: \(storm.monitorFinalRight)")
     print("   reachctl watch final state right: \(storm.watchFinalRight)")
+  }
+
+    print("\n== 4. Trust: \(settings["hosts"]!) pinned TLS servers on 127.0.0.1 (P-256 chain: leaf, intermediate, root)")
+    let trust = try await TrustBenchmark(hosts: settings["hosts"]!, rounds: settings["rounds"]!).run()
+    print("   one chain evaluated (validation, name, pins, ATS signatures): \(format(trust.microsecondsPerChain, 1)) µs with 1 anchor, \(format(trust.microsecondsPerChainSystemRoots, 1)) µs with the system's roots")
+    let checker = trust.checkerMilliseconds.sorted(), curl = trust.curlMilliseconds.sorted()
+    print("   TrustChecker, all \(settings["hosts"]!) concurrently: median \(format(checker[checker.count / 2], 1)) ms, worst \(format(checker.last!, 1)) ms over \(checker.count) rounds; all trusted: \(trust.allTrusted)")
+    print("   curl --pinnedpubkey, one after the other: median \(format(curl[curl.count / 2], 1)) ms over \(curl.count) rounds; all pins accepted: \(trust.curlAllPinned)")
+    print("   TrustChecker is \(format(curl[curl.count / 2] / checker[checker.count / 2], 1))× faster")
 } catch {
     print("reachability-bench: \(error)")
     exit(1)

@@ -44,6 +44,17 @@ struct TLSProbeTests {
         #expect(presented.tlsVersion == .tlsv12)
     }
 
+    @Test("a server that closes right after the handshake is still captured, with its protocol")
+    func closesAfterHandshake() async throws {
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], privateKey: Certificate.PrivateKey(key), closeAfterHandshake: true)
+        defer { Task { await server.close() } }
+        for _ in 0 ..< 20 {  // the race this guards against is timing-dependent: try it a few times
+            let presented = try await TLSProbe().probe(host: "localhost", port: server.port, connectingTo: "127.0.0.1").get()
+            #expect(presented.chain == [leaf, intermediate.certificate])
+            #expect(presented.tlsVersion == .tlsv13)
+        }
+    }
+
     @Test("a refused connection is unreachable, never a trust failure")
     func refused() async throws {
         let port = try await TestTLSServer.closedPort()

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import SwiftASN1
 import X509
 
@@ -18,7 +19,7 @@ final class TestTLSServer: @unchecked Sendable {
     }
 
     init(chain: [Certificate], privateKey key: Certificate.PrivateKey, minimumTLSVersion: TLSVersion = .tlsv1,
-         maximumTLSVersion: TLSVersion? = nil, cipherSuites: [NIOTLSCipher]? = nil) async throws {
+         maximumTLSVersion: TLSVersion? = nil, cipherSuites: [NIOTLSCipher]? = nil, closeAfterHandshake: Bool = false) async throws {
         let certificates = try chain.map { certificate -> NIOSSLCertificateSource in
             var serializer = DER.Serializer()
             try serializer.serialize(certificate)
@@ -33,7 +34,10 @@ final class TestTLSServer: @unchecked Sendable {
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
-                child.eventLoop.makeCompletedFuture { try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    if closeAfterHandshake { try child.pipeline.syncOperations.addHandler(CloseAfterHandshake()) }
+                }
             }
             .bind(host: "127.0.0.1", port: 0).get()
     }
@@ -53,5 +57,15 @@ final class TestTLSServer: @unchecked Sendable {
         let port = server.port
         await server.close()
         return port
+    }
+}
+
+/// Closes the connection as soon as the handshake is done, as some servers do.
+final class CloseAfterHandshake: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted = event as? TLSUserEvent { context.close(promise: nil) }
+        context.fireUserInboundEventTriggered(event)
     }
 }
