@@ -5,7 +5,9 @@ import FoundationEssentials
 /// RFC 5280, and the leaf must be valid for the host name or address (RFC 6125).
 public struct ChainValidator: Sendable {
     /// The trust anchors: the system's roots, configured anchors, or pinned certificates.
-    public var anchors: [Certificate]
+    public let anchors: [Certificate]
+    /// Built once: indexing ~150 system roots costs as much as validating a chain.
+    private let anchorStore: CertificateStore
     /// When to validate at; nil: now.
     public var validationTime: Date?
     /// The most intermediates a chain may have; nil: no limit beyond the verifier's.
@@ -27,6 +29,7 @@ public struct ChainValidator: Sendable {
     public init(anchors: [Certificate], validationTime: Date? = nil, maximumIntermediates: Int? = nil,
                 publicSuffixes: PublicSuffixList = .system, profile: Profile = .webPKI) {
         self.anchors = anchors
+        anchorStore = CertificateStore(anchors)
         self.validationTime = validationTime
         self.maximumIntermediates = maximumIntermediates
         self.publicSuffixes = publicSuffixes
@@ -55,7 +58,7 @@ public struct ChainValidator: Sendable {
         let intermediates = CertificateStore(Array(presented.dropFirst()))
         // Certificates count whole seconds: 00:00:00.999 is before a notBefore of 00:00:01.
         let time = Date(timeIntervalSince1970: (validationTime ?? Date()).timeIntervalSince1970.rounded(.down))
-        var verifier = Verifier(rootCertificates: CertificateStore(anchors)) {
+        var verifier = Verifier(rootCertificates: anchorStore) {
             webPKIPolicies(at: time)
             if let host { ServerNamePolicy(host: host, publicSuffixes: publicSuffixes) }
         }
@@ -98,7 +101,7 @@ public struct ChainValidator: Sendable {
     private func explain(leaf: Certificate, intermediates: CertificateStore, time: Date,
                          failures: [CertificateValidationResult.PolicyFailure], host: String?) async -> TrustEvaluation {
         if let host {
-            var withoutIdentity = Verifier(rootCertificates: CertificateStore(anchors)) { webPKIPolicies(at: time) }
+            var withoutIdentity = Verifier(rootCertificates: anchorStore) { webPKIPolicies(at: time) }
             if case .validCertificate = await withoutIdentity.validate(leaf: leaf, intermediates: intermediates) {
                 return TrustEvaluation(.hostMismatch, "the certificate is not valid for \(host)")
             }

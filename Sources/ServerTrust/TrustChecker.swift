@@ -13,10 +13,24 @@ public struct TrustChecker: Sendable {
     /// Where pin-failure reports go; nil: not written (reachctl's one-off checks).
     public let spool: ReportSpool?
 
+    /// Per pattern: the evaluator of the policy, and the one used once the pins expired.
+    private let evaluators: [HostPattern: (policy: CompositeTrustEvaluator, pinsExpired: CompositeTrustEvaluator)]
+
     public init(configuration: TrustConfiguration, systemAnchors: [Certificate], spool: ReportSpool? = nil) {
         self.configuration = configuration
         self.systemAnchors = systemAnchors
         self.spool = spool
+        var evaluators: [HostPattern: (CompositeTrustEvaluator, CompositeTrustEvaluator)] = [:]
+        for (pattern, host) in configuration.hosts.entries {
+            evaluators[pattern] = Self.evaluators(for: host.policy, systemAnchors: systemAnchors)
+        }
+        self.evaluators = evaluators
+    }
+
+    private static func evaluators(for policy: TrustPolicy, systemAnchors: [Certificate]) -> (CompositeTrustEvaluator, CompositeTrustEvaluator) {
+        var unpinned = policy
+        unpinned.mode = .default
+        return (policy.evaluator(systemAnchors: systemAnchors), unpinned.evaluator(systemAnchors: systemAnchors))
     }
 
     /// The result of one round.
@@ -127,11 +141,10 @@ public struct TrustChecker: Sendable {
             (result.verdict, result.reason) = (.chainInvalid, undecodable)
             return Outcome(result: result, served: presented.chain)
         }
-        var policy = configuration.policy
         let pinsExpired = configuration.pinSet?.hasExpired(at: result.checkedAt) ?? false
-        if pinsExpired { policy.mode = .default }
+        let prepared = evaluators[configuration.pattern] ?? Self.evaluators(for: configuration.policy, systemAnchors: systemAnchors)
         var context = ServerTrustContext(host: result.host, presented: presented.chain, connection: connection, validationTime: time)
-        let evaluation = await policy.evaluator(systemAnchors: systemAnchors).evaluate(&context)
+        let evaluation = await (pinsExpired ? prepared.pinsExpired : prepared.policy).evaluate(&context)
         (result.verdict, result.reason) = (evaluation.verdict, evaluation.reason)
         if pinsExpired && evaluation.verdict == .trusted {
             let day = configuration.pinSet!.expires!.formatted(Date.ISO8601FormatStyle().year().month().day())

@@ -3,18 +3,19 @@ import X509
 /// The default evaluation: the chain leads to one of `anchors` under RFC 5280
 /// and the web PKI rules, and (optionally) the leaf is valid for the host.
 public struct DefaultTrustEvaluator: ServerTrustEvaluator {
-    public var anchors: [Certificate]
-    public var validateHost: Bool
-    public var profile: ChainValidator.Profile
+    public let validateHost: Bool
+    private let validator: ChainValidator
 
     public init(anchors: [Certificate], validateHost: Bool = true, profile: ChainValidator.Profile = .webPKI) {
-        self.anchors = anchors
         self.validateHost = validateHost
-        self.profile = profile
+        validator = ChainValidator(anchors: anchors, profile: profile)
     }
 
+    public var anchors: [Certificate] { validator.anchors }
+
     public func evaluate(_ context: inout ServerTrustContext) async -> TrustEvaluation {
-        let validator = ChainValidator(anchors: anchors, validationTime: context.validationTime, profile: profile)
+        var validator = validator
+        validator.validationTime = context.validationTime
         switch await validator.validate(context.presented, host: validateHost ? context.host : nil) {
         case let .trusted(chain):
             context.validated = chain
