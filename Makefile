@@ -2,7 +2,7 @@
 
 SWIFT       ?= swift
 PREFIX      ?= /usr
-DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev dbus-daemon iproute2 procps pkg-config openssl publicsuffix
+DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev dbus-daemon iproute2 procps pkg-config openssl publicsuffix ca-certificates curl
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: deps build run test bench clean
