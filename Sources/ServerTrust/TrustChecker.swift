@@ -40,8 +40,8 @@ public struct TrustChecker: Sendable {
         public var hosts: [HostTrustResult]
         /// Reports written to the spool in this round (identical ones within 24 h are not).
         public var reports: [PinFailureReport]
-        /// Reports that could not be spooled, and why.
-        public var spoolErrors: [String]
+        /// Reports that could not be spooled or delivered to a report-uri, and why.
+        public var reportErrors: [String]
     }
 
     /// Checks every exact host of the table. `path` goes into pin-failure reports
@@ -56,14 +56,36 @@ public struct TrustChecker: Sendable {
             for await (index, outcome) in group { outcomes[index] = outcome }
             return outcomes.map { $0! }
         }
-        var round = Round(overall: OverallTrust(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], spoolErrors: [])
+        var round = Round(overall: OverallTrust(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], reportErrors: [])
+        var deliveries: [(PinFailureReport, [String])] = []
         for (host, outcome) in zip(hosts, outcomes) {
             guard let spool, let report = outcome.report(for: host, path: path) else { continue }
             do {
-                if try spool.write(report) != nil { round.reports.append(report) }
+                guard try spool.write(report) != nil else { continue }
+                round.reports.append(report)
+                if !host.reportURIs.isEmpty { deliveries.append((report, host.reportURIs)) }
             } catch {
-                round.spoolErrors.append("\(host.pattern): \(error)")
+                round.reportErrors.append("\(host.pattern): \(error)")
             }
+        }
+        // Only new reports are sent (the spool de-duplicates), after they are on disk.
+        let timeout = configuration.timeout.timeAmount
+        round.reportErrors += await withTaskGroup(of: String?.self) { group in
+            for (report, uris) in deliveries {
+                for uri in uris {
+                    group.addTask {
+                        do {
+                            _ = try await HTTPPost(url: uri, body: Array(try report.json()), contentType: "application/json", timeout: timeout).send()
+                            return nil
+                        } catch {
+                            return "\(report.hostname): report to \(uri): \(TLSProbe.describe(error))"
+                        }
+                    }
+                }
+            }
+            var errors: [String] = []
+            for await error in group { if let error { errors.append(error) } }
+            return errors
         }
         return round
     }

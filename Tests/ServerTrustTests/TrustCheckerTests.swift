@@ -74,6 +74,29 @@ struct TrustCheckerTests {
         #expect(spooled.count == 2)
     }
 
+    @Test("a new report is sent to the entry's report-uri after it is spooled; a dead endpoint is an error, not a crash")
+    func reportURI() async throws {
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        let collector = try await TestReportCollector()
+        defer { Task { await collector.close() } }
+        let deadPort = try await TestTLSServer.closedPort()
+        var host = try entry("api.test", port: server.port, pins: [wrong, backup])
+        host.reportURIs = [collector.url, "http://127.0.0.1:\(deadPort)/pins"]
+        let checker = try checker([host])
+        let round = await checker.checkAll(at: TestAuthority.now)
+        #expect(round.reports.count == 1)
+        #expect(collector.bodies.count == 1)
+        let sent = try JSONSerialization.jsonObject(with: Data(try #require(collector.bodies.first))) as? [String: Any]
+        #expect(sent?["validation-result"] as? String == "pin-mismatch")
+        #expect(sent?["hostname"] as? String == "api.test")
+        #expect(round.reportErrors.count == 1 && round.reportErrors[0].contains("refused"), "\(round.reportErrors)")
+        // The next round's identical report is neither spooled nor sent again.
+        _ = await checker.checkAll(at: TestAuthority.now + 60)
+        #expect(collector.bodies.count == 1)
+    }
+
     @Test("none without hosts; unknown when no host can be reached")
     func noneAndUnknown() async throws {
         #expect(try await checker([]).checkAll().overall == .none)
