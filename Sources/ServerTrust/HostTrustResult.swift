@@ -18,6 +18,16 @@ public struct HostTrustResult: Sendable, Equatable {
     public var presentedPins: [PublicKeyPin]
     public var checkedAt: Date
 
+    /// Whether a client may go on: trusted, pins expired (not enforced any
+    /// more), or a report-only pin mismatch.
+    public var allowsConnection: Bool {
+        switch verdict {
+        case .trusted, .pinsExpired: true
+        case .pinMismatch: !enforced
+        default: false
+        }
+    }
+
     /// How this result counts towards the overall verdict.
     var standing: OverallTrust {
         switch verdict {

@@ -37,16 +37,6 @@ public struct ServerTrustVerifier: Sendable {
         self.onResult = onResult
     }
 
-    /// Whether a result lets the connection go on: trusted, pins expired (not
-    /// enforced any more), or a report-only pin mismatch.
-    public static func allows(_ result: HostTrustResult) -> Bool {
-        switch result.verdict {
-        case .trusted, .pinsExpired: true
-        case .pinMismatch: !result.enforced
-        default: false
-        }
-    }
-
     /// The callback for `NIOSSLClientHandler(…, customVerificationCallbackWithMetadata:)`.
     /// It replaces NIOSSL's own verification entirely, names included.
     public var callback: NIOSSLCustomVerificationCallbackWithMetadata {
@@ -59,7 +49,7 @@ public struct ServerTrustVerifier: Sendable {
                     (result.verdict, result.reason) = (.chainInvalid, "a presented certificate cannot be used (RSA keys below 2048 bits are refused)")
                 }
                 onResult?(result)
-                if Self.allows(result) {
+                if result.allowsConnection {
                     promise.succeed(.certificateVerified(VerificationMetadata(nil)))
                 } else {
                     promise.succeed(.failed)

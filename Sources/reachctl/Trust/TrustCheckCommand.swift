@@ -26,11 +26,7 @@ struct TrustCheckCommand: AsyncParsableCommand {
         checker = TrustChecker(configuration: configuration, systemAnchors: checker.systemAnchors)
         let result = await checker.check(server.host, port: server.port, connectingTo: connect)
         if policy.json { try writeJSON(result) } else { write(line: describe(result)) }
-        switch result.verdict {
-        case .unreachable: throw ExitCode(2)
-        case .trusted, .pinsExpired: break
-        case .pinMismatch where !result.enforced: break
-        default: throw ExitCode(1)
-        }
+        if result.verdict == .unreachable { throw ExitCode(2) }
+        if !result.allowsConnection { throw ExitCode(1) }
     }
 }

@@ -46,10 +46,7 @@ struct TrustPolicyOptions: ParsableArguments {
         }
         let pins: Set<PublicKeyPin>
         do { pins = Set(try self.pins.map { try PublicKeyPin(parsing: $0) }) } catch { throw fail("--pin", error) }
-        var roots: [Certificate] = []
-        for file in anchors {
-            do { roots += try CertificateLoader.certificates(inFile: file) } catch { throw fail("--ca", error) }
-        }
+        let roots = try Self.anchors(from: anchors)
         var configuration = TrustConfiguration()
         if let host {
             // One-off checks have no backup-pin rule: that rule protects deployed clients.
@@ -61,6 +58,15 @@ struct TrustPolicyOptions: ParsableArguments {
             throw fail("--pin", "pins need --host: they are matched against the chain validated for a name")
         }
         return TrustChecker(configuration: configuration, systemAnchors: roots.isEmpty ? try Self.systemAnchors() : roots)
+    }
+
+    /// The certificates of the `--ca` files.
+    static func anchors(from files: [String]) throws -> [Certificate] {
+        var roots: [Certificate] = []
+        for file in files {
+            do { roots += try CertificateLoader.certificates(inFile: file) } catch { throw fail("--ca", error) }
+        }
+        return roots
     }
 
     static func systemAnchors() throws -> [Certificate] {

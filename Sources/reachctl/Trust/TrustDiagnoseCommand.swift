@@ -2,7 +2,6 @@ import ArgumentParser
 import NIOCore
 import NIOSSL
 import ServerTrust
-import X509
 
 struct TrustDiagnoseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -72,10 +71,7 @@ struct TrustDiagnoseCommand: AsyncParsableCommand {
         }
         var checkerConfiguration = TrustConfiguration()
         checkerConfiguration.timeout = .milliseconds(Int64(timeout * 1000))
-        var roots: [Certificate] = []
-        for file in anchors {
-            do { roots += try CertificateLoader.certificates(inFile: file) } catch { throw fail("--ca", error) }
-        }
+        let roots = try TrustPolicyOptions.anchors(from: anchors)
         let checker = TrustChecker(configuration: checkerConfiguration, systemAnchors: roots.isEmpty ? try TrustPolicyOptions.systemAnchors() : roots)
         let chain = await checker.check(server.host, port: port, connectingTo: connect)
         let connects = configurations.contains { $0.accepted && $0.withinBaseline } && chain.verdict == .trusted
