@@ -122,9 +122,12 @@ struct SubjectAlternativeNamePolicy: VerifierPolicy {
 }
 
 extension SubjectAlternativeNamePolicy {
-    /// A dotted or colon-separated name with no spaces: a DNS name or an address.
+    /// A dotted or colon-separated name with no spaces (a DNS name or an
+    /// address), or an IPv4 address in inet_aton's hexadecimal form ("0xC0A80101"),
+    /// which BR 7.1.4.3 forbids: it must then be the SAN's dotted-decimal text.
     static func looksLikeHost(_ name: String) -> Bool {
-        !name.contains(" ") && (name.contains(".") || name.contains(":"))
+        if name.lowercased().hasPrefix("0x"), name.count > 2, name.dropFirst(2).allSatisfy(\.isHexDigit) { return true }
+        return !name.contains(" ") && (name.contains(".") || name.contains(":"))
     }
 }
 
