@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "ServerTrust", targets: ["ServerTrust"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
+        .executable(name: "reachd", targets: ["reachd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -23,6 +24,10 @@ let package = Package(
             pkgConfig: "libnl-route-3.0",
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
         ),
+        // libsystemd: sd-bus, sd-event, sd-daemon.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // What Swift cannot express of sd-bus: the vtable macros and variadic calls.
+        .target(name: "CSystemdShim", dependencies: ["CSystemd"]),
         // C that Swift cannot express: setns (needs _GNU_SOURCE).
         .target(name: "CNetlinkShim"),
         // Typed Swift over rtnetlink; the only module with unsafe pointer work.
@@ -48,6 +53,16 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // The D-Bus side: sd-event loop, connections, the io.reachd.Reachability1 object.
+        .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim"]),
+        .executableTarget(
+            name: "reachd",
+            dependencies: [
+                "ReachabilityCore", "ReachabilityBus", "ServerTrust", "Netlink", "CSystemd",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(

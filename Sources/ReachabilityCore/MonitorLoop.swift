@@ -11,7 +11,7 @@ import Glibc
 /// resolutions), drains every queued event, then evaluates the path once.
 /// It sleeps in `poll` with no timeout while the network is quiet; the only
 /// timed wake-ups are the re-checks after an IPv4 route removal.
-final class MonitorLoop: @unchecked Sendable {
+package final class MonitorLoop: @unchecked Sendable {
     // Touched only by the loop thread once it runs (and by `start` before that).
     private let engine: PathEngine
     private var addresses: [IPAddress]
@@ -52,7 +52,7 @@ final class MonitorLoop: @unchecked Sendable {
         return (try? HostResolver.resolve(host)) ?? []
     }
 
-    static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress]) -> Path {
+    package static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress]) -> Path {
         switch target {
         case .defaultPath:
             return engine.evaluateDefaultPath()

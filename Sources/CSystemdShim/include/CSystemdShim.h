@@ -1,0 +1,53 @@
+#ifndef REACHD_SYSTEMD_SHIM_H
+#define REACHD_SYSTEMD_SHIM_H
+
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+/* What Swift cannot express of sd-bus: the vtable macros and the variadic calls. */
+
+#define REACHD_BUS_NAME "io.reachd.Reachability1"
+#define REACHD_BUS_PATH "/io/reachd/Reachability1"
+#define REACHD_BUS_INTERFACE "io.reachd.Reachability1"
+
+typedef int (*reachd_method_handler)(sd_bus_message *message, void *userdata, sd_bus_error *error);
+typedef int (*reachd_property_getter)(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                      sd_bus_message *reply, void *userdata, sd_bus_error *error);
+
+typedef struct reachd_bus_handlers {
+    reachd_method_handler describe;
+    reachd_method_handler route;
+    reachd_method_handler trust_status;
+    reachd_method_handler recheck_trust;
+    reachd_method_handler reload;
+    reachd_property_getter property;
+} reachd_bus_handlers;
+
+/* Installs the handlers every object added afterwards dispatches to (one set per process). */
+void reachd_bus_set_handlers(reachd_bus_handlers handlers);
+
+/* The io.reachd.Reachability1 object at REACHD_BUS_PATH. */
+int reachd_bus_add_object(sd_bus *bus, sd_bus_slot **slot, void *userdata);
+
+/* A minimal org.freedesktop.DBus on a peer-to-peer connection: Hello (a unique name),
+ * AddMatch/RemoveMatch (accepted), so that bus clients such as busctl talk to it. */
+int reachd_bus_add_broker(sd_bus *bus, sd_bus_slot **slot);
+
+int reachd_bus_reply_string(sd_bus_message *call, const char *value);
+int reachd_bus_reply_empty(sd_bus_message *call);
+
+/* Emits a signal of the interface with one or two string arguments (second may be NULL). */
+int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, const char *first, const char *second);
+
+/* Client side: calls a method of the interface taking zero or one string, returning zero or one string.
+ * *result is malloc'ed (free it) or NULL when the method returns nothing. */
+int reachd_bus_call(sd_bus *bus, const char *destination, const char *member, const char *argument,
+                    uint64_t timeout_usec, char **result, sd_bus_error *error);
+
+/* Reads one or two strings of a message (second may be NULL). */
+int reachd_bus_read(sd_bus_message *message, const char **first, const char **second);
+
+/* The effective UID of the sender of a call (bus or peer-to-peer), or a negative errno. */
+int reachd_bus_sender_euid(sd_bus_message *message, uid_t *uid);
+
+#endif

@@ -1,0 +1,129 @@
+#include "CSystemdShim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static reachd_bus_handlers handlers;
+
+void reachd_bus_set_handlers(reachd_bus_handlers value) { handlers = value; }
+
+static int describe(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.describe(m, u, e); }
+static int route(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.route(m, u, e); }
+static int trust_status(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.trust_status(m, u, e); }
+static int recheck_trust(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.recheck_trust(m, u, e); }
+static int reload(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.reload(m, u, e); }
+static int property(sd_bus *b, const char *p, const char *i, const char *n, sd_bus_message *r, void *u, sd_bus_error *e) {
+    return handlers.property(b, p, i, n, r, u, e);
+}
+
+static const sd_bus_vtable reachability_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("Status", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Reason", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Interface", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("InterfaceKind", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Expensive", "b", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("IPv4", "b", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("IPv6", "b", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("VPN", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Trust", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_METHOD("Describe", "", "s", describe, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("Route", "s", "s", route, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("TrustStatus", "", "s", trust_status, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("RecheckTrust", "", "", recheck_trust, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("Reload", "", "", reload, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_SIGNAL("StatusChanged", "ss", 0),
+    SD_BUS_SIGNAL("TrustChanged", "ss", 0),
+    SD_BUS_SIGNAL("PinFailure", "s", 0),
+    SD_BUS_VTABLE_END
+};
+
+int reachd_bus_add_object(sd_bus *bus, sd_bus_slot **slot, void *userdata) {
+    return sd_bus_add_object_vtable(bus, slot, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, reachability_vtable, userdata);
+}
+
+static int broker_hello(sd_bus_message *m, void *u, sd_bus_error *e) {
+    (void) u; (void) e;
+    static unsigned long next = 1;
+    char name[32];
+    snprintf(name, sizeof name, ":1.%lu", next++);
+    return sd_bus_reply_method_return(m, "s", name);
+}
+
+static int broker_ok(sd_bus_message *m, void *u, sd_bus_error *e) {
+    (void) u; (void) e;
+    return sd_bus_reply_method_return(m, "");
+}
+
+static int broker_name_owner(sd_bus_message *m, void *u, sd_bus_error *e) {
+    (void) u; (void) e;
+    return sd_bus_reply_method_return(m, "s", REACHD_BUS_NAME);
+}
+
+static const sd_bus_vtable broker_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_METHOD("Hello", "", "s", broker_hello, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("AddMatch", "s", "", broker_ok, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("RemoveMatch", "s", "", broker_ok, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("GetNameOwner", "s", "s", broker_name_owner, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_VTABLE_END
+};
+
+int reachd_bus_add_broker(sd_bus *bus, sd_bus_slot **slot) {
+    return sd_bus_add_object_vtable(bus, slot, "/org/freedesktop/DBus", "org.freedesktop.DBus", broker_vtable, NULL);
+}
+
+int reachd_bus_reply_string(sd_bus_message *call, const char *value) {
+    return sd_bus_reply_method_return(call, "s", value);
+}
+
+int reachd_bus_reply_empty(sd_bus_message *call) {
+    return sd_bus_reply_method_return(call, "");
+}
+
+int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, const char *first, const char *second) {
+    sd_bus_message *message = NULL;
+    int r = sd_bus_message_new_signal(bus, &message, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, member);
+    if (r < 0) return r;
+    if (destination) r = sd_bus_message_set_destination(message, destination);
+    if (r >= 0) r = second ? sd_bus_message_append(message, "ss", first, second) : sd_bus_message_append(message, "s", first);
+    if (r >= 0) r = sd_bus_send(bus, message, NULL);
+    sd_bus_message_unref(message);
+    return r;
+}
+
+int reachd_bus_call(sd_bus *bus, const char *destination, const char *member, const char *argument,
+                    uint64_t timeout_usec, char **result, sd_bus_error *error) {
+    sd_bus_message *call = NULL, *reply = NULL;
+    *result = NULL;
+    int r = sd_bus_message_new_method_call(bus, &call, destination, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, member);
+    if (r < 0) return r;
+    if (argument) r = sd_bus_message_append(call, "s", argument);
+    if (r >= 0) r = sd_bus_call(bus, call, timeout_usec, error, &reply);
+    if (r >= 0 && !sd_bus_message_is_empty(reply)) {
+        const char *text = NULL;
+        r = sd_bus_message_read(reply, "s", &text);
+        if (r >= 0) {
+            *result = strdup(text);
+            if (!*result) r = -ENOMEM;
+        }
+    }
+    sd_bus_message_unref(reply);
+    sd_bus_message_unref(call);
+    return r;
+}
+
+int reachd_bus_read(sd_bus_message *message, const char **first, const char **second) {
+    return second ? sd_bus_message_read(message, "ss", first, second) : sd_bus_message_read(message, "s", first);
+}
+
+int reachd_bus_sender_euid(sd_bus_message *message, uid_t *uid) {
+    sd_bus_creds *creds = NULL;
+    int r = sd_bus_query_sender_creds(message, SD_BUS_CREDS_EUID, &creds);
+    if (r < 0) return r;
+    r = sd_bus_creds_get_euid(creds, uid);
+    sd_bus_creds_unref(creds);
+    return r;
+}

@@ -1,0 +1,129 @@
+import CSystemd
+import CSystemdShim
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One sd-bus connection: to a bus (system, session, an address), or one peer
+/// of the private socket. Not thread-safe (nor is sd-bus): used by one thread.
+package final class BusConnection {
+    package let bus: OpaquePointer
+    /// A peer of the private socket rather than a bus: signals need no broker.
+    package let isPeerToPeer: Bool
+    var slots: [OpaquePointer] = []
+
+    private init(bus: OpaquePointer, isPeerToPeer: Bool) {
+        self.bus = bus
+        self.isPeerToPeer = isPeerToPeer
+    }
+
+    deinit {
+        for slot in slots { sd_bus_slot_unref(slot) }
+        sd_bus_flush_close_unref(bus)
+    }
+
+    /// Where a client or the daemon connects: `system`, `session`, or a D-Bus address
+    /// (`unix:path=/run/reachd/bus`).
+    package enum Endpoint: Sendable, Equatable, CustomStringConvertible {
+        case system, session
+        case address(String)
+
+        package init(_ text: String) {
+            switch text {
+            case "system": self = .system
+            case "session": self = .session
+            default: self = .address(text.contains("=") ? text : "unix:path=\(text)")
+            }
+        }
+
+        package var description: String {
+            switch self {
+            case .system: "the system bus"
+            case .session: "the session bus"
+            case let .address(address): address
+            }
+        }
+    }
+
+    /// Connects as a client. On an address the connection says Hello, as bus
+    /// clients do: the private socket answers it (see `reachd_bus_add_broker`).
+    package static func connect(_ endpoint: Endpoint) throws(BusError) -> BusConnection {
+        var bus: OpaquePointer?
+        switch endpoint {
+        case .system:
+            try check(sd_bus_open_system(&bus), "connecting to the system bus")
+            return BusConnection(bus: bus!, isPeerToPeer: false)
+        case .session:
+            try check(sd_bus_open_user(&bus), "connecting to the session bus")
+            return BusConnection(bus: bus!, isPeerToPeer: false)
+        case let .address(address):
+            try check(sd_bus_new(&bus), "creating a bus connection")
+            let connection = BusConnection(bus: bus!, isPeerToPeer: !address.isEmpty)
+            try check(sd_bus_set_address(bus, address), "connecting to \(address)")
+            // Without this sd-bus never sends Hello on a custom address.
+            try check(sd_bus_set_bus_client(bus, 1), "connecting to \(address)")
+            try check(sd_bus_start(bus), "connecting to \(address)")
+            return connection
+        }
+    }
+
+    /// Serves one accepted connection of the private socket (peer-to-peer).
+    package static func serve(acceptedSocket descriptor: Int32) throws(BusError) -> BusConnection {
+        var bus: OpaquePointer?
+        try check(sd_bus_new(&bus), "creating a peer connection")
+        let connection = BusConnection(bus: bus!, isPeerToPeer: true)
+        var id = sd_id128_t()
+        try check(sd_id128_randomize(&id), "creating a server id")
+        try check(sd_bus_set_fd(bus, descriptor, descriptor), "serving a peer")
+        try check(sd_bus_set_server(bus, 1, id), "serving a peer")
+        try check(sd_bus_start(bus), "serving a peer")
+        return connection
+    }
+
+    package func attach(to loop: EventLoop) throws(BusError) {
+        try check(sd_bus_attach_event(bus, loop.event, 0), "attaching a bus connection to the loop")
+    }
+
+    package func requestName(_ name: String) throws(BusError) {
+        try check(sd_bus_request_name(bus, name, 0), "owning \(name)")
+    }
+
+    package var isOpen: Bool { sd_bus_is_open(bus) > 0 }
+
+    /// Calls a method of io.reachd.Reachability1 taking zero or one string and
+    /// returning zero or one string.
+    package func call(_ member: String, _ argument: String? = nil, destination: String?,
+                      timeout: Duration = .seconds(25)) throws(BusError) -> String? {
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var result: UnsafeMutablePointer<CChar>?
+        let (seconds, attoseconds) = timeout.components
+        let microseconds = UInt64(seconds) * 1_000_000 + UInt64(attoseconds / 1_000_000_000_000)
+        let status = reachd_bus_call(bus, destination, member, argument, microseconds, &result, &error)
+        guard status >= 0 else {
+            let name = error.name.map { String(cString: $0) }
+            let message = error.message.map { String(cString: $0) }
+            throw BusError(message.map { "\(member): \($0)" } ?? member, code: -status, name: name)
+        }
+        defer { free(result) }
+        return result.map { String(cString: $0) }
+    }
+
+    /// Processes what is queued (clients without an event loop); true when something was.
+    package func process() throws(BusError) -> Bool {
+        try check(sd_bus_process(bus, nil), "reading from the bus") > 0
+    }
+
+    /// Waits up to `timeout` (nil: forever) for something to process.
+    package func wait(timeout: Duration?) throws(BusError) {
+        let microseconds = timeout.map { duration -> UInt64 in
+            let (seconds, attoseconds) = duration.components
+            return UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000_000)
+        } ?? UInt64.max
+        let result = sd_bus_wait(bus, microseconds)
+        if result == -EINTR { return }
+        try check(result, "waiting for the bus")
+    }
+
+    package var fileDescriptor: Int32 { sd_bus_get_fd(bus) }
+}

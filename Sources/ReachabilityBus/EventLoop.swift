@@ -1,0 +1,126 @@
+import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A thin owner of an sd-event loop: the daemon's one event-loop thread. Not
+/// thread-safe (nor is sd-event): everything but `wake` runs on the loop thread.
+package final class EventLoop {
+    package let event: OpaquePointer
+    private var sources: [OpaquePointer] = []
+    private var handlers: [Handler] = []
+
+    final class Handler {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    package init() throws(BusError) {
+        var event: OpaquePointer?
+        try check(sd_event_new(&event), "creating the event loop")
+        self.event = event!
+    }
+
+    deinit {
+        for source in sources { sd_event_source_unref(source) }
+        sd_event_unref(event)
+    }
+
+    private func keep(_ handler: Handler) -> UnsafeMutableRawPointer {
+        handlers.append(handler)
+        return Unmanaged.passUnretained(handler).toOpaque()
+    }
+
+    /// Calls `body` whenever `descriptor` is readable, until the watch is cancelled.
+    @discardableResult
+    package func onReadable(_ descriptor: Int32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
+        var source: OpaquePointer?
+        try check(sd_event_add_io(event, &source, descriptor, UInt32(EPOLLIN.rawValue), { _, _, _, userdata in
+            Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+            return 0
+        }, keep(Handler(body))), "watching descriptor \(descriptor)")
+        sources.append(source!)
+        return Watch(source: source!)
+    }
+
+    package struct Watch {
+        let source: OpaquePointer
+
+        /// Stops watching (before the descriptor is closed).
+        package func cancel() { _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF)) }
+    }
+
+    /// Calls `body` on `signal` (which must be blocked in every thread).
+    package func onSignal(_ signal: Int32, _ body: @escaping () -> Void) throws(BusError) {
+        var source: OpaquePointer?
+        try check(sd_event_add_signal(event, &source, signal, { _, _, userdata in
+            Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+            return 0
+        }, keep(Handler(body))), "handling signal \(signal)")
+        sources.append(source!)
+    }
+
+    /// A one-shot timer that can be armed again: idle means no wake-up.
+    package func timer(_ body: @escaping () -> Void) throws(BusError) -> Timer {
+        var source: OpaquePointer?
+        try check(sd_event_add_time(event, &source, CLOCK_MONOTONIC, UInt64.max, 0, { _, _, userdata in
+            Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+            return 0
+        }, keep(Handler(body))), "creating a timer")
+        sources.append(source!)
+        _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
+        return Timer(source: source!)
+    }
+
+    package struct Timer {
+        let source: OpaquePointer
+
+        /// Fires once after `delay`, replacing any earlier arming.
+        package func arm(after delay: Duration) {
+            var now: UInt64 = 0
+            _ = sd_event_now(sd_event_source_get_event(source), CLOCK_MONOTONIC, &now)
+            let (seconds, attoseconds) = delay.components
+            let microseconds = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
+            _ = sd_event_source_set_time(source, now + microseconds)
+            _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))
+        }
+
+        package func disarm() { _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF)) }
+    }
+
+    /// Sends `WATCHDOG=1` from this loop when the service manager asked for it.
+    package func enableWatchdog() { _ = sd_event_set_watchdog(event, 1) }
+
+    /// Runs until `exit(_:)`; returns the exit code.
+    package func run() throws(BusError) -> Int32 {
+        let result = sd_event_loop(event)
+        try check(result, "running the event loop")
+        return result
+    }
+
+    package func exit(_ code: Int32) { _ = sd_event_exit(event, code) }
+}
+
+/// An sd-bus or sd-event call that failed.
+package struct BusError: Error, CustomStringConvertible, Sendable {
+    package let operation: String
+    package let code: Int32
+    package let name: String?
+
+    package init(_ operation: String, code: Int32, name: String? = nil) {
+        self.operation = operation
+        self.code = code
+        self.name = name
+    }
+
+    package var description: String {
+        let reason = String(cString: strerror(code))
+        return name.map { "\(operation): \($0): \(reason)" } ?? "\(operation): \(reason)"
+    }
+}
+
+@discardableResult
+func check(_ result: Int32, _ operation: @autoclosure () -> String) throws(BusError) -> Int32 {
+    guard result >= 0 else { throw BusError(operation(), code: -result) }
+    return result
+}

@@ -1,0 +1,194 @@
+import CSystemd
+import CSystemdShim
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the D-Bus object answers with. Implemented by the daemon; called on the loop thread.
+package protocol ReachabilityObjectDelegate: AnyObject {
+    /// The path document.
+    func describe() -> String
+    /// The path to one destination, as `reachctl route --json` prints it. May
+    /// answer later (name resolution must not block the loop): call `reply` once,
+    /// on the loop thread.
+    func route(to destination: String, reply: @escaping (Result<String, BusMethodError>) -> Void)
+    func trustStatus() -> String
+    func recheckTrust() throws(BusMethodError)
+    func reload() throws(BusMethodError)
+}
+
+/// A method's error as the caller sees it: a D-Bus error name and a message.
+package struct BusMethodError: Error, Sendable {
+    package let name: String
+    package let message: String
+
+    package init(_ name: String, _ message: String) {
+        self.name = name
+        self.message = message
+    }
+
+    package static func failed(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.Failed", message) }
+    package static func accessDenied(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.AccessDenied", message) }
+    package static func limitsExceeded(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.LimitsExceeded", message) }
+}
+
+/// The io.reachd.Reachability1 object of CONTRACT.md, served on every
+/// connection given to it: the bus and each peer of the private socket.
+package final class ReachabilityObject {
+    /// The property values, in CONTRACT order.
+    package struct Properties: Equatable, Sendable {
+        package var status = "unknown"
+        package var reason = ""
+        package var interface = ""
+        package var interfaceKind = ""
+        package var expensive = false
+        package var ipv4 = false
+        package var ipv6 = false
+        package var vpn = ""
+        package var trust = "none"
+
+        package init() {}
+
+        static let names = ["Status", "Reason", "Interface", "InterfaceKind", "Expensive", "IPv4", "IPv6", "VPN", "Trust"]
+
+        func value(of name: String) -> Value? {
+            switch name {
+            case "Status": .string(status)
+            case "Reason": .string(reason)
+            case "Interface": .string(interface)
+            case "InterfaceKind": .string(interfaceKind)
+            case "Expensive": .boolean(expensive)
+            case "IPv4": .boolean(ipv4)
+            case "IPv6": .boolean(ipv6)
+            case "VPN": .string(vpn)
+            case "Trust": .string(trust)
+            default: nil
+            }
+        }
+
+        enum Value: Equatable { case string(String), boolean(Bool) }
+    }
+
+    package private(set) var properties = Properties()
+    package private(set) var connections: [BusConnection] = []
+    package weak var delegate: (any ReachabilityObjectDelegate)?
+
+    package init() {
+        reachd_bus_set_handlers(reachd_bus_handlers(
+            describe: { message, userdata, _ in
+                ReachabilityObject.from(userdata).reply(message) { $0.describe() }
+            },
+            route: { message, userdata, _ in
+                var destination: UnsafePointer<CChar>?
+                let status = reachd_bus_read(message, &destination, nil)
+                guard status >= 0, let destination else { return status }
+                guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
+                let call = sd_bus_message_ref(message)
+                delegate.route(to: String(cString: destination)) { result in
+                    switch result {
+                    case let .success(document):
+                        _ = reachd_bus_reply_string(call, document)
+                    case let .failure(failure):
+                        var error = sd_bus_error()
+                        _ = sd_bus_error_set(&error, failure.name, failure.message)
+                        _ = sd_bus_reply_method_error(call, &error)
+                        sd_bus_error_free(&error)
+                    }
+                    sd_bus_message_unref(call)
+                }
+                return 1
+            },
+            trust_status: { message, userdata, _ in
+                ReachabilityObject.from(userdata).reply(message) { $0.trustStatus() }
+            },
+            recheck_trust: { message, userdata, error in
+                ReachabilityObject.from(userdata).reply(message, error) { delegate throws(BusMethodError) in
+                    try delegate.recheckTrust()
+                    return nil
+                }
+            },
+            reload: { message, userdata, error in
+                var uid: uid_t = 0
+                let status = reachd_bus_sender_euid(message, &uid)
+                guard status >= 0, uid == 0 else {
+                    return sd_bus_error_set(error, "org.freedesktop.DBus.Error.AccessDenied",
+                                            status < 0 ? "the caller's credentials are unknown" : "Reload is for root only")
+                }
+                return ReachabilityObject.from(userdata).reply(message, error) { delegate throws(BusMethodError) in
+                    try delegate.reload()
+                    return nil
+                }
+            },
+            property: { _, _, _, name, reply, userdata, _ in
+                guard let name, let value = ReachabilityObject.from(userdata).properties.value(of: String(cString: name)) else {
+                    return -ENOENT
+                }
+                switch value {
+                case let .string(text):
+                    return text.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "s")), $0) }
+                case let .boolean(flag):
+                    var bit: Int32 = flag ? 1 : 0
+                    return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "b")), &bit)
+                }
+            }))
+    }
+
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> ReachabilityObject {
+        Unmanaged<ReachabilityObject>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    private func reply(_ message: OpaquePointer?, _ body: (any ReachabilityObjectDelegate) -> String) -> Int32 {
+        guard let delegate else { return -ESHUTDOWN }
+        return reachd_bus_reply_string(message, body(delegate))
+    }
+
+    private func reply(_ message: OpaquePointer?, _ busError: UnsafeMutablePointer<sd_bus_error>?,
+                       _ body: (any ReachabilityObjectDelegate) throws(BusMethodError) -> String?) -> Int32 {
+        guard let delegate else { return -ESHUTDOWN }
+        do {
+            guard let answer = try body(delegate) else { return reachd_bus_reply_empty(message) }
+            return reachd_bus_reply_string(message, answer)
+        } catch {
+            return sd_bus_error_set(busError, error.name, error.message)
+        }
+    }
+
+    /// Serves the object on `connection` (and, on a peer, the broker stub bus clients need).
+    package func serve(on connection: BusConnection) throws(BusError) {
+        var slot: OpaquePointer?
+        try check(reachd_bus_add_object(connection.bus, &slot, Unmanaged.passUnretained(self).toOpaque()), "serving the object")
+        connection.slots.append(slot!)
+        if connection.isPeerToPeer {
+            var broker: OpaquePointer?
+            try check(reachd_bus_add_broker(connection.bus, &broker), "serving the broker stub")
+            connection.slots.append(broker!)
+        }
+        connections.append(connection)
+    }
+
+    /// Drops connections whose peer went away.
+    package func pruneClosedConnections() {
+        connections.removeAll { !$0.isOpen }
+    }
+
+    /// New values: PropertiesChanged for those that changed, on every connection.
+    package func update(_ new: Properties) {
+        let changed = Properties.names.filter { properties.value(of: $0) != new.value(of: $0) }
+        properties = new
+        guard !changed.isEmpty else { return }
+        pruneClosedConnections()
+        var names = changed.map { strdup($0) } + [nil]
+        defer { names.forEach { free($0) } }
+        for connection in connections {
+            _ = sd_bus_emit_properties_changed_strv(connection.bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
+        }
+    }
+
+    /// Emits a signal of the interface on every connection.
+    package func emit(_ member: String, _ first: String, _ second: String? = nil) {
+        pruneClosedConnections()
+        for connection in connections {
+            _ = reachd_bus_emit(connection.bus, nil, member, first, second)
+        }
+    }
+}

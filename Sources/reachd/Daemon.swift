@@ -1,0 +1,305 @@
+import CSystemd
+import Dispatch
+import FoundationEssentials
+import Netlink
+import ReachabilityBus
+import ReachabilityCore
+import ServerTrust
+import X509
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon: one event-loop thread owns the netlink engine and every bus
+/// connection. TLS probes and name resolution run elsewhere and post their
+/// results back through the mailbox.
+final class Daemon: ReachabilityObjectDelegate {
+    enum Message: Sendable {
+        case trustRound(TrustChecker.Round, generation: Int)
+        case resolved(request: Int, addresses: [IPAddress])
+    }
+
+    let configFile: String
+    let loop: EventLoop
+    let object = ReachabilityObject()
+    let mailbox = Mailbox<Message>()
+
+    private var configuration: DaemonConfiguration
+    private var engine: PathEngine
+    private var engineWatch: EventLoop.Watch?
+    private var current: Path?
+    private var isReady = false
+    private var lastLoggedLine = ""
+
+    private var rechecks: [ContinuousClock.Instant] = []
+    private var recheckTimer: EventLoop.Timer!
+
+    private var checker: TrustChecker?
+    private var trustRound: TrustChecker.Round?
+    private var trustGeneration = 0
+    private var trustRunning = false
+    private var trustAgain = false
+    private var lastRecheckRequest: ContinuousClock.Instant?
+    private var trustTimer: EventLoop.Timer!
+
+    private var pendingRoutes: [Int: (String, (Result<String, BusMethodError>) -> Void)] = [:]
+    private var nextRequest = 0
+
+    init(configFile: String, configuration: DaemonConfiguration, loop: EventLoop) throws {
+        self.configFile = configFile
+        self.configuration = configuration
+        self.loop = loop
+        engine = try PathEngine(options: configuration.monitor)
+        object.delegate = self
+        recheckTimer = try loop.timer { [unowned self] in recheckDue() }
+        trustTimer = try loop.timer { [unowned self] in startTrustCheck(reason: "interval") }
+        try loop.onReadable(mailbox.descriptor) { [unowned self] in
+            for message in mailbox.take() { handle(message) }
+        }
+        try watchEngine()
+        checker = Self.makeChecker(configuration.trust)
+    }
+
+    private func watchEngine() throws {
+        engineWatch = try loop.onReadable(engine.fileDescriptor) { [unowned self] in
+            let outcome = engine.processEvents()
+            if outcome.recheck {
+                let now = ContinuousClock.now
+                rechecks = PathEngine.recheckDelays.map { now + $0 }
+                armRecheck()
+            }
+            if !engine.isSynchronized { try? engine.resynchronize() }
+            if outcome.evaluate || !engine.isSynchronized { publishCurrentPath() }
+        }
+    }
+
+    private static func makeChecker(_ trust: TrustConfiguration) -> TrustChecker? {
+        guard !trust.probedHosts.isEmpty else { return nil }
+        let anchors: [Certificate]
+        do {
+            anchors = try ChainValidator.systemAnchors()
+        } catch {
+            Log.warning("no system roots (\(error)): only configured anchors are trusted")
+            anchors = []
+        }
+        for host in trust.probedHosts where host.policy.mode == .disabled {
+            Log.warning("trust evaluation is DISABLED for \(host.pattern): any certificate is accepted")
+        }
+        return TrustChecker(configuration: trust, systemAnchors: anchors, spool: ReportSpool(directory: trust.reports))
+    }
+
+    // MARK: The path
+
+    /// Evaluates the path and publishes it when it changed: properties,
+    /// StatusChanged, STATUS=, and READY=1 the first time.
+    func publishCurrentPath() {
+        var path = engine.evaluateDefaultPath()
+        path.source = .daemon
+        path.trust = trustSummary
+        path.initial = false
+        if let current {
+            if current.isSamePath(as: path) { return }
+            if current.status == path.status { path.since = current.since }
+        }
+        current = path
+        object.update(properties(of: path))
+        object.emit("StatusChanged", path.status.rawValue, path.jsonString())
+        let line = Self.describe(path)
+        // Interface-list changes publish a document too; the log says when the status line moves.
+        if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
+        lastLoggedLine = line
+        notify(isReady ? "STATUS=\(line)" : "READY=1\nSTATUS=\(line)")
+        isReady = true
+        if configuration.trust.recheck != .interval { startTrustCheck(reason: "path change") }
+    }
+
+    private func properties(of path: Path) -> ReachabilityObject.Properties {
+        var properties = ReachabilityObject.Properties()
+        properties.status = path.status.rawValue
+        properties.reason = path.reason?.rawValue ?? ""
+        properties.interface = path.interface?.name ?? ""
+        properties.interfaceKind = path.interface?.kind.rawValue ?? ""
+        properties.expensive = path.expensive
+        properties.ipv4 = path.ipv4
+        properties.ipv6 = path.ipv6
+        properties.vpn = path.vpn?.name ?? ""
+        properties.trust = path.trust.rawValue
+        return properties
+    }
+
+    static func describe(_ path: Path) -> String {
+        var text = path.status.rawValue
+        if let reason = path.reason { text += " (\(reason.rawValue))" }
+        if let interface = path.interface { text += " dev \(interface.name)" }
+        if let vpn = path.vpn { text += " vpn \(vpn.name)" }
+        return text
+    }
+
+    private func armRecheck() {
+        rechecks.removeAll { $0 <= .now }
+        guard let next = rechecks.first else { return recheckTimer.disarm() }
+        recheckTimer.arm(after: ContinuousClock.now.duration(to: next))
+    }
+
+    private func recheckDue() {
+        publishCurrentPath()
+        armRecheck()
+    }
+
+    // MARK: Trust
+
+    private var trustSummary: TrustSummary {
+        guard checker != nil else { return .none }
+        guard let trustRound else { return .unknown }
+        return TrustSummary(rawValue: trustRound.overall.rawValue) ?? .unknown
+    }
+
+    private func startTrustCheck(reason: String) {
+        guard let checker else { return }
+        if trustRunning {
+            trustAgain = true
+            return
+        }
+        trustRunning = true
+        trustGeneration += 1
+        let generation = trustGeneration
+        let mailbox = mailbox
+        let path = current.map { ["status": $0.status.rawValue, "interface": $0.interface?.name ?? ""] } ?? [:]
+        Log.debug("trust: checking \(checker.configuration.probedHosts.count) hosts (\(reason))")
+        Task.detached {
+            let round = await checker.checkAll(path: path)
+            mailbox.post(.trustRound(round, generation: generation))
+        }
+    }
+
+    private func finishTrustCheck(_ round: TrustChecker.Round, generation: Int) {
+        trustRunning = false
+        // A round of a checker replaced by a reload is stale.
+        if generation == trustGeneration {
+            let before = trustSummary
+            trustRound = round
+            for error in round.reportErrors { Log.warning("trust: \(error)") }
+            // Reports are on disk (checkAll spools them first): now they may be signalled.
+            for report in round.reports {
+                if let json = try? report.json() { object.emit("PinFailure", String(decoding: json, as: UTF8.self)) }
+                Log.warning("trust: pin failure for \(report.hostname): \(report.validationResult)")
+            }
+            if trustSummary != before || !round.reports.isEmpty {
+                Log.notice("trust: \(trustSummary.rawValue)")
+                if var path = current {
+                    path.trust = trustSummary
+                    current = path
+                    object.update(properties(of: path))
+                }
+                object.emit("TrustChanged", trustSummary.rawValue, trustStatus())
+            }
+        }
+        if configuration.trust.recheck != .onChange { trustTimer.arm(after: configuration.trust.interval) }
+        if trustAgain {
+            trustAgain = false
+            startTrustCheck(reason: "changed while checking")
+        }
+    }
+
+    private func handle(_ message: Message) {
+        switch message {
+        case let .trustRound(round, generation):
+            finishTrustCheck(round, generation: generation)
+        case let .resolved(request, addresses):
+            guard let (destination, reply) = pendingRoutes.removeValue(forKey: request) else { return }
+            answerRoute(destination, addresses: addresses, reply: reply)
+        }
+    }
+
+    // MARK: The object's methods
+
+    func describe() -> String {
+        guard var path = current else { return Path.unknown().jsonString() }
+        path.trust = trustSummary
+        return path.jsonString()
+    }
+
+    func route(to destination: String, reply: @escaping (Result<String, BusMethodError>) -> Void) {
+        if let literal = IPAddress(destination) { return answerRoute(destination, addresses: [literal], reply: reply) }
+        nextRequest += 1
+        let request = nextRequest
+        pendingRoutes[request] = (destination, reply)
+        let mailbox = mailbox
+        DispatchQueue.global().async {
+            mailbox.post(.resolved(request: request, addresses: (try? HostResolver.resolve(destination)) ?? []))
+        }
+    }
+
+    private func answerRoute(_ destination: String, addresses: [IPAddress], reply: (Result<String, BusMethodError>) -> Void) {
+        guard !addresses.isEmpty else {
+            return reply(.failure(.init("io.reachd.Reachability1.Error.UnknownHost", "cannot resolve \(destination)")))
+        }
+        var path = MonitorLoop.evaluate(engine, target: .host(destination), addresses: addresses)
+        path.source = .daemon
+        path.trust = trustSummary
+        reply(.success(path.jsonString()))
+    }
+
+    func trustStatus() -> String {
+        struct Status: Encodable {
+            var trust: String
+            var hosts: [HostTrustResult]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let status = Status(trust: trustSummary.rawValue, hosts: trustRound?.hosts ?? [])
+        return (try? encoder.encode(status)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    func recheckTrust() throws(BusMethodError) {
+        guard checker != nil else { throw .failed("no trust hosts are configured") }
+        if let last = lastRecheckRequest, last.duration(to: .now) < .seconds(10) {
+            throw .limitsExceeded("RecheckTrust is rate-limited to once per 10 s")
+        }
+        lastRecheckRequest = .now
+        startTrustCheck(reason: "RecheckTrust")
+    }
+
+    func reload() throws(BusMethodError) {
+        do {
+            try reloadConfiguration()
+        } catch {
+            throw .failed("\(error)")
+        }
+    }
+
+    /// Re-reads the config; a bad one is reported and the running one stays in force.
+    func reloadConfiguration() throws {
+        notify("RELOADING=1\nMONOTONIC_USEC=\(Self.monotonicMicroseconds())")
+        defer { notify("READY=1") }
+        let fresh: DaemonConfiguration
+        let freshEngine: PathEngine
+        do {
+            fresh = try DaemonConfiguration.load(configFile)
+            freshEngine = try PathEngine(options: fresh.monitor)
+        } catch {
+            Log.error("reload: \(error); the previous configuration stays in force")
+            throw error
+        }
+        engineWatch?.cancel()
+        engine = freshEngine
+        try watchEngine()
+        configuration = fresh
+        checker = Self.makeChecker(fresh.trust)
+        trustGeneration += 1
+        trustRound = nil
+        trustRunning = false
+        trustTimer.disarm()
+        Log.notice("reloaded \(configFile)")
+        publishCurrentPath()
+        startTrustCheck(reason: "reload")
+    }
+
+    static func monotonicMicroseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec) / 1000
+    }
+
+    func notify(_ state: String) { _ = sd_notify(0, state) }
+}
