@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "ServerTrust", targets: ["ServerTrust"]),
+        .library(name: "ReachabilityClient", targets: ["ReachabilityClient"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
         .executable(name: "reachd", targets: ["reachd"]),
     ],
@@ -57,6 +58,8 @@ let package = Package(
         ),
         // The D-Bus side: sd-event loop, connections, the io.reachd.Reachability1 object.
         .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim"]),
+        // Swift apps subscribe to reachd (bus name, then private socket).
+        .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd"]),
         .executableTarget(
             name: "reachd",
             dependencies: [
@@ -69,6 +72,7 @@ let package = Package(
             name: "reachctl",
             dependencies: [
                 "ReachabilityCore",
+                "ReachabilityClient",
                 "ServerTrust",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOCore", package: "swift-nio"),

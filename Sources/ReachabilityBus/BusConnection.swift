@@ -103,7 +103,7 @@ package final class BusConnection {
         guard status >= 0 else {
             let name = error.name.map { String(cString: $0) }
             let message = error.message.map { String(cString: $0) }
-            throw BusError(message.map { "\(member): \($0)" } ?? member, code: -status, name: name)
+            throw BusError(member, code: -status, name: name, message: message)
         }
         defer { free(result) }
         return result.map { String(cString: $0) }
@@ -126,4 +126,47 @@ package final class BusConnection {
     }
 
     package var fileDescriptor: Int32 { sd_bus_get_fd(bus) }
+
+    /// The poll events sd-bus waits for now, and when it must run again (nil: no deadline).
+    package var pollRequest: (events: Int16, deadline: ContinuousClock.Instant?) {
+        let events = Int16(truncatingIfNeeded: max(0, sd_bus_get_events(bus)))
+        var usec: UInt64 = 0
+        guard sd_bus_get_timeout(bus, &usec) >= 0, usec != UInt64.max else { return (events, nil) }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nowUsec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        let remaining = usec > nowUsec ? usec - nowUsec : 0
+        return (events, ContinuousClock.now + .microseconds(Int64(remaining)))
+    }
+
+    final class SignalHandler {
+        let body: (String, String?) -> Void
+        init(_ body: @escaping (String, String?) -> Void) { self.body = body }
+    }
+    private var signalHandlers: [SignalHandler] = []
+
+    /// Calls `body` with the first one or two string arguments of each matching
+    /// signal (`twoArguments`: the signal carries at least two strings).
+    package func onSignal(sender: String?, path: String, interface: String, member: String, twoArguments: Bool,
+                          _ body: @escaping (String, String?) -> Void) throws(BusError) {
+        let handler = SignalHandler(body)
+        signalHandlers.append(handler)
+        var slot: OpaquePointer?
+        let callback: sd_bus_message_handler_t = twoArguments
+            ? { message, userdata, _ in
+                var first: UnsafePointer<CChar>?, second: UnsafePointer<CChar>?
+                guard reachd_bus_read(message, &first, &second) >= 0, let first, let second else { return 0 }
+                Unmanaged<SignalHandler>.fromOpaque(userdata!).takeUnretainedValue().body(String(cString: first), String(cString: second))
+                return 0
+            }
+            : { message, userdata, _ in
+                var first: UnsafePointer<CChar>?
+                guard reachd_bus_read(message, &first, nil) >= 0, let first else { return 0 }
+                Unmanaged<SignalHandler>.fromOpaque(userdata!).takeUnretainedValue().body(String(cString: first), nil)
+                return 0
+            }
+        try check(sd_bus_match_signal(bus, &slot, sender, path, interface, member, callback,
+                                      Unmanaged.passUnretained(handler).toOpaque()), "subscribing to \(member)")
+        slots.append(slot!)
+    }
 }

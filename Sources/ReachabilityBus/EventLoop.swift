@@ -105,17 +105,25 @@ package final class EventLoop {
 package struct BusError: Error, CustomStringConvertible, Sendable {
     package let operation: String
     package let code: Int32
+    /// The D-Bus error name and message of a failed call, when the peer sent one.
     package let name: String?
+    package let message: String?
 
-    package init(_ operation: String, code: Int32, name: String? = nil) {
+    package init(_ operation: String, code: Int32, name: String? = nil, message: String? = nil) {
         self.operation = operation
         self.code = code
         self.name = name
+        self.message = message
+    }
+
+    /// What the daemon said, for a method that failed there: "Reload is for root only (AccessDenied)".
+    package var remoteMessage: String? {
+        guard let message else { return nil }
+        return name.map { "\(message) (\($0.split(separator: ".").last ?? ""))" } ?? message
     }
 
     package var description: String {
-        let reason = String(cString: strerror(code))
-        return name.map { "\(operation): \($0): \(reason)" } ?? "\(operation): \(reason)"
+        remoteMessage.map { "\(operation): \($0)" } ?? "\(operation): \(String(cString: strerror(code)))"
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReachabilityClient
 import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,7 @@ struct ReachCtl: AsyncParsableCommand {
         addresses (IPv4 and IPv6; nothing is sent): wifi, wired, cellular, or \
         unreachable with a reason; unknown when the kernel cannot be asked.
         """,
-        subcommands: [StatusCommand.self, WatchCommand.self, RouteCommand.self, TrustCommand.self]
+        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, RouteCommand.self, TrustCommand.self, ReloadCommand.self]
     )
 }
 
@@ -26,10 +27,55 @@ struct CommonOptions: ParsableArguments {
     @Flag(help: "Compute the path in this process from netlink; never ask the daemon.")
     var direct = false
 
+    @Option(help: ArgumentHelp("Where the daemon is: system, session, or a D-Bus address or socket path (default: the system bus name, then the private socket).", valueName: "bus"))
+    var bus: String?
+
+    /// The daemon, unless --direct.
+    var client: ReachabilityClient? {
+        direct ? nil : ReachabilityClient(endpoint: bus.map(Self.endpoint) ?? .automatic)
+    }
+
+    static func endpoint(_ text: String) -> ReachabilityClient.Endpoint {
+        switch text {
+        case "system": .system
+        case "session": .session
+        default: .address(text.contains("=") ? text : "unix:path=\(text)")
+        }
+    }
+
     @Option(help: ArgumentHelp("The reachd config whose [monitor] table to use.", valueName: "file"))
     var config: String?
 
     static let defaultConfig = "/etc/reachd/reachd.toml"
+
+    /// The daemon's path when one answers, else the path computed here.
+    func currentPath() throws -> Path {
+        if let client, let path = try? client.currentPath() { return path }
+        do {
+            return try ReachabilityMonitor.path(options: try monitorOptions())
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            throw fail("reading the network state", error)
+        }
+    }
+
+    /// The current path, then every change: from the daemon when one answers
+    /// (surviving its restarts), else from a monitor in this process.
+    /// `stop` ends the stream on SIGINT/SIGTERM.
+    func paths() throws -> (AsyncStream<Path>, stop: @Sendable () -> Void) {
+        if let client, (try? client.currentPath()) != nil {
+            let stream = client.paths
+            return (stream, { Glibc.exit(0) })
+        }
+        let monitor = ReachabilityMonitor(options: try monitorOptions())
+        do {
+            try monitor.start()
+        } catch {
+            throw fail("watching the network state", error)
+        }
+        return (monitor.paths, { monitor.stop() })
+    }
 
     /// The `[monitor]` options of the named config, or of the default one when it
     /// exists; the defaults without either.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReachabilityClient
 import ReachabilityCore
 
 struct RouteCommand: ParsableCommand {
@@ -14,10 +15,15 @@ struct RouteCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        let options = try common.monitorOptions()
         let path: Path
         do {
-            path = try ReachabilityMonitor.path(to: .host(destination), options: options)
+            if let client = common.client, let answered = try? client.route(to: destination) {
+                path = answered
+            } else {
+                path = try ReachabilityMonitor.path(to: .host(destination), options: try common.monitorOptions())
+            }
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             throw fail("looking up the route to \(destination)", error)
         }

@@ -10,13 +10,7 @@ struct StatusCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        let options = try common.monitorOptions()
-        let path: Path
-        do {
-            path = try ReachabilityMonitor.path(options: options)
-        } catch {
-            throw fail("reading the network state", error)
-        }
+        let path = try common.currentPath()
         write(line: common.json ? path.jsonString() : PathText.status(path))
     }
 }

@@ -14,16 +14,10 @@ struct WatchCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        let options = try common.monitorOptions()
-        let monitor = ReachabilityMonitor(options: options)
-        do {
-            try monitor.start()
-        } catch {
-            throw fail("watching the network state", error)
-        }
-        let stop = SignalStop(signals: [SIGINT, SIGTERM]) { monitor.stop() }
+        let (paths, stopPaths) = try common.paths()
+        let stop = SignalStop(signals: [SIGINT, SIGTERM], stopPaths)
         defer { withExtendedLifetime(stop) {} }
-        for await path in monitor.paths {
+        for await path in paths {
             write(line: common.json ? path.jsonString() : PathText.line(path))
         }
     }

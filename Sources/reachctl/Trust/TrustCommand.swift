@@ -16,7 +16,7 @@ struct TrustCommand: AsyncParsableCommand {
         default evaluation: the chain to the system's roots, the host name, and the ATS \
         baseline (TLS 1.2+, forward secrecy, SHA-256+ signatures).
         """,
-        subcommands: [TrustCheckCommand.self, TrustVerifyCommand.self, TrustPinCommand.self, TrustDiagnoseCommand.self]
+        subcommands: [TrustStatusCommand.self, TrustCheckCommand.self, TrustVerifyCommand.self, TrustPinCommand.self, TrustDiagnoseCommand.self]
     )
 }
 

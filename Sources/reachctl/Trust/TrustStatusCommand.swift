@@ -1,0 +1,46 @@
+import ArgumentParser
+import FoundationEssentials
+import ReachabilityClient
+
+struct TrustStatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Print the daemon's latest verdict per configured host."
+    )
+
+    @Option(help: ArgumentHelp("Where the daemon is: system, session, or a D-Bus address or socket path.", valueName: "bus"))
+    var bus: String?
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    struct Status: Decodable {
+        struct Host: Decodable {
+            var host: String
+            var port: Int
+            var verdict: String
+            var reason: String
+            var enforced: Bool
+        }
+        var trust: String
+        var hosts: [Host]
+    }
+
+    func run() throws {
+        let client = ReachabilityClient(endpoint: bus.map(CommonOptions.endpoint) ?? .automatic)
+        let document: String
+        do {
+            document = try client.trustStatus()
+        } catch {
+            throw fail("asking the daemon for the trust status", error)
+        }
+        if json { return write(line: document) }
+        guard let status = try? JSONDecoder().decode(Status.self, from: Data(document.utf8)) else {
+            throw fail("reading the daemon's trust status", "it does not parse")
+        }
+        write(line: "trust: \(status.trust)")
+        for host in status.hosts {
+            write(line: "  \(host.host):\(host.port)  \(host.verdict)\(host.enforced ? "" : " (report-only)")  \(host.reason)")
+        }
+    }
+}

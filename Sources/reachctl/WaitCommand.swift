@@ -1,0 +1,63 @@
+import ArgumentParser
+import ReachabilityCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct WaitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait",
+        abstract: "Block until the path has the wanted status (what boot scripts use).",
+        discussion: "Exits 0 as soon as the status matches (at once if it already does), 1 when the timeout passes first."
+    )
+
+    enum Wanted: String, ExpressibleByArgument, CaseIterable {
+        case reachable, wifi, wired, cellular, unreachable
+
+        func matches(_ status: ReachabilityStatus) -> Bool {
+            self == .reachable ? status.isReachable : status.rawValue == rawValue
+        }
+    }
+
+    @Option(name: .customLong("for"), help: "reachable (any of wifi, wired, cellular), wifi, wired, cellular or unreachable.")
+    var wanted: Wanted = .reachable
+
+    @Option(help: ArgumentHelp("How long to wait: 500ms, 30s, 2m, or seconds.", valueName: "duration"))
+    var timeout = "30s"
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        guard let limit = Self.duration(timeout) else { throw fail("--timeout", "\"\(timeout)\" is not a duration such as 30s") }
+        let (paths, stopPaths) = try common.paths()
+        let stop = SignalStop(signals: [SIGINT, SIGTERM], stopPaths)
+        defer { withExtendedLifetime(stop) {} }
+        let wanted = wanted
+        let met = await withTaskGroup(of: Path?.self) { group in
+            group.addTask {
+                for await path in paths where wanted.matches(path.status) { return path }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let met else {
+            write(line: "reachctl: waiting for \(wanted.rawValue): timed out after \(timeout)", to: STDERR_FILENO)
+            throw ExitCode(1)
+        }
+        if common.json { write(line: met.jsonString()) }
+    }
+
+    static func duration(_ text: String) -> Duration? {
+        if text.hasSuffix("ms"), let value = Double(text.dropLast(2)) { return .milliseconds(value) }
+        if text.hasSuffix("s"), let value = Double(text.dropLast()) { return .milliseconds(value * 1000) }
+        if text.hasSuffix("m"), let value = Double(text.dropLast()) { return .milliseconds(value * 60_000) }
+        if let value = Double(text) { return .milliseconds(value * 1000) }
+        return nil
+    }
+}
