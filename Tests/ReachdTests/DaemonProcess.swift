@@ -1,0 +1,97 @@
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// reachd as a test runs it: the built binary inside a test namespace, its
+/// private socket in a scratch directory, its log captured.
+final class DaemonProcess: @unchecked Sendable {
+    static let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("reachd").path
+    static let reachctl = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("reachctl").path
+
+    let process = Process()
+    let directory: URL
+    let logFile: URL
+    var socket: String { directory.appendingPathComponent("bus").path }
+    var address: String { "unix:path=\(socket)" }
+
+    /// Starts reachd in `namespace` with `arguments` after the socket and log level.
+    init(in namespace: TestNamespace, directory: URL, arguments: [String] = [], environment: [String: String] = [:]) throws {
+        self.directory = directory
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        logFile = directory.appendingPathComponent("reachd-\(UUID()).log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ip", "netns", "exec", namespace.name, Self.binary,
+                             "--socket", directory.appendingPathComponent("bus").path, "--log-level", "debug"] + arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "NOTIFY_SOCKET")
+        env.removeValue(forKey: "WATCHDOG_USEC")
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: logFile)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Waits until the daemon answers on its private socket.
+    func waitUntilServing(timeout: Duration = .seconds(20)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        let client = ReachabilityClient(endpoint: .address(address))
+        while ContinuousClock.now < deadline {
+            if (try? client.currentPath()) != nil { return }
+            guard process.isRunning else { throw DaemonFailure("reachd exited \(process.terminationStatus): \(log)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw DaemonFailure("reachd did not answer within \(timeout): \(log)")
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Sends `number` and waits for the exit status (SIGKILL after `timeout`).
+    @discardableResult
+    func stop(_ number: Int32 = SIGTERM, timeout: Duration = .seconds(10)) async -> Int32 {
+        guard process.isRunning else { return process.terminationStatus }
+        // `ip netns exec` execs reachd: the pid is reachd's.
+        signal(number)
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        if process.isRunning { signal(SIGKILL) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// busctl against the private socket.
+    @discardableResult
+    func busctl(_ arguments: [String], check: Bool = true) throws -> CommandResult {
+        try run(["busctl", "--address=\(address)"] + arguments, check: check)
+    }
+}
+
+struct DaemonFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A scratch directory removed afterwards.
+func withScratch<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reachd-test-\(UUID())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    return try await body(directory)
+}
+
+/// Polls `condition` until it holds, checking once more after the deadline.
+func eventually(_ timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(25))
+    }
+    return try condition()
+}

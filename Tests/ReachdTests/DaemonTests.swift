@@ -1,0 +1,149 @@
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("reachd (binary, network namespaces, private socket)", .serialized)
+struct DaemonTests {
+    let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
+
+    func property(_ daemon: DaemonProcess, _ name: String) throws -> String {
+        try daemon.busctl(["get-property"] + object + [name]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("properties follow route deletion and addition, read with busctl and with ReachabilityClient")
+    func propertiesFollowRoutes() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdprops", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", "/nonexistent"])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                #expect(try property(daemon, "Status") == "s \"wired\"")
+                #expect(try property(daemon, "Interface") == "s \"eth0\"")
+                let client = ReachabilityClient(endpoint: .address(daemon.address))
+                #expect(try client.currentPath().source == .daemon)
+
+                try ns[0].ip("route del default")
+                #expect(try await eventually { try property(daemon, "Status") == "s \"unreachable\"" })
+                #expect(try property(daemon, "Reason") == "s \"no-route\"")
+                #expect(try client.currentPath().reason == .noRoute)
+                // (Names are resolved off the loop; with no route the resolver fails at once.)
+                let unknown = try daemon.busctl(["call"] + object + ["Route", "s", "no-such-host.invalid"], check: false)
+                #expect(unknown.status != 0 && unknown.error.contains("cannot resolve"), "\(unknown.error)")
+                try ns[0].ip("route add default via 10.1.0.1")
+                #expect(try await eventually { try property(daemon, "Status") == "s \"wired\"" })
+
+                let route = try daemon.busctl(["call"] + object + ["Route", "s", "10.1.0.1"]).output
+                #expect(route.contains("\\\"destination\\\":\\\"10.1.0.1\\\""), "\(route)")
+                #expect(await daemon.stop() == 0, "SIGTERM exits 0")
+            }
+        }
+    }
+
+    @Test("Reload: denied to an unprivileged caller, allowed to root; a bad config keeps the old one")
+    func reload() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdreload") { ns in
+                let config = scratch.appendingPathComponent("reachd.toml")
+                try "[monitor]\nignore = [\"docker*\"]\n".write(to: config, atomically: true, encoding: .utf8)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+
+                let denied = try run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                      "busctl", "--address=\(daemon.address)", "call"] + object + ["Reload"], check: false)
+                #expect(denied.status != 0)
+                #expect(denied.error.contains("root only") || denied.error.contains("Access denied"), "\(denied.error)")
+                let deniedCtl = try run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                         DaemonProcess.reachctl, "reload", "--bus", daemon.socket], check: false)
+                #expect(deniedCtl.status == 1)
+                #expect(deniedCtl.error == "reachctl: reload: Reload is for root only (AccessDenied)\n")
+
+                try daemon.busctl(["call"] + object + ["Reload"])
+                #expect(daemon.log.contains("reloaded \(config.path)"))
+
+                // A bad config: Reload fails with file:line, SIGHUP logs it; the daemon carries on.
+                try "[monitor]\nignore = 5\n".write(to: config, atomically: true, encoding: .utf8)
+                let refused = try run([DaemonProcess.reachctl, "reload", "--bus", daemon.socket], check: false)
+                #expect(refused.status == 1)
+                #expect(refused.error.contains("reachd.toml:2: ignore must be an array of strings"), "\(refused.error)")
+                daemon.signal(SIGHUP)
+                #expect(await eventually { daemon.log.components(separatedBy: "previous configuration stays in force").count == 3 })
+                #expect(try property(daemon, "Status").hasPrefix("s "), "still serving")
+            }
+        }
+    }
+
+    @Test("a bad config at start fails with file:line; a missing one means defaults")
+    func badConfigAtStart() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdbadcfg") { ns in
+                let config = scratch.appendingPathComponent("reachd.toml")
+                try "[trust]\nrecheck = \"sometimes\"\n".write(to: config, atomically: true, encoding: .utf8)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                let status = await daemon.stop(0, timeout: .seconds(10))  // signal 0: just wait
+                #expect(status == 1)
+                #expect(daemon.log.contains("reachd.toml:2: recheck must be one of on-change, interval, both"), "\(daemon.log)")
+            }
+        }
+    }
+
+    @Test("READY=1 and STATUS= reach NOTIFY_SOCKET after the first path")
+    func notify() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdnotify") { ns in
+                let path = scratch.appendingPathComponent("notify").path
+                let receiver = try NotifyReceiver(path: path)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", "/nonexistent"],
+                                               environment: ["NOTIFY_SOCKET": path])
+                defer { Task { await daemon.stop() } }
+                let messages = try await receiver.receive(until: { $0.contains("READY=1") })
+                #expect(messages.contains { $0.contains("READY=1") && $0.contains("STATUS=unreachable (no-interface)") }, "\(messages)")
+            }
+        }
+    }
+}
+
+/// A NOTIFY_SOCKET: a datagram socket sd_notify writes to.
+final class NotifyReceiver {
+    let descriptor: Int32
+
+    init(path: String) throws {
+        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { bytes in
+            bytes.copyBytes(from: path.utf8)
+            bytes[path.utf8.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else { throw DaemonFailure("binding \(path): \(String(cString: strerror(errno)))") }
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(descriptor) }
+
+    func receive(until done: (String) -> Bool, timeout: Duration = .seconds(20)) async throws -> [String] {
+        var messages: [String] = []
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count > 0 {
+                let message = String(decoding: buffer[..<count], as: UTF8.self)
+                messages.append(message)
+                if done(message) { return messages }
+            } else {
+                await Task.yield()
+            }
+        }
+        throw DaemonFailure("no matching notification within \(timeout): \(messages)")
+    }
+}
