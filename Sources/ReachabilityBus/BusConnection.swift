@@ -58,7 +58,8 @@ package final class BusConnection {
             return BusConnection(bus: bus!, isPeerToPeer: false)
         case let .address(address):
             try check(sd_bus_new(&bus), "creating a bus connection")
-            let connection = BusConnection(bus: bus!, isPeerToPeer: !address.isEmpty)
+            // A client cannot tell a bus at an address from the private socket; it needs not.
+            let connection = BusConnection(bus: bus!, isPeerToPeer: false)
             try check(sd_bus_set_address(bus, address), "connecting to \(address)")
             // Without this sd-bus never sends Hello on a custom address.
             try check(sd_bus_set_bus_client(bus, 1), "connecting to \(address)")

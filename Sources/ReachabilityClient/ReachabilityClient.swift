@@ -54,10 +54,14 @@ public final class ReachabilityClient: Sendable {
 
     static let name = "io.reachd.Reachability1"
 
-    /// A connection to the daemon, and the destination to address (nil: peer-to-peer).
+    /// A connection to the daemon. Calls always name the daemon (a peer ignores
+    /// the destination); signals are taken only from the name's owner on the
+    /// system and session buses, and from anyone on an address, which may be the
+    /// private socket (a peer's signals carry no sender).
     struct Session {
         let connection: BusConnection
-        let destination: String?
+        let destination = ReachabilityClient.name
+        let signalSender: String?
     }
 
     /// Tries the endpoints in order; the first that answers Describe wins.
@@ -70,11 +74,11 @@ public final class ReachabilityClient: Sendable {
         case let .address(address): attempts = [(BusConnection.Endpoint(address), nil)]
         }
         var reasons: [String] = []
-        for (endpoint, destination) in attempts {
+        for (endpoint, sender) in attempts {
             do {
                 let connection = try BusConnection.connect(endpoint)
-                let document = try connection.call("Describe", destination: destination, timeout: .seconds(5)) ?? ""
-                return (Session(connection: connection, destination: destination), document)
+                let document = try connection.call("Describe", destination: Self.name, timeout: .seconds(5)) ?? ""
+                return (Session(connection: connection, signalSender: sender), document)
             } catch {
                 reasons.append("\(endpoint): \(error)")
             }
@@ -257,16 +261,15 @@ public final class ReachabilityClient: Sendable {
             let (session, document) = try client.connect()
             let connection = session.connection
             var refresh = false
-            try connection.onSignal(sender: session.destination, path: "/io/reachd/Reachability1", interface: ReachabilityClient.name,
+            try connection.onSignal(sender: session.signalSender, path: "/io/reachd/Reachability1", interface: ReachabilityClient.name,
                                     member: "StatusChanged", twoArguments: true) { [self] _, document in
                 if let document, let path = try? ReachabilityClient.decode(document) { offer(path) }
             }
-            if session.destination != nil {
-                // On a bus the daemon can restart behind the same connection: read the path again.
-                try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                        member: "NameOwnerChanged", twoArguments: false) { name, _ in
-                    if name == ReachabilityClient.name { refresh = true }
-                }
+            // On a bus the daemon can restart behind the same connection: read the path again.
+            // (On the private socket this never comes: a restart closes the connection.)
+            try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                    member: "NameOwnerChanged", twoArguments: false) { name, _ in
+                if name == ReachabilityClient.name { refresh = true }
             }
             offer(try ReachabilityClient.decode(document))
             while !isStopped {

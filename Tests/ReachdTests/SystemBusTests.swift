@@ -1,0 +1,115 @@
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private dbus-daemon of the system type, with the system bus's default
+/// policy and the project's policy file, on a socket in a scratch directory.
+final class TestSystemBus {
+    let process = Process()
+    let address: String
+
+    /// The project's policy file (systemd/ beside the package).
+    static let policyFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("systemd/io.reachd.Reachability1.conf").path
+
+    init(directory: URL) throws {
+        let socket = directory.appendingPathComponent("system_bus_socket").path
+        let config = directory.appendingPathComponent("system.conf")
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>system</type>
+              <listen>unix:path=\(socket)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow user="*"/>
+                <deny own="*"/>
+                <deny send_type="method_call"/>
+                <allow send_type="signal"/>
+                <allow send_requested_reply="true" send_type="method_return"/>
+                <allow send_requested_reply="true" send_type="error"/>
+                <allow receive_type="method_call"/>
+                <allow receive_type="method_return"/>
+                <allow receive_type="error"/>
+                <allow receive_type="signal"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
+              </policy>
+              <include>\(Self.policyFile)</include>
+            </busconfig>
+            """.write(to: config, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["dbus-daemon", "--config-file=\(config.path)", "--nofork", "--print-address=1"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        address = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard address.hasPrefix("unix:") else { throw DaemonFailure("dbus-daemon printed no address: \(line)") }
+    }
+
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+@Suite("reachd on a dbus-daemon (system-type config with the project's policy)", .serialized)
+struct SystemBusTests {
+    let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
+
+    @Test("the name, properties, StatusChanged seen by busctl monitor, Reload denied to others; no other user may own the name")
+    func onTheBus() async throws {
+        try await withScratch { scratch in
+            let bus = try TestSystemBus(directory: scratch)
+            defer { bus.stop() }
+            try await withNamespaces("rdbus", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", bus.address, "--config", "/nonexistent"])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                #expect(await eventually { daemon.log.contains("owning io.reachd.Reachability1") }, "\(daemon.log)")
+                let busctl = ["busctl", "--address=\(bus.address)"]
+                #expect(try run(busctl + ["get-property"] + object + ["Status"]).output == "s \"wired\"\n")
+
+                // The project's client by name on that bus.
+                let client = ReachabilityClient(endpoint: .address(bus.address))
+                #expect(try client.currentPath().status == .wired)
+
+                let monitorOutput = scratch.appendingPathComponent("monitor.txt")
+                _ = FileManager.default.createFile(atPath: monitorOutput.path, contents: nil)
+                let monitor = Process()
+                monitor.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                monitor.arguments = busctl + ["monitor", "--match", "type='signal',interface='io.reachd.Reachability1',member='StatusChanged'"]
+                monitor.standardOutput = try FileHandle(forWritingTo: monitorOutput)
+                monitor.standardError = FileHandle.nullDevice
+                try monitor.run()
+                defer { kill(monitor.processIdentifier, SIGKILL); monitor.waitUntilExit() }
+                try await Task.sleep(for: .milliseconds(300))  // the monitor's match is in place
+                try ns[0].ip("route del default")
+                #expect(await eventually {
+                    let text = (try? String(contentsOf: monitorOutput, encoding: .utf8)) ?? ""
+                    return text.contains("Member=StatusChanged") && text.contains("STRING \"unreachable\"")
+                })
+
+                let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                let denied = try run(nobody + [DaemonProcess.reachctl, "reload", "--bus", bus.address], check: false)
+                #expect(denied.status == 1)
+                #expect(denied.error == "reachctl: reload: Reload is for root only (AccessDenied)\n", "the daemon's check, past the bus policy")
+                let readable = try run(nobody + busctl + ["get-property"] + object + ["Status"])
+                #expect(readable.output == "s \"unreachable\"\n", "everyone may read")
+                try run(busctl + ["call"] + object + ["Reload"])
+                let squatter = try run(nobody + busctl + ["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                          "RequestName", "su", "io.reachd.Reachability1", "0"], check: false)
+                #expect(squatter.status != 0 && squatter.error.contains("Access denied"), "\(squatter.error)")
+            }
+        }
+    }
+}
