@@ -1,0 +1,99 @@
+import Foundation
+import NamespaceTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("reachd's trust checks", .serialized)
+struct TrustWiringTests {
+    let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
+
+    /// A CA and a server certificate for pinned.test, made by openssl in `directory`.
+    func makePKI(in directory: URL) throws {
+        let script = """
+            set -e
+            cd '\(directory.path)'
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 30 -subj /CN=WiringCA \
+              -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr -subj /CN=pinned.test 2>/dev/null
+            printf 'subjectAltName=DNS:pinned.test\\nextendedKeyUsage=serverAuth\\nkeyUsage=critical,digitalSignature\\nauthorityKeyIdentifier=keyid\\nbasicConstraints=critical,CA:FALSE\\n' > ext
+            openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 10 -extfile ext -out leaf.pem 2>/dev/null
+            """
+        try run(["/bin/sh", "-c", script])
+    }
+
+    @Test("a pinned host whose pins do not match: Trust compromised, the report spooled, PinFailure signalled once")
+    func pinFailure() async throws {
+        try await withScratch { scratch in
+            try makePKI(in: scratch)
+            let reports = scratch.appendingPathComponent("reports")
+            let config = scratch.appendingPathComponent("reachd.toml")
+            try """
+                [trust]
+                timeout = "2s"
+                reports = "\(reports.path)"
+
+                [[trust.host]]
+                match = "pinned.test"
+                port = 8443
+                connect = "10.1.0.1"
+                mode = "public-key"
+                pins = ["sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "sha256/AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="]
+                anchors = ["ca.pem"]
+                """.write(to: config, atomically: true, encoding: .utf8)
+            let bus = try TestSystemBus(directory: scratch)
+            defer { bus.stop() }
+            try await withNamespaces("rdtrust", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let server = Process()
+                server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                server.arguments = ["ip", "netns", "exec", ns[1].name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
+                                    "-cert", scratch.appendingPathComponent("leaf.pem").path,
+                                    "-key", scratch.appendingPathComponent("leaf.key").path, "-quiet"]
+                server.standardInput = Pipe()
+                server.standardOutput = FileHandle.nullDevice
+                server.standardError = FileHandle.nullDevice
+                try server.run()
+                defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+                #expect(try await eventually { !(try ns[1].exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty) })
+
+                let signals = scratch.appendingPathComponent("signals.txt")
+                _ = FileManager.default.createFile(atPath: signals.path, contents: nil)
+                let monitor = Process()
+                monitor.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                monitor.arguments = ["busctl", "--address=\(bus.address)", "monitor", "--match", "type='signal',interface='io.reachd.Reachability1'"]
+                monitor.standardOutput = try FileHandle(forWritingTo: signals)
+                monitor.standardError = FileHandle.nullDevice
+                try monitor.run()
+                defer { kill(monitor.processIdentifier, SIGKILL); monitor.waitUntilExit() }
+                try await Task.sleep(for: .milliseconds(300))
+
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", bus.address, "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                let busctl = ["busctl", "--address=\(bus.address)"]
+                #expect(try await eventually(.seconds(20)) {
+                    try run(busctl + ["get-property"] + object + ["Trust"]).output == "s \"compromised\"\n"
+                }, "\(daemon.log)")
+                let spooled = try FileManager.default.contentsOfDirectory(atPath: reports.path).filter { $0.hasSuffix(".json") }
+                #expect(spooled.count == 1)
+                func text() -> String { (try? String(contentsOf: signals, encoding: .utf8)) ?? "" }
+                #expect(await eventually { text().contains("Member=PinFailure") && text().contains("Member=TrustChanged") }, "\(text())")
+                #expect(text().contains("pin-mismatch"))
+                let status = try run(busctl + ["call"] + object + ["TrustStatus"]).output
+                #expect(status.contains("\\\"verdict\\\":\\\"pin-mismatch\\\""), "\(status)")
+                let ctl = try ns[0].exec([DaemonProcess.reachctl, "trust", "status", "--bus", daemon.socket])
+                #expect(ctl.output.hasPrefix("trust: compromised\n  pinned.test:8443  pin-mismatch"), "\(ctl.output)")
+
+                // A path change re-checks; the identical report is neither spooled nor signalled again.
+                try ns[0].ip("route del default")
+                try ns[0].ip("route add default via 10.1.0.1")
+                #expect(await eventually { daemon.log.components(separatedBy: "trust: checking").count >= 3 })
+                try await Task.sleep(for: .seconds(1))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: reports.path).filter { $0.hasSuffix(".json") }.count == 1)
+                #expect(text().components(separatedBy: "Member=PinFailure").count == 2, "one PinFailure signal")
+            }
+        }
+    }
+}
