@@ -2,10 +2,12 @@
 
 SWIFT       ?= swift
 PREFIX      ?= /usr
-DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev dbus-daemon iproute2 procps pkg-config openssl publicsuffix ca-certificates curl
+DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl
+DESTDIR     ?=
+SYSCONFDIR  ?= /etc
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench install clean
 
 ## Install the system packages that are missing (apt-get update first on a fresh machine).
 deps:
@@ -23,9 +25,11 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## Watch this machine's network path until interrupted (the daemon comes in a later issue).
+## The daemon in the foreground on this machine: the private socket, and the
+## system bus name when the policy lets this user own it. In a second terminal:
+## .build/debug/reachctl status (or watch).
 run: build
-	$(SWIFT) run reachctl watch
+	.build/debug/reachd --log-level info $(if $(wildcard /etc/reachd/reachd.toml),,--config systemd/reachd.toml)
 
 ## Every test. Kernel tests create (and always remove) network namespaces: root only.
 test: deps
@@ -38,6 +42,21 @@ bench: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench: needs root (network namespaces)" >&2; exit 1; }
 	$(SWIFT) build -c release --static-swift-stdlib
 	.build/release/reachability-bench
+
+## Release binaries with the static Swift standard library (no toolchain needed
+## on the target), the unit, the D-Bus policy, sysusers, and the example config
+## (never over an existing one).
+install: deps
+	$(SWIFT) build -c release --static-swift-stdlib --product reachd
+	$(SWIFT) build -c release --static-swift-stdlib --product reachctl
+	install -D -s -m 0755 .build/release/reachd $(DESTDIR)$(PREFIX)/bin/reachd
+	install -D -s -m 0755 .build/release/reachctl $(DESTDIR)$(PREFIX)/bin/reachctl
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/reachd.service
+	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd-wait-online.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/reachd-wait-online.service
+	install -D -m 0644 systemd/io.reachd.Reachability1.conf $(DESTDIR)$(PREFIX)/share/dbus-1/system.d/io.reachd.Reachability1.conf
+	install -D -m 0644 systemd/reachd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/reachd.conf
+	[ -e $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml ] || install -D -m 0644 systemd/reachd.toml $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml
 
 clean:
 	$(SWIFT) package clean

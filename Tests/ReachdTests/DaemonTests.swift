@@ -92,17 +92,18 @@ struct DaemonTests {
         }
     }
 
-    @Test("READY=1 and STATUS= reach NOTIFY_SOCKET after the first path")
+    @Test("READY=1 and STATUS= reach NOTIFY_SOCKET after the first path; WATCHDOG=1 when asked for")
     func notify() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdnotify") { ns in
                 let path = scratch.appendingPathComponent("notify").path
                 let receiver = try NotifyReceiver(path: path)
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", "/nonexistent"],
-                                               environment: ["NOTIFY_SOCKET": path])
+                                               environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
                 defer { Task { await daemon.stop() } }
                 let messages = try await receiver.receive(until: { $0.contains("READY=1") })
                 #expect(messages.contains { $0.contains("READY=1") && $0.contains("STATUS=unreachable (no-interface)") }, "\(messages)")
+                _ = try await receiver.receive(until: { $0 == "WATCHDOG=1" })
             }
         }
     }
