@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ReachabilityClient", targets: ["ReachabilityClient"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
         .executable(name: "reachd", targets: ["reachd"]),
+        .executable(name: "reachd-trust", targets: ["reachd-trust"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -60,13 +61,17 @@ let package = Package(
         .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd"]),
+        // The daemon links no TLS code (and so no full Foundation): trust checks run in reachd-trust.
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachabilityCore", "ReachabilityBus", "ServerTrust", "Netlink", "CSystemd",
-                .product(name: "X509", package: "swift-certificates"),
+                "ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .executableTarget(
+            name: "reachd-trust",
+            dependencies: ["ServerTrust", .product(name: "X509", package: "swift-certificates")]
         ),
         .executableTarget(
             name: "reachctl",

@@ -9,6 +9,8 @@ package final class EventLoop {
     package let event: OpaquePointer
     private var sources: [OpaquePointer] = []
     private var handlers: [Handler] = []
+    /// Watches that come and go (a helper's output pipe), by handler.
+    private var watches: [ObjectIdentifier: (source: OpaquePointer, handler: Handler)] = [:]
 
     final class Handler {
         let body: () -> Void
@@ -23,6 +25,7 @@ package final class EventLoop {
 
     deinit {
         for source in sources { sd_event_source_unref(source) }
+        for (source, _) in watches.values { sd_event_source_unref(source) }
         sd_event_unref(event)
     }
 
@@ -31,23 +34,32 @@ package final class EventLoop {
         return Unmanaged.passUnretained(handler).toOpaque()
     }
 
-    /// Calls `body` whenever `descriptor` is readable, until the watch is cancelled.
+    /// Calls `body` whenever `descriptor` is readable (or at its end), until the watch is cancelled.
     @discardableResult
     package func onReadable(_ descriptor: Int32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
+        let handler = Handler(body)
         var source: OpaquePointer?
         try check(sd_event_add_io(event, &source, descriptor, UInt32(EPOLLIN.rawValue), { _, _, _, userdata in
-            Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+            // The closure is copied out first: cancelling from inside it frees the handler, not the closure.
+            let body = Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body
+            body()
             return 0
-        }, keep(Handler(body))), "watching descriptor \(descriptor)")
-        sources.append(source!)
-        return Watch(source: source!)
+        }, Unmanaged.passUnretained(handler).toOpaque()), "watching descriptor \(descriptor)")
+        let key = ObjectIdentifier(handler)
+        watches[key] = (source!, handler)
+        return Watch(loop: self, key: key)
     }
 
     package struct Watch {
-        let source: OpaquePointer
+        unowned let loop: EventLoop
+        let key: ObjectIdentifier
 
-        /// Stops watching (before the descriptor is closed).
-        package func cancel() { _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF)) }
+        /// Stops watching and frees the watch (before the descriptor is closed).
+        package func cancel() {
+            guard let (source, _) = loop.watches.removeValue(forKey: key) else { return }
+            _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
+            sd_event_source_unref(source)
+        }
     }
 
     /// Calls `body` on `signal` (which must be blocked in every thread).

@@ -4,8 +4,6 @@ import FoundationEssentials
 import Netlink
 import ReachabilityBus
 import ReachabilityCore
-import ServerTrust
-import X509
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +13,6 @@ import Glibc
 /// results back through the mailbox.
 final class Daemon: ReachabilityObjectDelegate {
     enum Message: Sendable {
-        case trustRound(TrustChecker.Round, generation: Int)
         case resolved(request: Int, addresses: [IPAddress])
     }
 
@@ -34,8 +31,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private var rechecks: [ContinuousClock.Instant] = []
     private var recheckTimer: EventLoop.Timer!
 
-    private var checker: TrustChecker?
-    private var trustRound: TrustChecker.Round?
+    private let helper: TrustHelper?
+    private var trustRound: TrustHelper.Round?
     private var trustGeneration = 0
     private var trustRunning = false
     private var trustAgain = false
@@ -45,9 +42,10 @@ final class Daemon: ReachabilityObjectDelegate {
     private var pendingRoutes: [Int: (String, (Result<String, BusMethodError>) -> Void)] = [:]
     private var nextRequest = 0
 
-    init(configFile: String, configuration: DaemonConfiguration, loop: EventLoop) throws {
+    init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop) throws {
         self.configFile = configFile
         self.configuration = configuration
+        self.helper = helper
         self.loop = loop
         engine = try PathEngine(options: configuration.monitor)
         object.delegate = self
@@ -57,7 +55,6 @@ final class Daemon: ReachabilityObjectDelegate {
             for message in mailbox.take() { handle(message) }
         }
         try watchEngine()
-        checker = Self.makeChecker(configuration.trust)
     }
 
     private func watchEngine() throws {
@@ -73,20 +70,8 @@ final class Daemon: ReachabilityObjectDelegate {
         }
     }
 
-    private static func makeChecker(_ trust: TrustConfiguration) -> TrustChecker? {
-        guard !trust.probedHosts.isEmpty else { return nil }
-        let anchors: [Certificate]
-        do {
-            anchors = try ChainValidator.systemAnchors()
-        } catch {
-            Log.warning("no system roots (\(error)): only configured anchors are trusted")
-            anchors = []
-        }
-        for host in trust.probedHosts where host.policy.mode == .disabled {
-            Log.warning("trust evaluation is DISABLED for \(host.pattern): any certificate is accepted")
-        }
-        return TrustChecker(configuration: trust, systemAnchors: anchors, spool: ReportSpool(directory: trust.reports))
-    }
+    /// Whether trust is checked at all: hosts configured and the helper there.
+    private var checksTrust: Bool { configuration.trust.hosts > 0 && helper != nil }
 
     // MARK: The path
 
@@ -110,7 +95,7 @@ final class Daemon: ReachabilityObjectDelegate {
         lastLoggedLine = line
         notify(isReady ? "STATUS=\(line)" : "READY=1\nSTATUS=\(line)")
         isReady = true
-        if configuration.trust.recheck != .interval { startTrustCheck(reason: "path change") }
+        if configuration.trust.recheck != "interval" { startTrustCheck(reason: "path change") }
     }
 
     private func properties(of path: Path) -> ReachabilityObject.Properties {
@@ -149,62 +134,69 @@ final class Daemon: ReachabilityObjectDelegate {
     // MARK: Trust
 
     private var trustSummary: TrustSummary {
-        guard checker != nil else { return .none }
+        guard checksTrust else { return .none }
         guard let trustRound else { return .unknown }
-        return TrustSummary(rawValue: trustRound.overall.rawValue) ?? .unknown
+        return TrustSummary(rawValue: trustRound.overall) ?? .unknown
     }
 
+    /// Runs a round in reachd-trust; a round asked for while one runs follows it.
     private func startTrustCheck(reason: String) {
-        guard let checker else { return }
+        guard checksTrust, let helper else { return }
         if trustRunning {
             trustAgain = true
             return
         }
-        trustRunning = true
+        let path = current.map { [$0.status.rawValue, $0.interface?.name ?? ""] } ?? []
+        Log.debug("trust: checking \(configuration.trust.hosts) hosts (\(reason))")
         trustGeneration += 1
         let generation = trustGeneration
-        let mailbox = mailbox
-        let path = current.map { ["status": $0.status.rawValue, "interface": $0.interface?.name ?? ""] } ?? [:]
-        Log.debug("trust: checking \(checker.configuration.probedHosts.count) hosts (\(reason))")
-        Task.detached {
-            let round = await checker.checkAll(path: path)
-            mailbox.post(.trustRound(round, generation: generation))
+        do {
+            try helper.startCheck(configFile, path: path, on: loop) { [unowned self] result in
+                finishTrustCheck(result, generation: generation)
+            }
+            trustRunning = true
+        } catch {
+            Log.error("trust: \(error)")
         }
     }
 
-    private func finishTrustCheck(_ round: TrustChecker.Round, generation: Int) {
+    private func finishTrustCheck(_ result: Result<TrustHelper.Round, TrustHelper.Failure>, generation: Int) {
         trustRunning = false
-        // A round of a checker replaced by a reload is stale.
+        // A round started before a reload is stale.
         if generation == trustGeneration {
-            let before = trustSummary
-            trustRound = round
-            for error in round.reportErrors { Log.warning("trust: \(error)") }
-            // Reports are on disk (checkAll spools them first): now they may be signalled.
-            for report in round.reports {
-                if let json = try? report.json() { object.emit("PinFailure", String(decoding: json, as: UTF8.self)) }
-                Log.warning("trust: pin failure for \(report.hostname): \(report.validationResult)")
-            }
-            if trustSummary != before || !round.reports.isEmpty {
-                Log.notice("trust: \(trustSummary.rawValue)")
-                if var path = current {
-                    path.trust = trustSummary
-                    current = path
-                    object.update(properties(of: path))
-                }
-                object.emit("TrustChanged", trustSummary.rawValue, trustStatus())
+            switch result {
+            case let .success(round): publishTrust(round)
+            case let .failure(failure): Log.error("trust: \(failure)")
             }
         }
-        if configuration.trust.recheck != .onChange { trustTimer.arm(after: configuration.trust.interval) }
+        if configuration.trust.recheck != "on-change" { trustTimer.arm(after: .seconds(configuration.trust.interval)) }
         if trustAgain {
             trustAgain = false
             startTrustCheck(reason: "changed while checking")
         }
     }
 
+    private func publishTrust(_ round: TrustHelper.Round) {
+        let before = trustSummary
+        trustRound = round
+        for error in round.errors { Log.warning("trust: \(error)") }
+        // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
+        for report in round.reports {
+            object.emit("PinFailure", report)
+            Log.warning("trust: pin failure: \(report)")
+        }
+        guard trustSummary != before || !round.reports.isEmpty else { return }
+        Log.notice("trust: \(trustSummary.rawValue)")
+        if var path = current {
+            path.trust = trustSummary
+            current = path
+            object.update(properties(of: path))
+        }
+        object.emit("TrustChanged", trustSummary.rawValue, trustStatus())
+    }
+
     private func handle(_ message: Message) {
         switch message {
-        case let .trustRound(round, generation):
-            finishTrustCheck(round, generation: generation)
         case let .resolved(request, addresses):
             guard let (destination, reply) = pendingRoutes.removeValue(forKey: request) else { return }
             answerRoute(destination, addresses: addresses, reply: reply)
@@ -241,18 +233,11 @@ final class Daemon: ReachabilityObjectDelegate {
     }
 
     func trustStatus() -> String {
-        struct Status: Encodable {
-            var trust: String
-            var hosts: [HostTrustResult]
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let status = Status(trust: trustSummary.rawValue, hosts: trustRound?.hosts ?? [])
-        return (try? encoder.encode(status)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        trustRound?.status ?? "{\"hosts\":[],\"trust\":\"\(trustSummary.rawValue)\"}"
     }
 
     func recheckTrust() throws(BusMethodError) {
-        guard checker != nil else { throw .failed("no trust hosts are configured") }
+        guard checksTrust else { throw .failed("no trust hosts are configured") }
         if let last = lastRecheckRequest, last.duration(to: .now) < .seconds(10) {
             throw .limitsExceeded("RecheckTrust is rate-limited to once per 10 s")
         }
@@ -275,7 +260,7 @@ final class Daemon: ReachabilityObjectDelegate {
         let fresh: DaemonConfiguration
         let freshEngine: PathEngine
         do {
-            fresh = try DaemonConfiguration.load(configFile)
+            fresh = try DaemonConfiguration.load(configFile, helper: helper)
             freshEngine = try PathEngine(options: fresh.monitor)
         } catch {
             Log.error("reload: \(error); the previous configuration stays in force")
@@ -285,7 +270,6 @@ final class Daemon: ReachabilityObjectDelegate {
         engine = freshEngine
         try watchEngine()
         configuration = fresh
-        checker = Self.makeChecker(fresh.trust)
         trustGeneration += 1
         trustRound = nil
         trustRunning = false

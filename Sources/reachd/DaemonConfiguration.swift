@@ -1,19 +1,26 @@
 import FoundationEssentials
 import ReachabilityCore
-import ServerTrust
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Everything reachd reads from its config file: the `[monitor]` and `[trust]` tables.
+/// Everything reachd reads from its config file: the `[monitor]` table, and
+/// what it needs of `[trust]` (validated by reachd-trust, which owns that table).
 struct DaemonConfiguration {
     var monitor = MonitorOptions()
-    var trust = TrustConfiguration()
+    var trust = TrustHelper.Summary.none
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
 
     /// A missing file means defaults; anything else wrong is an error naming `file:line`.
-    static func load(_ file: String) throws -> DaemonConfiguration {
+    static func load(_ file: String, helper: TrustHelper?) throws -> DaemonConfiguration {
         guard access(file, F_OK) == 0 else { return DaemonConfiguration() }
-        return DaemonConfiguration(monitor: try MonitorOptions.load(contentsOf: file),
-                                   trust: try TrustConfiguration.load(contentsOf: file))
+        let monitor = try MonitorOptions.load(contentsOf: file)
+        guard let helper else {
+            throw Failure(description: "reachd-trust, which reads the [trust] table, is not installed beside reachd")
+        }
+        return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file))
     }
 }

@@ -50,16 +50,17 @@ struct ReachD: ParsableCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         _ = Glibc.signal(SIGPIPE, SIG_IGN)
 
+        let helper = TrustHelper.locate()
         let configuration: DaemonConfiguration
         do {
-            configuration = try DaemonConfiguration.load(config)
+            configuration = try DaemonConfiguration.load(config, helper: helper)
         } catch {
             Log.error("\(error)")
             throw ExitCode(1)
         }
         let code: Int32
         do {
-            code = try serve(configuration)
+            code = try serve(configuration, helper: helper)
         } catch {
             Log.error("\(error)")
             throw ExitCode(1)
@@ -69,9 +70,9 @@ struct ReachD: ParsableCommand {
     }
 
     /// Runs the loop until SIGTERM or SIGINT; its exit code.
-    func serve(_ configuration: DaemonConfiguration) throws -> Int32 {
+    func serve(_ configuration: DaemonConfiguration, helper: TrustHelper?) throws -> Int32 {
         let loop = try EventLoop()
-        let daemon = try Daemon(configFile: config, configuration: configuration, loop: loop)
+        let daemon = try Daemon(configFile: config, configuration: configuration, helper: helper, loop: loop)
         let privateSocket = try PrivateSocket(path: socket ?? Self.defaultSocket())
         try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
         Log.info("serving \(privateSocket.path)")

@@ -71,8 +71,13 @@ struct DaemonTests {
                 let refused = try run([DaemonProcess.reachctl, "reload", "--bus", daemon.socket], check: false)
                 #expect(refused.status == 1)
                 #expect(refused.error.contains("reachd.toml:2: ignore must be an array of strings"), "\(refused.error)")
+                // The [trust] table is read by reachd-trust; its file:line reaches the caller too.
+                try "[trust]\ntimeout = \"soon\"\n".write(to: config, atomically: true, encoding: .utf8)
+                let refusedTrust = try run([DaemonProcess.reachctl, "reload", "--bus", daemon.socket], check: false)
+                #expect(refusedTrust.status == 1)
+                #expect(refusedTrust.error.contains("reachd.toml:2: timeout must be a duration"), "\(refusedTrust.error)")
                 daemon.signal(SIGHUP)
-                #expect(await eventually { daemon.log.components(separatedBy: "previous configuration stays in force").count == 3 })
+                #expect(await eventually { daemon.log.components(separatedBy: "previous configuration stays in force").count == 4 })
                 #expect(try property(daemon, "Status").hasPrefix("s "), "still serving")
             }
         }

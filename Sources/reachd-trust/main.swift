@@ -1,0 +1,90 @@
+import FoundationEssentials
+import ServerTrust
+import X509
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// reachd-trust: reachd's TLS side, in a process of its own. TLS, X.509 and
+// swift-crypto bring full Foundation (≈ 10 MB of RSS); the daemon stays small
+// by running this only while a check runs.
+//
+//   reachd-trust check-config FILE
+//       validates the [trust] table; prints {"recheck", "interval", "hosts"}; exit 1 with file:line on stderr
+//   reachd-trust check FILE [STATUS [INTERFACE]]
+//       re-validates every host; spools reports; prints {"overall", "status", "reports", "errors"}
+
+struct ConfigSummary: Encodable {
+    var recheck: String
+    var interval: Int64
+    var hosts: Int
+}
+
+struct CheckOutput: Encodable {
+    var overall: String
+    /// The TrustStatus document, as a string.
+    var status: String
+    /// New pin-failure reports (already spooled), each as a JSON string.
+    var reports: [String]
+    var errors: [String]
+}
+
+struct TrustStatus: Encodable {
+    var trust: String
+    var hosts: [HostTrustResult]
+}
+
+func printLine(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    var line = String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+    line.withUTF8 { _ = write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+}
+
+func fail(_ message: String) -> Never {
+    var line = "reachd-trust: \(message)\n"
+    line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    exit(1)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count >= 2, ["check-config", "check"].contains(arguments[0]) else {
+    fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE]]")
+}
+let file = arguments[1]
+let configuration: TrustConfiguration
+do {
+    configuration = access(file, F_OK) == 0 ? try TrustConfiguration.load(contentsOf: file) : TrustConfiguration()
+} catch {
+    fail("\(error)")
+}
+
+if arguments[0] == "check-config" {
+    for host in configuration.probedHosts where host.policy.mode == .disabled {
+        var line = "reachd-trust: trust evaluation is DISABLED for \(host.pattern): any certificate is accepted\n"
+        line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+    try printLine(ConfigSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
+                                hosts: configuration.probedHosts.count))
+    exit(0)
+}
+
+var errors: [String] = []
+let anchors: [Certificate]
+do {
+    anchors = try ChainValidator.systemAnchors()
+} catch {
+    errors.append("no system roots (\(error)): only configured anchors are trusted")
+    anchors = []
+}
+var path: [String: String] = [:]
+if arguments.count > 2 { path["status"] = arguments[2] }
+if arguments.count > 3 { path["interface"] = arguments[3] }
+let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: ReportSpool(directory: configuration.reports))
+let round = await checker.checkAll(path: path)
+let encoder = JSONEncoder()
+encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+let status = String(decoding: try encoder.encode(TrustStatus(trust: round.overall.rawValue, hosts: round.hosts)), as: UTF8.self)
+try printLine(CheckOutput(overall: round.overall.rawValue, status: status,
+                          reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
+                          errors: errors + round.reportErrors))
