@@ -49,8 +49,10 @@ bench: deps
 install: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product reachd
 	$(SWIFT) build -c release --static-swift-stdlib --product reachctl
+	$(SWIFT) build -c release --static-swift-stdlib --product reachd-trust
 	install -D -s -m 0755 .build/release/reachd $(DESTDIR)$(PREFIX)/bin/reachd
 	install -D -s -m 0755 .build/release/reachctl $(DESTDIR)$(PREFIX)/bin/reachctl
+	install -D -s -m 0755 .build/release/reachd-trust $(DESTDIR)$(PREFIX)/libexec/reachd-trust
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/reachd.service
 	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd-wait-online.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/reachd-wait-online.service
