@@ -88,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "reachability-bench",
             dependencies: [
-                "ReachabilityCore", "Netlink", "NamespaceTesting", "ServerTrust",
+                "ReachabilityCore", "ReachabilityBus", "Netlink", "NamespaceTesting", "ServerTrust",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

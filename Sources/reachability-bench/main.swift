@@ -1,14 +1,15 @@
 import Foundation
 
-// reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--only-trust 1]
+// reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
+//                    [--only-trust 1] [--only-daemon 1]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "idle-seconds": 600]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--only-trust 1]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1]")
         exit(2)
     }
     settings[key] = value
@@ -19,7 +20,12 @@ guard FileManager.default.isExecutableFile(atPath: reachctl) else {
     exit(1)
 }
 
+let reachd = URL(fileURLWithPath: reachctl).deletingLastPathComponent().appendingPathComponent("reachd").path
 do {
+  if settings["only-daemon"] == 1 {
+    try runDaemonBenchmark()
+    exit(0)
+  }
   if settings["only-trust"] == 0 {
     print("== 1. Latency: netlink request → event (ms), \(settings["repetitions"]!) repetitions each")
     print("   raw = a minimal netlink listener reads the message that carries the change; monitor = onChange callback")
@@ -59,7 +65,20 @@ do {
     print("   TrustChecker, all \(settings["hosts"]!) concurrently: median \(format(checker[checker.count / 2], 1)) ms, worst \(format(checker.last!, 1)) ms over \(checker.count) rounds; all trusted: \(trust.allTrusted)")
     print("   curl --pinnedpubkey, one after the other: median \(format(curl[curl.count / 2], 1)) ms over \(curl.count) rounds; all pins accepted: \(trust.curlAllPinned)")
     print("   TrustChecker is \(format(curl[curl.count / 2] / checker[checker.count / 2], 1))× faster")
+    if settings["only-trust"] == 0 { try runDaemonBenchmark() }
 } catch {
     print("reachability-bench: \(error)")
     exit(1)
+}
+
+@MainActor
+func runDaemonBenchmark() throws {
+    let idle = settings["idle-seconds"]!
+    print("\n== 5. reachd: netlink request → StatusChanged at a client of the private socket (ms), \(settings["repetitions"]!) route deletions and additions each")
+    let result = try DaemonBenchmark(repetitions: settings["repetitions"]!, routes: settings["routes"]!, idleSeconds: idle, reachd: reachd).run()
+    print("   raw listener       p50 \(format(percentile(result.raw, 50)))   p99 \(format(percentile(result.raw, 99)))")
+    print("   in-process monitor p50 \(format(percentile(result.callback, 50)))   p99 \(format(percentile(result.callback, 99)))")
+    print("   reachd signal      p50 \(format(percentile(result.signal, 50)))   p99 \(format(percentile(result.signal, 99)))")
+    print("   after \(idle) s idle: RSS \(result.idleRSSKiB) KiB (PSS \(result.idlePSSKiB) KiB), CPU \(result.idleCPUTicks) ticks")
+    print("   \(settings["routes"]!) routes loaded in \(format(result.loadSeconds, 1)) s: reachd \(format(result.microsecondsPerRoute, 2)) µs CPU per route, RSS \(result.routesRSSKiB) KiB; still signals: \(result.answersAfterLoad)")
 }
