@@ -44,6 +44,41 @@ struct DaemonTests {
         }
     }
 
+    @Test("reachctl status, route and wait go through the daemon; wait exits 0 when met, 1 on timeout")
+    func reachctlThroughTheDaemon() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdctl", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", "/nonexistent"])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                let ctl = DaemonProcess.reachctl
+                #expect(try ns[0].exec([ctl, "status", "--bus", daemon.socket]).output.contains("source:      daemon"))
+                #expect(try ns[0].exec([ctl, "status", "--bus", daemon.socket, "--direct"]).output.contains("source:      direct"))
+                #expect(try ns[0].exec([ctl, "route", "10.1.0.1", "--bus", daemon.socket, "--json"]).output.contains("\"source\":\"daemon\""))
+                // Without a daemon at that address, the read-only commands compute the path themselves.
+                #expect(try ns[0].exec([ctl, "status", "--bus", scratch.appendingPathComponent("nothing").path]).output.contains("source:      direct"))
+
+                let met = try ns[0].exec([ctl, "wait", "--bus", daemon.socket, "--timeout", "5s"])
+                #expect(met.status == 0, "already reachable: at once")
+                let timedOut = try ns[0].exec([ctl, "wait", "--for", "unreachable", "--bus", daemon.socket, "--timeout", "300ms"], check: false)
+                #expect(timedOut.status == 1)
+                #expect(timedOut.error == "reachctl: waiting for unreachable: timed out after 300ms\n")
+
+                // A waiter that is released by a change.
+                let waiter = Process()
+                waiter.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                waiter.arguments = ["ip", "netns", "exec", ns[0].name, ctl, "wait", "--for", "unreachable", "--bus", daemon.socket, "--timeout", "20s"]
+                try waiter.run()
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(waiter.isRunning)
+                try ns[0].ip("route del default")
+                #expect(await eventually { !waiter.isRunning })
+                #expect(waiter.terminationStatus == 0)
+            }
+        }
+    }
+
     @Test("Reload: denied to an unprivileged caller, allowed to root; a bad config keeps the old one")
     func reload() async throws {
         try await withScratch { scratch in
