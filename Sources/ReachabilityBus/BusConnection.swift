@@ -98,9 +98,7 @@ package final class BusConnection {
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var result: UnsafeMutablePointer<CChar>?
-        let (seconds, attoseconds) = timeout.components
-        let microseconds = UInt64(seconds) * 1_000_000 + UInt64(attoseconds / 1_000_000_000_000)
-        let status = reachd_bus_call(bus, destination, member, argument, microseconds, &result, &error)
+        let status = reachd_bus_call(bus, destination, member, argument, timeout.microseconds, &result, &error)
         guard status >= 0 else {
             let name = error.name.map { String(cString: $0) }
             let message = error.message.map { String(cString: $0) }
@@ -117,11 +115,7 @@ package final class BusConnection {
 
     /// Waits up to `timeout` (nil: forever) for something to process.
     package func wait(timeout: Duration?) throws(BusError) {
-        let microseconds = timeout.map { duration -> UInt64 in
-            let (seconds, attoseconds) = duration.components
-            return UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000_000)
-        } ?? UInt64.max
-        let result = sd_bus_wait(bus, microseconds)
+        let result = sd_bus_wait(bus, timeout?.microseconds ?? UInt64.max)
         if result == -EINTR { return }
         try check(result, "waiting for the bus")
     }

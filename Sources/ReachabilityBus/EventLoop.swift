@@ -91,9 +91,7 @@ package final class EventLoop {
         package func arm(after delay: Duration) {
             var now: UInt64 = 0
             _ = sd_event_now(sd_event_source_get_event(source), CLOCK_MONOTONIC, &now)
-            let (seconds, attoseconds) = delay.components
-            let microseconds = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
-            _ = sd_event_source_set_time(source, now + microseconds)
+            _ = sd_event_source_set_time(source, now + delay.microseconds)
             _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))
         }
 
@@ -143,4 +141,12 @@ package struct BusError: Error, CustomStringConvertible, Sendable {
 func check(_ result: Int32, _ operation: @autoclosure () -> String) throws(BusError) -> Int32 {
     guard result >= 0 else { throw BusError(operation(), code: -result) }
     return result
+}
+
+extension Duration {
+    /// Whole microseconds, as sd-event and sd-bus count; negative durations are 0.
+    package var microseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        return UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
+    }
 }

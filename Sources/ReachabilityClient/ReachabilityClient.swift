@@ -26,6 +26,15 @@ public final class ReachabilityClient: Sendable {
         /// (`unix:path=/run/reachd/bus` reaches the private socket).
         case system, session
         case address(String)
+
+        /// `system`, `session`, a D-Bus address (`unix:path=…`), or a socket path.
+        public init(_ text: String) {
+            switch BusConnection.Endpoint(text) {
+            case .system: self = .system
+            case .session: self = .session
+            case let .address(address): self = .address(address)
+            }
+        }
     }
 
     public let endpoint: Endpoint

@@ -32,15 +32,7 @@ struct CommonOptions: ParsableArguments {
 
     /// The daemon, unless --direct.
     var client: ReachabilityClient? {
-        direct ? nil : ReachabilityClient(endpoint: bus.map(Self.endpoint) ?? .automatic)
-    }
-
-    static func endpoint(_ text: String) -> ReachabilityClient.Endpoint {
-        switch text {
-        case "system": .system
-        case "session": .session
-        default: .address(text.contains("=") ? text : "unix:path=\(text)")
-        }
+        direct ? nil : ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic)
     }
 
     @Option(help: ArgumentHelp("The reachd config whose [monitor] table to use.", valueName: "file"))

@@ -12,7 +12,7 @@ struct ReloadCommand: ParsableCommand {
     var bus: String?
 
     func run() throws {
-        let client = ReachabilityClient(endpoint: bus.map(CommonOptions.endpoint) ?? .automatic)
+        let client = ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic)
         do {
             try client.reload()
         } catch {

@@ -27,7 +27,7 @@ struct TrustStatusCommand: ParsableCommand {
     }
 
     func run() throws {
-        let client = ReachabilityClient(endpoint: bus.map(CommonOptions.endpoint) ?? .automatic)
+        let client = ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic)
         let document: String
         do {
             document = try client.trustStatus()
