@@ -86,10 +86,15 @@ struct TrustWiringTests {
                 let ctl = try ns[0].exec([DaemonProcess.reachctl, "trust", "status", "--bus", daemon.socket])
                 #expect(ctl.output.hasPrefix("trust: compromised\n  pinned.test:8443  pin-mismatch"), "\(ctl.output)")
 
+                // RecheckTrust runs a round, and is rate-limited.
+                try run(busctl + ["call"] + object + ["RecheckTrust"])
+                let limited = try run(busctl + ["call"] + object + ["RecheckTrust"], check: false)
+                #expect(limited.status != 0 && limited.error.contains("rate-limited"), "\(limited.error)")
+
                 // A path change re-checks; the identical report is neither spooled nor signalled again.
                 try ns[0].ip("route del default")
                 try ns[0].ip("route add default via 10.1.0.1")
-                #expect(await eventually { daemon.log.components(separatedBy: "trust: checking").count >= 3 })
+                #expect(await eventually { daemon.log.components(separatedBy: "trust: checking").count >= 4 })
                 try await Task.sleep(for: .seconds(1))
                 #expect(try FileManager.default.contentsOfDirectory(atPath: reports.path).filter { $0.hasSuffix(".json") }.count == 1)
                 #expect(text().components(separatedBy: "Member=PinFailure").count == 2, "one PinFailure signal")
