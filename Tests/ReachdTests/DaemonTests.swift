@@ -175,12 +175,16 @@ final class NotifyReceiver {
         var messages: [String] = []
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while ContinuousClock.now < deadline {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
+        // Checked once more after the deadline: a starved test task may wake only after it.
+        var last = false
+        while !last {
+            last = ContinuousClock.now >= deadline
+            let count = recv(descriptor, &buffer, buffer.count, last ? Int32(MSG_DONTWAIT) : 0)
             if count > 0 {
                 let message = String(decoding: buffer[..<count], as: UTF8.self)
                 messages.append(message)
                 if done(message) { return messages }
+                last = false
             } else {
                 await Task.yield()
             }

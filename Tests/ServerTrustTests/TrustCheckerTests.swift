@@ -28,9 +28,9 @@ struct TrustCheckerTests {
                                       pinSet: try pins.map { try PinSet(pins: $0, expires: expires, enforce: enforce) })
     }
 
-    func checker(_ entries: [HostTrustConfiguration]) throws -> TrustChecker {
+    func checker(_ entries: [HostTrustConfiguration], timeout: Duration = .milliseconds(500)) throws -> TrustChecker {
         var configuration = TrustConfiguration()
-        configuration.timeout = .milliseconds(500)
+        configuration.timeout = timeout
         for entry in entries { try configuration.hosts.add(entry.pattern, entry) }
         return TrustChecker(configuration: configuration, systemAnchors: [root.certificate], spool: ReportSpool(directory: spoolDirectory))
     }
@@ -82,7 +82,8 @@ struct TrustCheckerTests {
         let deadPort = try await TestTLSServer.closedPort()
         var host = try entry("api.test", port: server.port, pins: [wrong, backup])
         host.reportURIs = [collector.url, "http://127.0.0.1:\(deadPort)/pins"]
-        let checker = try checker([host])
+        // A generous timeout: under a loaded test run the collector may answer late, never not at all.
+        let checker = try checker([host], timeout: .seconds(10))
         let round = await checker.checkAll(at: TestAuthority.now)
         #expect(round.reports.count == 1)
         #expect(collector.bodies.count == 1)
