@@ -9,8 +9,8 @@ import Glibc
 #endif
 
 /// The daemon: one event-loop thread owns the netlink engine and every bus
-/// connection. TLS probes and name resolution run elsewhere and post their
-/// results back through the mailbox.
+/// connection. Trust checks run in reachd-trust (its answer is read on the
+/// loop); name resolution runs on another thread and posts back through the mailbox.
 final class Daemon: ReachabilityObjectDelegate {
     enum Message: Sendable {
         case resolved(request: Int, addresses: [IPAddress])
@@ -65,8 +65,23 @@ final class Daemon: ReachabilityObjectDelegate {
                 rechecks = PathEngine.recheckDelays.map { now + $0 }
                 armRecheck()
             }
-            if !engine.isSynchronized { try? engine.resynchronize() }
-            if outcome.evaluate || !engine.isSynchronized { publishCurrentPath() }
+            let wasSynchronized = engine.isSynchronized
+            resynchronizeIfNeeded()
+            if outcome.evaluate || !wasSynchronized { publishCurrentPath() }
+        }
+    }
+
+    /// After an overrun the state is re-dumped; a dump that fails is retried
+    /// every second (the path is `unknown` meanwhile).
+    private func resynchronizeIfNeeded() {
+        guard !engine.isSynchronized else { return }
+        do {
+            try engine.resynchronize()
+        } catch {
+            Log.warning("netlink: re-reading the state failed (\(error)); retrying in 1 s")
+            rechecks.append(.now + .seconds(1))
+            rechecks.sort()
+            armRecheck()
         }
     }
 
@@ -127,6 +142,7 @@ final class Daemon: ReachabilityObjectDelegate {
     }
 
     private func recheckDue() {
+        resynchronizeIfNeeded()
         publishCurrentPath()
         armRecheck()
     }
