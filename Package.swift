@@ -65,7 +65,7 @@ let package = Package(
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd",
+                "ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

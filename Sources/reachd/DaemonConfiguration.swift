@@ -1,5 +1,6 @@
 import FoundationEssentials
 import ReachabilityCore
+import TOML
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,9 +19,12 @@ struct DaemonConfiguration {
     static func load(_ file: String, helper: TrustHelper?) throws -> DaemonConfiguration {
         guard access(file, F_OK) == 0 else { return DaemonConfiguration() }
         let monitor = try MonitorOptions.load(contentsOf: file)
-        guard let helper else {
-            throw Failure(description: "reachd-trust, which reads the [trust] table, is not installed beside reachd")
+        if let helper { return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file)) }
+        // Without the helper a config may still go without trust checks.
+        let document = try TOML.parse(try String(contentsOfFile: file, encoding: .utf8), file: file)
+        guard document["trust"] == nil else {
+            throw Failure(description: "\(file) has a [trust] table, but reachd-trust, which reads it, is not installed beside reachd")
         }
-        return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file))
+        return DaemonConfiguration(monitor: monitor)
     }
 }
