@@ -47,12 +47,8 @@ struct DaemonBenchmark {
         let (control, query, listener) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery(), try RtnetlinkSubscription()) }
         guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else { throw BenchmarkError("no eth0") }
         let raw = RawListener(listener)
-        let waiter = PathWaiter()
-        let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: host.path))
-        monitor.onChange = { waiter.received($0) }
-        try monitor.start()
+        let (monitor, waiter) = try PathWaiter.monitor(host)
         defer { monitor.stop() }
-        _ = waiter.wait(for: { $0.status == .wired })
 
         let gateway = IPAddress("10.1.0.1")!, any = IPAddress("0.0.0.0")!
         var result = Result()

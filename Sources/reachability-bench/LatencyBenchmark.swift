@@ -46,12 +46,8 @@ struct LatencyBenchmark {
         }
 
         let raw: RawListener? = withRawListener ? RawListener(listener) : nil
-        let waiter = PathWaiter()
-        let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: host.path))
-        monitor.onChange = { waiter.received($0) }
-        try monitor.start()
+        let (monitor, waiter) = try PathWaiter.monitor(host)
         defer { monitor.stop() }
-        _ = waiter.wait(for: { $0.status == .wired })
 
         let gateway = IPAddress("10.1.0.1")!, local = IPAddress("10.1.0.2")!, any = IPAddress("0.0.0.0")!
         func addDefault() throws { try control.route(add: true, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
@@ -113,6 +109,16 @@ struct BenchmarkError: Error, CustomStringConvertible {
 
 /// Waits for the monitor's callback to deliver a path that meets an expectation.
 final class PathWaiter: @unchecked Sendable {
+    /// A monitor of `host`'s namespace feeding a waiter, started and wired.
+    static func monitor(_ host: TestNamespace) throws -> (ReachabilityMonitor, PathWaiter) {
+        let waiter = PathWaiter()
+        let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: host.path))
+        monitor.onChange = { waiter.received($0) }
+        try monitor.start()
+        _ = waiter.wait(for: { $0.status == .wired })
+        return (monitor, waiter)
+    }
+
     private let lock = NSLock()
     private var expectation: (@Sendable (Path) -> Bool)?
     private var time: UInt64?
