@@ -10,6 +10,19 @@ package final class PrivateSocket {
     package let path: String
     let descriptor: Int32
 
+    /// The socket's default place (CONTRACT.md): the service's RuntimeDirectory
+    /// under systemd, `/run/reachd/bus` as root, else `$XDG_RUNTIME_DIR/reachd/bus`,
+    /// else `/tmp/reachd-$UID/bus`.
+    package static var defaultPath: String {
+        func environment(_ name: String) -> String? {
+            getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        if let runtime = environment("RUNTIME_DIRECTORY") { return "\(runtime.split(separator: ":").first ?? "/run/reachd")/bus" }
+        if getuid() == 0 { return "/run/reachd/bus" }
+        if let runtime = environment("XDG_RUNTIME_DIR") { return "\(runtime)/reachd/bus" }
+        return "/tmp/reachd-\(getuid())/bus"
+    }
+
     /// Binds `path`, replacing a stale socket left by a previous run, and creating its directory.
     package init(path: String) throws(BusError) {
         self.path = path

@@ -46,14 +46,10 @@ public final class ReachabilityClient: Sendable {
         self.reconnectDelays = reconnectDelays
     }
 
-    /// The private socket's default place for this process (CONTRACT.md).
+    /// Where the private socket is: the system service's, else where a daemon
+    /// run by this user puts it (CONTRACT.md).
     public static var defaultSocketPath: String {
-        if getuid() == 0 || access("/run/reachd/bus", F_OK) == 0 { return "/run/reachd/bus" }
-        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty,
-           access("\(runtime)/reachd/bus", F_OK) == 0 {
-            return "\(runtime)/reachd/bus"
-        }
-        return "/tmp/reachd-\(getuid())/bus"
+        access("/run/reachd/bus", F_OK) == 0 ? "/run/reachd/bus" : PrivateSocket.defaultPath
     }
 
     /// Why the daemon could not answer.
@@ -135,7 +131,7 @@ public final class ReachabilityClient: Sendable {
 
     // MARK: Subscriptions
 
-    private struct Subscribers: ~Copyable {
+    private struct Subscribers {
         var streams: [Int: AsyncStream<Path>.Continuation] = [:]
         var callbacks: [Int: (DispatchQueue, @Sendable (Path) -> Void)] = [:]
         var nextID = 0
@@ -232,7 +228,8 @@ public final class ReachabilityClient: Sendable {
             do {
                 thread = try DedicatedThread { [self] in run() }
             } catch {
-                FileHandleless.warn("ReachabilityClient: cannot start its thread: \(error)")
+                var line = "ReachabilityClient: cannot start its thread: \(error)\n"
+                line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
             }
         }
 
@@ -305,13 +302,5 @@ public final class ReachabilityClient: Sendable {
             let milliseconds = Int32(clamping: delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
             _ = poll(&descriptor, 1, milliseconds)
         }
-    }
-}
-
-/// A last-resort message on stderr (the library has no logger).
-enum FileHandleless {
-    static func warn(_ message: String) {
-        var line = message + "\n"
-        line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 }

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 extension HostTrustResult: Encodable {
     enum CodingKeys: String, CodingKey {
-        case host, port, pattern, verdict, reason, enforced, tlsVersion = "tls-version", presentedPins = "presented-pins", checkedAt = "checked-at"
+        case host, port, pattern, verdict, reason, enforced, tlsVersion = "tls-version", presentedPins = "presented-pins", warning, checkedAt = "checked-at"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -15,6 +15,7 @@ extension HostTrustResult: Encodable {
         try container.encode(enforced, forKey: .enforced)
         try container.encode(tlsVersion?.name, forKey: .tlsVersion)
         try container.encode(presentedPins.map(\.description), forKey: .presentedPins)
+        try container.encodeIfPresent(warning, forKey: .warning)
         try container.encode(checkedAt.formatted(.iso8601), forKey: .checkedAt)
     }
 }

@@ -16,6 +16,9 @@ public struct HostTrustResult: Sendable, Equatable {
     public var tlsVersion: TLSVersion?
     /// The pins of the chain the server presented, leaf first.
     public var presentedPins: [PublicKeyPin]
+    /// Something to fix before it bites: every pin is a key of the current
+    /// chain, so rotating that key would fail every client.
+    public var warning: String?
     public var checkedAt: Date
 
     /// Whether a client may go on: trusted, pins expired (not enforced any

@@ -151,7 +151,8 @@ public struct TrustChecker: Sendable {
     /// A result before anything is known: unreachable until a handshake says otherwise.
     static func pending(_ host: String, port: Int, configuration: HostTrustConfiguration, at time: Date) -> HostTrustResult {
         HostTrustResult(host: host, port: port, pattern: configuration.pattern.description, verdict: .unreachable, reason: "",
-                        enforced: configuration.pinSet?.enforce ?? true, tlsVersion: nil, presentedPins: [], checkedAt: time)
+                        enforced: configuration.pinSet?.enforce ?? true, tlsVersion: nil, presentedPins: [], warning: nil,
+                        checkedAt: time)
     }
 
     func evaluate(_ presented: TLSProbe.Presented, connection: NegotiatedTLS?, into result: HostTrustResult,
@@ -173,6 +174,8 @@ public struct TrustChecker: Sendable {
             (result.verdict, result.reason) = (.pinsExpired, "the pins expired after \(day) and are not enforced; \(evaluation.reason)")
         } else if evaluation.verdict == .pinMismatch && !result.enforced {
             result.reason += " (report-only: not enforced)"
+        } else if evaluation.verdict == .trusted, let pinSet = configuration.pinSet {
+            result.warning = pinSet.backupWarning(for: context.validated ?? presented.chain)
         }
         return Outcome(result: result, served: presented.chain, validated: context.validated ?? [])
     }

@@ -12,7 +12,7 @@ import Glibc
 //   reachd-trust check-config FILE
 //       validates the [trust] table; prints {"recheck", "interval", "hosts"}; exit 1 with file:line on stderr
 //   reachd-trust check FILE [STATUS [INTERFACE]]
-//       re-validates every host; spools reports; prints {"overall", "status", "reports", "errors"}
+//       re-validates every host; spools reports; prints {"overall", "status", "reports", "warnings"}
 
 struct ConfigSummary: Encodable {
     var recheck: String
@@ -26,7 +26,8 @@ struct CheckOutput: Encodable {
     var status: String
     /// New pin-failure reports (already spooled), each as a JSON string.
     var reports: [String]
-    var errors: [String]
+    /// For the daemon's log: missing roots, undeliverable reports, pins without a backup.
+    var warnings: [String]
 }
 
 struct TrustStatus: Encodable {
@@ -69,12 +70,12 @@ if arguments[0] == "check-config" {
     exit(0)
 }
 
-var errors: [String] = []
+var warnings: [String] = []
 let anchors: [Certificate]
 do {
     anchors = try ChainValidator.systemAnchors()
 } catch {
-    errors.append("no system roots (\(error)): only configured anchors are trusted")
+    warnings.append("no system roots (\(error)): only configured anchors are trusted")
     anchors = []
 }
 var path: [String: String] = [:]
@@ -87,4 +88,4 @@ encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
 let status = String(decoding: try encoder.encode(TrustStatus(trust: round.overall.rawValue, hosts: round.hosts)), as: UTF8.self)
 try printLine(CheckOutput(overall: round.overall.rawValue, status: status,
                           reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
-                          errors: errors + round.reportErrors))
+                          warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } }))

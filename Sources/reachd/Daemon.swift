@@ -195,11 +195,12 @@ final class Daemon: ReachabilityObjectDelegate {
     private func publishTrust(_ round: TrustHelper.Round) {
         let before = trustSummary
         trustRound = round
-        for error in round.errors { Log.warning("trust: \(error)") }
+        for warning in round.warnings { Log.warning("trust: \(warning)") }
         // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
         for report in round.reports {
             object.emit("PinFailure", report)
-            Log.warning("trust: pin failure: \(report)")
+            let head = try? JSONDecoder().decode(TrustHelper.ReportHead.self, from: Data(report.utf8))
+            Log.warning("trust: pin failure for \(head?.hostname ?? "?"): \(head?.validationResult ?? "?") (report spooled)")
         }
         guard trustSummary != before || !round.reports.isEmpty else { return }
         Log.notice("trust: \(trustSummary.rawValue)")

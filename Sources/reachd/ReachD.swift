@@ -25,16 +25,6 @@ struct ReachD: ParsableCommand {
     @Option(name: .customLong("log-level"), help: ArgumentHelp("error, warning, notice, info or debug.", valueName: "level"))
     var logLevel = "info"
 
-    /// The private socket's default place (CONTRACT.md).
-    static func defaultSocket() -> String {
-        if let runtime = getenv("RUNTIME_DIRECTORY").map({ String(cString: $0) }), !runtime.isEmpty {
-            return "\(runtime.split(separator: ":").first ?? "/run/reachd")/bus"
-        }
-        if getuid() == 0 { return "/run/reachd/bus" }
-        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty { return "\(runtime)/reachd/bus" }
-        return "/tmp/reachd-\(getuid())/bus"
-    }
-
     func run() throws {
         guard let level = Log.Level(name: logLevel) else {
             throw ValidationError("--log-level must be one of error, warning, notice, info, debug")
@@ -73,7 +63,7 @@ struct ReachD: ParsableCommand {
     func serve(_ configuration: DaemonConfiguration, helper: TrustHelper?) throws -> Int32 {
         let loop = try EventLoop()
         let daemon = try Daemon(configFile: config, configuration: configuration, helper: helper, loop: loop)
-        let privateSocket = try PrivateSocket(path: socket ?? Self.defaultSocket())
+        let privateSocket = try PrivateSocket(path: socket ?? PrivateSocket.defaultPath)
         try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
         Log.info("serving \(privateSocket.path)")
         let onBus = try connectBus(daemon.object, loop: loop)
@@ -84,7 +74,7 @@ struct ReachD: ParsableCommand {
         daemon.publishCurrentPath()
         let code = try loop.run()
         // The socket file goes, and the bus name is released, only now.
-        _ = (privateSocket.path, onBus?.isOpen)
+        withExtendedLifetime((privateSocket, onBus)) {}
         return code
     }
 

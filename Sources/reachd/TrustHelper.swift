@@ -23,7 +23,15 @@ struct TrustHelper {
         var overall: String
         var status: String
         var reports: [String]
-        var errors: [String]
+        var warnings: [String]
+    }
+
+    /// What the log says of a pin-failure report (the report itself holds PEM chains).
+    struct ReportHead: Decodable {
+        var hostname: String
+        var validationResult: String
+
+        enum CodingKeys: String, CodingKey { case hostname, validationResult = "validation-result" }
     }
 
     struct Failure: Error, CustomStringConvertible {

@@ -45,7 +45,15 @@ struct TrustCheckerTests {
         let good: Set = [try PublicKeyPin(certificate: intermediate.certificate), backup]
 
         let trusted = try checker([try entry("localhost", port: server.port, pins: good)])
-        #expect(await trusted.checkAll(at: TestAuthority.now).overall == .ok)
+        let okRound = await trusted.checkAll(at: TestAuthority.now)
+        #expect(okRound.overall == .ok)
+        #expect(okRound.hosts[0].warning == nil, "a backup pin outside the chain")
+        // Every pin a key of the current chain: trusted, with a warning.
+        let noBackup = try checker([try entry("localhost", port: server.port,
+                                              pins: [try PublicKeyPin(certificate: leaf), try PublicKeyPin(certificate: intermediate.certificate)])])
+        let warned = await noBackup.checkAll(at: TestAuthority.now).hosts[0]
+        #expect(warned.verdict == .trusted)
+        #expect(warned.warning?.contains("backup") == true)
 
         // Pins that expired, a report-only mismatch and a silent peer degrade; nothing is compromised yet.
         let degraded = try checker([

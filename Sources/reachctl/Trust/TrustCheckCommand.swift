@@ -14,16 +14,13 @@ struct TrustCheckCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Dial this address instead of resolving the name; SNI and the name check use the name.", valueName: "address"))
     var connect: String?
 
-    @Option(help: ArgumentHelp("Connect and handshake timeout, each.", valueName: "seconds"))
-    var timeout: Double = 5
+    @Option(help: ArgumentHelp("Connect and handshake timeout, each (default: the config's, else 5).", valueName: "seconds"))
+    var timeout: Double?
 
     @OptionGroup var policy: TrustPolicyOptions
 
     func run() async throws {
-        var checker = try policy.checker(for: server.host)
-        var configuration = checker.configuration
-        configuration.timeout = .milliseconds(Int64(timeout * 1000))
-        checker = TrustChecker(configuration: configuration, systemAnchors: checker.systemAnchors)
+        let checker = try policy.checker(for: server.host, timeout: timeout)
         let result = await checker.check(server.host, port: server.port, connectingTo: connect)
         if policy.json { try writeJSON(result) } else { write(line: describe(result)) }
         if result.verdict == .unreachable { throw ExitCode(2) }

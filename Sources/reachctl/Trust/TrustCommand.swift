@@ -34,20 +34,23 @@ struct TrustPolicyOptions: ParsableArguments {
     @Flag(help: "Print JSON.")
     var json = false
 
-    /// A checker with the policy the flags describe for `host`, or the config's.
-    func checker(for host: String?) throws -> TrustChecker {
+    /// A checker with the policy the flags describe for `host`, or the config's;
+    /// `timeout` (seconds) replaces the config's.
+    func checker(for host: String?, timeout: Double? = nil) throws -> TrustChecker {
         if pins.isEmpty && anchors.isEmpty {
             let file = config ?? "/etc/reachd/reachd.toml"
             var configuration = TrustConfiguration()
             if config != nil || access(file, F_OK) == 0 {
                 do { configuration = try TrustConfiguration.load(contentsOf: file) } catch { throw fail("reading \(file)", error) }
             }
+            if let timeout { configuration.timeout = .milliseconds(Int64(timeout * 1000)) }
             return TrustChecker(configuration: configuration, systemAnchors: try Self.systemAnchors())
         }
         let pins: Set<PublicKeyPin>
         do { pins = Set(try self.pins.map { try PublicKeyPin(parsing: $0) }) } catch { throw fail("--pin", error) }
         let roots = try Self.anchors(from: anchors)
         var configuration = TrustConfiguration()
+        if let timeout { configuration.timeout = .milliseconds(Int64(timeout * 1000)) }
         if let host {
             // One-off checks have no backup-pin rule: that rule protects deployed clients.
             let policy = try pins.isEmpty ? TrustPolicy(requiresTLSBaseline: true) : TrustPolicy(mode: .publicKey, pins: pins, requiresTLSBaseline: true)
@@ -113,6 +116,7 @@ func describe(_ result: HostTrustResult) -> String {
                  "  \(result.reason)"]
     if let version = result.tlsVersion { lines.append("  negotiated \(version.name)") }
     if result.pattern != result.host { lines.append("  policy of \(result.pattern)") }
+    if let warning = result.warning { lines.append("  warning: \(warning)") }
     for (index, pin) in result.presentedPins.enumerated() {
         lines.append("  \(index == 0 ? "chain:" : "      ") \(pin)")
     }
