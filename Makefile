@@ -35,7 +35,16 @@ run: build
 test: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test: the kernel tests create network namespaces; run it as root (sudo make test)" >&2; exit 1; }
 	$(SWIFT) build --build-tests
-	$(SWIFT) test
+	@# Failures scroll away under the passing tests: repeat them at the end,
+	@# where a CI log's tail shows them, then the runner's own closing line.
+	@{ $(SWIFT) test 2>&1; echo $$? > .build/test-status; } | tee .build/test.log; \
+	status=$$(cat .build/test-status); \
+	if [ "$$status" -ne 0 ]; then \
+	  echo "==== make test: what failed (all of it in .build/test.log) ===="; \
+	  grep -E '✘|Fatal error|error:' .build/test.log | grep -v '✘ Test run' | head -60; \
+	  grep -E '(Test run|Executed) .*' .build/test.log | tail -1; \
+	fi; \
+	exit $$status
 
 ## Benchmarks against a raw netlink listener in the same namespace; prints numbers.
 bench: deps
