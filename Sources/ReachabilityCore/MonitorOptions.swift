@@ -76,10 +76,9 @@ extension MonitorOptions {
     /// Reads the `[monitor]` table of a reachd.toml. Other tables are left to their owners.
     ///
     /// - Throws: an error whose description is `file:line: reason` for syntax errors,
-    ///   unknown keys and bad values; the file's own error when it cannot be read.
+    ///   unknown keys and bad values, `file: reason` when it cannot be read.
     public static func load(contentsOf file: String) throws -> MonitorOptions {
-        let text = try String(contentsOfFile: file, encoding: .utf8)
-        let document = try TOML.parse(text, file: file)
+        let document = try TOML.parse(contentsOfFile: file)
         var root = TOMLTableReader(document, file: file, name: "")
         guard var monitor = try root.table("monitor") else { return MonitorOptions() }
         return try MonitorOptions(reading: &monitor)

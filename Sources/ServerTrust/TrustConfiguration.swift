@@ -34,10 +34,9 @@ public struct TrustConfiguration: Sendable {
     /// Reads the `[trust]` table of a reachd.toml; no table means no hosts.
     ///
     /// - Throws: `TOMLError` (`file:line: reason`) for syntax errors, unknown keys,
-    ///   bad values and policies that cannot work; the file's own error when it cannot be read.
+    ///   bad values and policies that cannot work; `file: reason` when it cannot be read.
     public static func load(contentsOf file: String) throws -> TrustConfiguration {
-        let text = try String(contentsOfFile: file, encoding: .utf8)
-        var root = TOMLTableReader(try TOML.parse(text, file: file), file: file, name: "")
+        var root = TOMLTableReader(try TOML.parse(contentsOfFile: file), file: file, name: "")
         guard var trust = try root.table("trust") else { return TrustConfiguration() }
         let directory = file.contains("/") ? String(file[..<file.lastIndex(of: "/")!]) : "."
         return try TrustConfiguration(reading: &trust, relativeTo: directory)

@@ -21,7 +21,7 @@ struct DaemonConfiguration {
         let monitor = try MonitorOptions.load(contentsOf: file)
         if let helper { return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file)) }
         // Without the helper a config may still go without trust checks.
-        let document = try TOML.parse(try String(contentsOfFile: file, encoding: .utf8), file: file)
+        let document = try TOML.parse(contentsOfFile: file)
         guard document["trust"] == nil else {
             throw Failure(description: "\(file) has a [trust] table, but reachd-trust, which reads it, is not installed beside reachd")
         }
