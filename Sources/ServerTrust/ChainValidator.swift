@@ -1,5 +1,5 @@
 import FoundationEssentials
-@_spi(FixedExpiryValidationTime) import X509
+import X509
 
 /// The default evaluation: the presented chain must lead to a trust anchor under
 /// RFC 5280, and the leaf must be valid for the host name or address (RFC 6125).
@@ -75,7 +75,8 @@ public struct ChainValidator: Sendable {
     @PolicyBuilder
     private func webPKIPolicies(at time: Date) -> some VerifierPolicy {
         NameConstraintsBudgetPolicy()
-        RFC5280Policy(fixedExpiryValidationTime: time)
+        RFC5280PathPolicy(validationTime: time)
+        NameConstraintsPolicy()
         ChainLengthPolicy(maximumIntermediates: maximumIntermediates)
         if profile == .webPKI {
             CertificateProfilePolicy()

@@ -3,7 +3,7 @@ import SwiftASN1
 import X509
 
 // What RFC 5280, CA/Browser Forum Baseline Requirements and webpki require of a
-// TLS server's chain beyond swift-certificates' RFC5280Policy: small
+// TLS server's chain beyond the path checks (RFC5280PathPolicy, NameConstraintsPolicy): small
 // VerifierPolicy values, each one rule, in its style. The chain is leaf first,
 // trust anchor last.
 

@@ -28,11 +28,12 @@ public struct RevocationTrustEvaluator: ServerTrustEvaluator {
         }
         let requester = OCSPHTTPRequester(hardFail: mode == .hard, timeout: timeout)
         let failureMode: OCSPFailureMode = mode == .hard ? .hard : .soft
-        // The verifier rebuilds the same chain; RFC 5280's policy is there because a
+        // The verifier rebuilds the same chain; the RFC 5280 policies are there because a
         // verifier rejects, without a reason, critical extensions no policy claims.
         let time = context.validationTime ?? Date()
         var verifier = Verifier(rootCertificates: CertificateStore([anchor])) {
-            RFC5280Policy(fixedExpiryValidationTime: time)
+            RFC5280PathPolicy(validationTime: time)
+            NameConstraintsPolicy()
             OCSPVerifierPolicy(failureMode: failureMode, requester: requester, fixedExpiryValidationTime: time)
         }
         switch await verifier.validate(leaf: chain[0], intermediates: CertificateStore(chain.dropFirst().dropLast())) {
