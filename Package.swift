@@ -61,13 +61,11 @@ let package = Package(
         .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd"]),
-        // The daemon links no TLS code (and so no full Foundation): trust checks run in reachd-trust.
+        // The daemon links no TLS code (and so no full Foundation): trust checks run in
+        // reachd-trust. Nor swift-argument-parser: its four options are parsed by hand.
         .executableTarget(
             name: "reachd",
-            dependencies: [
-                "ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML"]
         ),
         .executableTarget(
             name: "reachd-trust",

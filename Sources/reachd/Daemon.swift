@@ -109,8 +109,15 @@ final class Daemon: ReachabilityObjectDelegate {
         if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
         lastLoggedLine = line
         notify(isReady ? "STATUS=\(line)" : "READY=1\nSTATUS=\(line)")
+        // The first path starts the first round whatever `recheck` says (with
+        // "interval" alone there would be no verdict for an interval); after it,
+        // path changes do unless only the interval should.
+        if !isReady {
+            startTrustCheck(reason: "start")
+        } else if configuration.trust.recheck != "interval" {
+            startTrustCheck(reason: "path change")
+        }
         isReady = true
-        if configuration.trust.recheck != "interval" { startTrustCheck(reason: "path change") }
     }
 
     private func properties(of path: Path) -> ReachabilityObject.Properties {

@@ -1,4 +1,3 @@
-import ArgumentParser
 import FoundationEssentials
 import ReachabilityBus
 import ReachabilityCore
@@ -7,29 +6,29 @@ import Glibc
 #endif
 
 @main
-struct ReachD: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "reachd",
-        abstract: "The network reachability daemon: the path and TLS trust on D-Bus and a private socket."
-    )
+struct ReachD {
+    let options: DaemonOptions
 
-    @Option(help: ArgumentHelp("The config file; a missing file means defaults.", valueName: "file"))
-    var config = "/etc/reachd/reachd.toml"
-
-    @Option(help: ArgumentHelp("auto (the system bus when the name may be owned), system, session, none, or a D-Bus address.", valueName: "bus"))
-    var bus = "auto"
-
-    @Option(help: ArgumentHelp("The private socket (default: /run/reachd/bus as root or under systemd, else $XDG_RUNTIME_DIR/reachd/bus, else /tmp/reachd-$UID/bus).", valueName: "path"))
-    var socket: String?
-
-    @Option(name: .customLong("log-level"), help: ArgumentHelp("error, warning, notice, info or debug.", valueName: "level"))
-    var logLevel = "info"
-
-    func run() throws {
-        guard let level = Log.Level(name: logLevel) else {
-            throw ValidationError("--log-level must be one of error, warning, notice, info, debug")
+    static func main() {
+        let options: DaemonOptions
+        do throws(DaemonOptions.Stop) {
+            options = try DaemonOptions(arguments: CommandLine.arguments.dropFirst())
+        } catch {
+            switch error {
+            case .help:
+                print(DaemonOptions.help, terminator: "")
+                return
+            case let .usage(message):
+                Log.error("\(message) (see reachd --help)")
+                exit(64)  // EX_USAGE
+            }
         }
-        Log.threshold = level
+        exit(ReachD(options: options).run())
+    }
+
+    /// The exit code.
+    func run() -> Int32 {
+        Log.threshold = options.logLevel
         // Before any thread exists, so that every thread inherits the mask and the
         // signals reach the loop's signalfd only.
         var signals = sigset_t()
@@ -41,29 +40,21 @@ struct ReachD: ParsableCommand {
         _ = Glibc.signal(SIGPIPE, SIG_IGN)
 
         let helper = TrustHelper.locate()
-        let configuration: DaemonConfiguration
         do {
-            configuration = try DaemonConfiguration.load(config, helper: helper)
+            let code = try serve(try DaemonConfiguration.load(options.config, helper: helper), helper: helper)
+            Log.info("exiting")
+            return code
         } catch {
             Log.error("\(error)")
-            throw ExitCode(1)
+            return 1
         }
-        let code: Int32
-        do {
-            code = try serve(configuration, helper: helper)
-        } catch {
-            Log.error("\(error)")
-            throw ExitCode(1)
-        }
-        Log.info("exiting")
-        if code != 0 { throw ExitCode(code) }
     }
 
     /// Runs the loop until SIGTERM or SIGINT; its exit code.
     func serve(_ configuration: DaemonConfiguration, helper: TrustHelper?) throws -> Int32 {
         let loop = try EventLoop()
-        let daemon = try Daemon(configFile: config, configuration: configuration, helper: helper, loop: loop)
-        let privateSocket = try PrivateSocket(path: socket ?? PrivateSocket.defaultPath)
+        let daemon = try Daemon(configFile: options.config, configuration: configuration, helper: helper, loop: loop)
+        let privateSocket = try PrivateSocket(path: options.socket ?? PrivateSocket.defaultPath)
         try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
         Log.info("serving \(privateSocket.path)")
         let onBus = try connectBus(daemon.object, loop: loop)
@@ -81,6 +72,7 @@ struct ReachD: ParsableCommand {
     /// The well-known name on the chosen bus. `auto` goes without a bus when
     /// there is none or the name may not be owned; a named bus must work.
     func connectBus(_ object: ReachabilityObject, loop: EventLoop) throws -> BusConnection? {
+        let bus = options.bus
         if bus == "none" { return nil }
         do {
             let connection = try BusConnection.connect(bus == "auto" ? .system : BusConnection.Endpoint(bus))

@@ -132,6 +132,19 @@ struct DaemonTests {
         }
     }
 
+    @Test("the command line of CONTRACT.md: --help, and usage errors exit 64 naming the option")
+    func commandLine() throws {
+        let help = try run([DaemonProcess.binary, "--help"])
+        #expect(help.output.hasPrefix("USAGE: reachd [--config <file>] [--bus <bus>] [--socket <path>] [--log-level <level>]\n"))
+        for option in ["--config", "--bus", "--socket", "--log-level"] { #expect(help.output.contains("  \(option) <"), "\(option)") }
+        for (arguments, message) in [(["--bogus"], "unknown option '--bogus'"), (["--config"], "missing value for '--config'"),
+                                     (["--log-level=loud"], "--log-level must be one of error, warning, notice, info, debug, not 'loud'"),
+                                     (["stray"], "unexpected argument 'stray'")] {
+            let result = try run([DaemonProcess.binary] + arguments, check: false)
+            #expect(result.status == 64 && result.error == "reachd: \(message) (see reachd --help)\n", "\(arguments): \(result.error)")
+        }
+    }
+
     @Test("READY=1 and STATUS= reach NOTIFY_SOCKET after the first path; WATCHDOG=1 when asked for")
     func notify() async throws {
         try await withScratch { scratch in
