@@ -65,21 +65,35 @@ let package = Package(
         // reachd-trust. Nor swift-argument-parser: its four options are parsed by hand.
         .executableTarget(
             name: "reachd",
-            dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML"]
+            dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML", "Libexec"]
         ),
-        .executableTarget(
-            name: "reachd-trust",
-            dependencies: ["ServerTrust", .product(name: "X509", package: "swift-certificates")]
+        // Where the helper programs are: beside the running one, or in ../libexec.
+        .target(name: "Libexec"),
+        // reachctl's output and error format, and the help texts of `reachctl trust`.
+        .target(
+            name: "ReachctlSupport",
+            dependencies: ["TOML", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .executableTarget(
-            name: "reachctl",
+        // `reachctl trust check|verify|pin|diagnose`: TLS, so they run in reachd-trust.
+        .target(
+            name: "TrustCommands",
             dependencies: [
-                "ReachabilityCore",
-                "ReachabilityClient",
-                "ServerTrust",
+                "ServerTrust", "ReachctlSupport",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "reachd-trust",
+            dependencies: ["ServerTrust", "TrustCommands", .product(name: "X509", package: "swift-certificates")]
+        ),
+        // No TLS code (the trust commands that need it run in reachd-trust): no full Foundation.
+        .executableTarget(
+            name: "reachctl",
+            dependencies: [
+                "ReachabilityCore", "ReachabilityClient", "ReachctlSupport", "Libexec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ReachabilityClient
 import ReachabilityCore
+import ReachctlSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,6 +18,16 @@ struct ReachCtl: AsyncParsableCommand {
         """,
         subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, RouteCommand.self, TrustCommand.self, ReloadCommand.self]
     )
+
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if TrustCommand.isTLSCommand(arguments) { TrustCommand.runInHelper(arguments) }
+        // `reachctl help trust check` is `reachctl trust check --help`, which reachd-trust answers.
+        if arguments.first == "help", TrustCommand.isTLSCommand(Array(arguments.dropFirst())) {
+            TrustCommand.runInHelper(Array(arguments.dropFirst(1).prefix(2)) + ["--help"])
+        }
+        await main(arguments)
+    }
 }
 
 /// Flags every command takes.
@@ -77,28 +88,7 @@ struct CommonOptions: ParsableArguments {
         do {
             return try MonitorOptions.load(contentsOf: file)
         } catch {
-            throw fail("reading \(file)", "\(error)")
-        }
-    }
-}
-
-/// Prints `reachctl: what: why` to stderr, the one error format of the CLI.
-func fail(_ what: String, _ why: Any, exitCode: Int32 = 1) -> ExitCode {
-    write(line: "reachctl: \(what): \(why)", to: STDERR_FILENO)
-    return ExitCode(exitCode)
-}
-
-/// Writes one line with a single unbuffered write: a reader on a pipe sees each
-/// line of `watch` as it happens, and lines never interleave.
-func write(line: String, to descriptor: Int32 = STDOUT_FILENO) {
-    var text = line + "\n"
-    text.withUTF8 { bytes in
-        var offset = 0
-        while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return }
-            offset += written
+            throw fail(reading: file, error)
         }
     }
 }

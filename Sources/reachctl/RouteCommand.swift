@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReachctlSupport
 import ReachabilityClient
 import ReachabilityCore
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReachctlSupport
 import ReachabilityCore
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReachctlSupport
 @preconcurrency import Dispatch
 import ReachabilityCore
 #if canImport(Glibc)

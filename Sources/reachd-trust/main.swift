@@ -1,5 +1,6 @@
 import FoundationEssentials
 import ServerTrust
+import TrustCommands
 import X509
 #if canImport(Glibc)
 import Glibc
@@ -13,6 +14,8 @@ import Glibc
 //       validates the [trust] table; prints {"recheck", "interval", "hosts"}; exit 1 with file:line on stderr
 //   reachd-trust check FILE [STATUS [INTERFACE]]
 //       re-validates every host; spools reports; prints {"overall", "status", "reports", "warnings"}
+//   reachd-trust ctl check|verify|pin|diagnose …
+//       `reachctl trust …`'s TLS commands (reachctl execs this for them)
 
 struct ConfigSummary: Encodable {
     var recheck: String
@@ -49,8 +52,12 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "ctl" {
+    await ReachctlTrustCommand.run(Array(arguments.dropFirst()))
+    exit(0)
+}
 guard arguments.count >= 2, ["check-config", "check"].contains(arguments[0]) else {
-    fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE]]")
+    fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE]] | ctl COMMAND …")
 }
 let file = arguments[1]
 let configuration: TrustConfiguration

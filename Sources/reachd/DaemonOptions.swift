@@ -41,10 +41,12 @@ struct DaemonOptions: Equatable {
         while let argument = arguments.next() {
             if argument == "-h" || argument == "--help" { throw .help }
             guard argument.hasPrefix("--") else { throw .usage("unexpected argument '\(argument)'") }
-            let parts = argument.split(separator: "=", maxSplits: 1)
+            let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
             guard ["--config", "--bus", "--socket", "--log-level"].contains(name) else { throw .usage("unknown option '\(name)'") }
-            guard let value = parts.count == 2 ? String(parts[1]) : arguments.next() else {
+            // `--config=` and `--config --bus x` lack a value: an empty path would quietly mean defaults.
+            let inline = parts.count == 2 ? String(parts[1]) : nil
+            guard let value = inline ?? arguments.next(), !value.isEmpty, inline != nil || !value.hasPrefix("--") else {
                 throw .usage("missing value for '\(name)'")
             }
             switch name {

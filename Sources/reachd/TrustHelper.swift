@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Libexec
 import ReachabilityBus
 #if canImport(Glibc)
 import Glibc
@@ -42,15 +43,7 @@ struct TrustHelper {
 
     /// Beside the daemon's own binary, or in ../libexec.
     static func locate() -> TrustHelper? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        let exe = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let directory = String(exe[..<(exe.lastIndex(of: "/") ?? exe.startIndex)])
-        for candidate in ["\(directory)/reachd-trust", "\(directory)/../libexec/reachd-trust"] where access(candidate, X_OK) == 0 {
-            return TrustHelper(executable: candidate)
-        }
-        return nil
+        Libexec.path(of: "reachd-trust").map(TrustHelper.init(executable:))
     }
 
     /// Validates the `[trust]` table of `file` (blocking: at start and on reload).

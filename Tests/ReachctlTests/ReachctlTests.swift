@@ -61,7 +61,7 @@ struct ReachctlTests {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let result = try run([Self.reachctl, "status", "--config", file], check: false)
         #expect(result.status == 1)
-        #expect(result.error == "reachctl: reading \(file): \(file):2: probe-ipv4 must be an IPv4 address, not \"nonsense\"\n")
+        #expect(result.error == "reachctl: \(file):2: probe-ipv4 must be an IPv4 address, not \"nonsense\"\n")
         #expect(result.output.isEmpty)
     }
 

@@ -35,6 +35,26 @@ struct ReachctlTrustTests {
         try JSONSerialization.jsonObject(with: Data(text.utf8)) as! [String: Any]
     }
 
+    @Test("the TLS commands run in reachd-trust: reachctl links no TLS code and no full Foundation")
+    func tlsCommandsRunInTheHelper() throws {
+        // Every `reachctl status` would pay Foundation's 8 MB and 60 ms at start otherwise.
+        let symbols = try run(["nm", reachctl]).output
+        #expect(!symbols.contains("$s10Foundation"), "reachctl links Foundation")
+        #expect(!symbols.contains("NIOSSL") && !symbols.contains("$s4X509"), "reachctl links TLS code")
+
+        // Without reachd-trust beside it (or in ../libexec) reachctl says so and exits 2.
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let alone = directory + "/reachctl"
+        try FileManager.default.copyItem(atPath: reachctl, toPath: alone)
+        let result = try run([alone, "trust", "pin", "/etc/ssl/certs/ca-certificates.crt"], check: false)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.error == "reachctl: trust pin runs in reachd-trust, which is not installed (looked for \(directory)/reachd-trust or \(directory)/../libexec/reachd-trust)\n")
+        // reachd-trust answers help for them, with reachctl's usage.
+        #expect(try run([reachctl, "trust", "check", "--help"]).output.contains("USAGE: reachctl trust check <host[:port]>"))
+        #expect(try run([reachctl, "help", "trust", "check"]).output.contains("USAGE: reachctl trust check <host[:port]>"))
+    }
+
     @Test("pin and verify work offline, with openssl's pins and the documented exit codes")
     func offline() throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -138,6 +138,7 @@ struct DaemonTests {
         #expect(help.output.hasPrefix("USAGE: reachd [--config <file>] [--bus <bus>] [--socket <path>] [--log-level <level>]\n"))
         for option in ["--config", "--bus", "--socket", "--log-level"] { #expect(help.output.contains("  \(option) <"), "\(option)") }
         for (arguments, message) in [(["--bogus"], "unknown option '--bogus'"), (["--config"], "missing value for '--config'"),
+                                     (["--config="], "missing value for '--config'"), (["--bus", "--socket", "x"], "missing value for '--bus'"),
                                      (["--log-level=loud"], "--log-level must be one of error, warning, notice, info, debug, not 'loud'"),
                                      (["stray"], "unexpected argument 'stray'")] {
             let result = try run([DaemonProcess.binary] + arguments, check: false)

@@ -1,124 +1,58 @@
 import ArgumentParser
-import FoundationEssentials
+import Libexec
+import ReachctlSupport
 #if canImport(Glibc)
 import Glibc
 #endif
-import ServerTrust
-import X509
 
-struct TrustCommand: AsyncParsableCommand {
+/// `reachctl trust`: `status` asks the daemon here; the TLS commands run in
+/// reachd-trust, which reachctl becomes for them (`reachd-trust ctl …`), so that
+/// reachctl links no TLS code — and with it no full Foundation, which would cost
+/// every `reachctl status` 8 MB and 60 ms.
+struct TrustCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trust",
-        abstract: "Check TLS servers against pins and policies.",
-        discussion: """
-        Hosts are judged with the policy of their [[trust.host]] entry in the config \
-        (the longest matching pattern), or with --pin/--ca when given, or else with the \
-        default evaluation: the chain to the system's roots, the host name, and the ATS \
-        baseline (TLS 1.2+, forward secrecy, SHA-256+ signatures).
-        """,
-        subcommands: [TrustStatusCommand.self, TrustCheckCommand.self, TrustVerifyCommand.self, TrustPinCommand.self, TrustDiagnoseCommand.self]
+        abstract: TrustCommandHelp.abstract,
+        discussion: TrustCommandHelp.discussion,
+        subcommands: [TrustStatusCommand.self, TrustCheck.self, TrustVerify.self, TrustPin.self, TrustDiagnose.self]
     )
-}
 
-/// The policy flags of `check` and `verify`.
-struct TrustPolicyOptions: ParsableArguments {
-    @Option(name: .customLong("pin"), help: ArgumentHelp("A pin the chain must contain (sha256/…, sha256//…, pin-sha256=\"…\" or base64); repeatable.", valueName: "pin"))
-    var pins: [String] = []
+    /// Whether `arguments` (without the program's name) name a TLS command;
+    /// `ReachCtl.main` hands those to reachd-trust before parsing anything.
+    static func isTLSCommand(_ arguments: [String]) -> Bool {
+        arguments.count >= 2 && arguments[0] == "trust" && TrustCommandHelp.tlsCommands.contains { $0.key == arguments[1] }
+    }
 
-    @Option(name: .customLong("ca"), help: ArgumentHelp("Trust anchors (PEM, DER or bundle) instead of the system's roots; repeatable.", valueName: "file"))
-    var anchors: [String] = []
-
-    @Option(help: ArgumentHelp("The reachd config whose [trust] table to use.", valueName: "file"))
-    var config: String?
-
-    @Flag(help: "Print JSON.")
-    var json = false
-
-    /// A checker with the policy the flags describe for `host`, or the config's;
-    /// `timeout` (seconds) replaces the config's.
-    func checker(for host: String?, timeout: Double? = nil) throws -> TrustChecker {
-        if pins.isEmpty && anchors.isEmpty {
-            let file = config ?? "/etc/reachd/reachd.toml"
-            var configuration = TrustConfiguration()
-            if config != nil || access(file, F_OK) == 0 {
-                do { configuration = try TrustConfiguration.load(contentsOf: file) } catch { throw fail("reading \(file)", error) }
-            }
-            if let timeout { configuration.timeout = .milliseconds(Int64(timeout * 1000)) }
-            return TrustChecker(configuration: configuration, systemAnchors: try Self.systemAnchors())
+    /// Becomes `reachd-trust ctl COMMAND …`, which prints, exits and fails as the
+    /// command does; exits 2 when reachd-trust cannot be run.
+    static func runInHelper(_ arguments: [String]) -> Never {
+        let command = arguments[1]
+        guard let helper = Libexec.path(of: "reachd-trust") else {
+            let places = Libexec.candidates(for: "reachd-trust").joined(separator: " or ")
+            write(line: "reachctl: trust \(command) runs in reachd-trust, which is not installed (looked for \(places))", to: STDERR_FILENO)
+            Glibc.exit(2)
         }
-        let pins: Set<PublicKeyPin>
-        do { pins = Set(try self.pins.map { try PublicKeyPin(parsing: $0) }) } catch { throw fail("--pin", error) }
-        let roots = try Self.anchors(from: anchors)
-        var configuration = TrustConfiguration()
-        if let timeout { configuration.timeout = .milliseconds(Int64(timeout * 1000)) }
-        if let host {
-            // One-off checks have no backup-pin rule: that rule protects deployed clients.
-            let policy = try pins.isEmpty ? TrustPolicy(requiresTLSBaseline: true) : TrustPolicy(mode: .publicKey, pins: pins, requiresTLSBaseline: true)
-            let pattern: HostPattern
-            do { pattern = try HostPattern(host) } catch { throw fail(host, error) }
-            try configuration.hosts.add(pattern, HostTrustConfiguration(pattern: pattern, policy: policy))
-        } else if !pins.isEmpty {
-            throw fail("--pin", "pins need --host: they are matched against the chain validated for a name")
-        }
-        return TrustChecker(configuration: configuration, systemAnchors: roots.isEmpty ? try Self.systemAnchors() : roots)
-    }
-
-    /// The certificates of the `--ca` files.
-    static func anchors(from files: [String]) throws -> [Certificate] {
-        var roots: [Certificate] = []
-        for file in files {
-            do { roots += try CertificateLoader.certificates(inFile: file) } catch { throw fail("--ca", error) }
-        }
-        return roots
-    }
-
-    static func systemAnchors() throws -> [Certificate] {
-        do { return try ChainValidator.systemAnchors() } catch { throw fail("reading the system's roots", error) }
+        let argv = ["reachd-trust", "ctl"] + arguments.dropFirst()
+        var cStrings = argv.map { strdup($0) } + [nil]
+        execv(helper, &cStrings)
+        write(line: "reachctl: trust \(command): running \(helper): \(String(cString: strerror(errno)))", to: STDERR_FILENO)
+        Glibc.exit(2)
     }
 }
 
-/// `HOST[:PORT]`, `[v6]:PORT` or `https://HOST[:PORT][/…]`.
-struct ServerAddress: ExpressibleByArgument {
-    var host: String
-    var port: Int?
+/// The TLS commands as `reachctl trust --help` lists them; they never run here
+/// (`ReachCtl.main` hands them to reachd-trust, whose help is theirs).
+protocol TrustTLSCommandEntry: ParsableCommand {
+    static var name: String { get }
+}
 
-    init?(argument: String) {
-        var text = Substring(argument)
-        if text.lowercased().hasPrefix("https://") { text = text.dropFirst(8) }
-        text = text.prefix { $0 != "/" }
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            host = String(text[text.index(after: text.startIndex)..<close])
-            let rest = text[text.index(after: close)...]
-            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
-            port = rest.isEmpty ? nil : Int(rest.dropFirst())
-            if !rest.isEmpty && port == nil { return nil }
-        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
-            host = String(text[..<colon])
-            guard let number = Int(text[text.index(after: colon)...]) else { return nil }
-            port = number
-        } else {
-            host = String(text)
-        }
-        guard !host.isEmpty, port.map({ (1...65535).contains($0) }) ?? true else { return nil }
+extension TrustTLSCommandEntry {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: name, abstract: TrustCommandHelp.abstract(of: name))
     }
 }
 
-/// A JSON line (sorted keys: stable for scripts).
-func writeJSON(_ value: some Encodable) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    write(line: String(decoding: try encoder.encode(value), as: UTF8.self))
-}
-
-/// The human form of one host's result.
-func describe(_ result: HostTrustResult) -> String {
-    var lines = ["\(result.host.isEmpty ? "chain" : result.host)\(result.tlsVersion == nil ? "" : ":\(result.port)"): \(result.verdict.rawValue)\(result.enforced ? "" : " (report-only)")",
-                 "  \(result.reason)"]
-    if let version = result.tlsVersion { lines.append("  negotiated \(version.name)") }
-    if result.pattern != result.host { lines.append("  policy of \(result.pattern)") }
-    if let warning = result.warning { lines.append("  warning: \(warning)") }
-    for (index, pin) in result.presentedPins.enumerated() {
-        lines.append("  \(index == 0 ? "chain:" : "      ") \(pin)")
-    }
-    return lines.joined(separator: "\n")
-}
+struct TrustCheck: TrustTLSCommandEntry { static let name = "check" }
+struct TrustVerify: TrustTLSCommandEntry { static let name = "verify" }
+struct TrustPin: TrustTLSCommandEntry { static let name = "pin" }
+struct TrustDiagnose: TrustTLSCommandEntry { static let name = "diagnose" }

@@ -1,11 +1,12 @@
 import ArgumentParser
+import ReachctlSupport
 import ServerTrust
 import X509
 
 struct TrustPinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pin",
-        abstract: "Print the pin of each certificate, leaf first.",
+        abstract: TrustCommandHelp.abstract(of: "pin"),
         discussion: "The pin is sha256/ and the base64 SHA-256 of the DER SubjectPublicKeyInfo (what openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 computes). From a server the chain is printed as presented, even when it does not validate: it is how a first config is written."
     )
 

@@ -1,10 +1,11 @@
 import ArgumentParser
+import ReachctlSupport
 import ServerTrust
 
 struct TrustCheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Connect to a TLS server and judge its chain now.",
+        abstract: TrustCommandHelp.abstract(of: "check"),
         discussion: "Exits 0 when trusted (also: pins expired, report-only mismatch), 1 when not trusted, 2 when the server could not be reached."
     )
 

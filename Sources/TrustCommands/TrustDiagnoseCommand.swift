@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReachctlSupport
 import NIOCore
 import NIOSSL
 import ServerTrust
@@ -6,7 +7,7 @@ import ServerTrust
 struct TrustDiagnoseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diagnose",
-        abstract: "Try TLS 1.0–1.3 with and without forward secrecy against the ATS baseline.",
+        abstract: TrustCommandHelp.abstract(of: "diagnose"),
         discussion: "Like nscurl --ats-diagnostics: one line per configuration — whether the server accepts it, and whether it is within the baseline (TLS 1.2 or later with forward secrecy). Then the chain under the default evaluation. Exits 0 whatever it finds."
     )
 

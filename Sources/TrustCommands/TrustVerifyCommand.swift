@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReachctlSupport
 import FoundationEssentials
 import ServerTrust
 import X509
@@ -6,7 +7,7 @@ import X509
 struct TrustVerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Judge a saved chain offline, with the same policy as check.",
+        abstract: TrustCommandHelp.abstract(of: "verify"),
         discussion: "CHAIN_FILE holds the chain leaf first, PEM (one or more blocks) or DER — for example the served chain of a pin-failure report. Exits 0 when trusted, 1 when not."
     )
 
