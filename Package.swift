@@ -65,10 +65,12 @@ let package = Package(
         // reachd-trust. Nor swift-argument-parser: its four options are parsed by hand.
         .executableTarget(
             name: "reachd",
-            dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML", "Libexec"]
+            dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML", "Libexec", "TrustHelperMessages"]
         ),
         // Where the helper programs are: beside the running one, or in ../libexec.
         .target(name: "Libexec"),
+        // What reachd-trust answers reachd (the JSON both sides of the pipe read).
+        .target(name: "TrustHelperMessages"),
         // reachctl's output and error format, and the help texts of `reachctl trust`.
         .target(
             name: "ReachctlSupport",
@@ -87,7 +89,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "reachd-trust",
-            dependencies: ["ServerTrust", "TrustCommands", .product(name: "X509", package: "swift-certificates")]
+            dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", .product(name: "X509", package: "swift-certificates")]
         ),
         // No TLS code (the trust commands that need it run in reachd-trust): no full Foundation.
         .executableTarget(

@@ -96,9 +96,9 @@ struct NameConstraintsPolicy: VerifierPolicy {
         case let (.ipAddress(address), .ipAddress(subnet)):
             return ipAddress(Array(address.bytes), isWithin: Array(subnet.bytes)) ? .within : .outside
         case let (.rfc822Name(mailbox), .rfc822Name(base)):
-            return mailbox.isWithin(emailConstraint: base) ? .within : .outside
+            return self.mailbox(mailbox, isWithin: base) ? .within : .outside
         case let (.uniformResourceIdentifier(uri), .uniformResourceIdentifier(base)):
-            return uriHost(uri).map { host in hostIsWithin(host, uriConstraint: base) } ?? false ? .within : .outside
+            return uriHost(uri).map { host(_: $0, isWithin: base) } ?? false ? .within : .outside
         case let (.directoryName(name), .directoryName(base)):
             return Array(name).starts(with: Array(base)) ? .within : .outside
         case let (.otherName(name), .otherName(base)):
@@ -176,26 +176,22 @@ extension NameConstraintsPolicy {
         return host
     }
 
-    /// A URI constraint names a host ("host.example.com") or, with a leading
-    /// period, every host below a domain (".example.com", not the domain itself).
-    static func hostIsWithin(_ host: String, uriConstraint: String) -> Bool {
-        let host = host.lowercased(), constraint = uriConstraint.lowercased()
+    /// URI and rfc822Name constraints name a host ("host.example.com") or, with
+    /// a leading period, every host below a domain (".example.com", not the
+    /// domain itself); case-insensitively.
+    static func host(_ host: String, isWithin constraint: String) -> Bool {
+        let host = host.lowercased(), constraint = constraint.lowercased()
         guard dnsLabels(host, allowingWildcard: false) != nil else { return false }
         return constraint.hasPrefix(".") ? host.hasSuffix(constraint) : host == constraint
     }
-}
 
-private extension String {
-    /// RFC 5280's rfc822Name constraints: a mailbox ("root@example.com", the
-    /// whole address), a host ("example.com", every mailbox there), or a domain
-    /// (".example.com", every host below it). Hosts compare case-insensitively.
-    func isWithin(emailConstraint constraint: String) -> Bool {
-        guard let at = lastIndex(of: "@") else { return false }
-        let host = self[index(after: at)...].lowercased()
-        if let constraintAt = constraint.lastIndex(of: "@") {
-            return self[..<at] == constraint[..<constraintAt] && host == constraint[constraint.index(after: constraintAt)...].lowercased()
-        }
-        let constraint = constraint.lowercased()
-        return constraint.hasPrefix(".") ? host.hasSuffix(constraint) : host == constraint
+    /// An rfc822Name constraint is a mailbox ("root@example.com", the whole
+    /// address, its host case-insensitively) or a host or domain, as for URIs.
+    static func mailbox(_ mailbox: String, isWithin constraint: String) -> Bool {
+        guard let at = mailbox.lastIndex(of: "@") else { return false }
+        let host = String(mailbox[mailbox.index(after: at)...])
+        guard let constraintAt = constraint.lastIndex(of: "@") else { return self.host(host, isWithin: constraint) }
+        return mailbox[..<at] == constraint[..<constraintAt]
+            && host.lowercased() == constraint[constraint.index(after: constraintAt)...].lowercased()
     }
 }

@@ -31,16 +31,11 @@ struct ServerNamePolicy: VerifierPolicy {
             return matchesDNSName(Self.normalized(candidate), wanted)
         }
         guard matches else { return .failsToMeetPolicy(reason: "the certificate is not valid for \(host)") }
+        // The name asked for, not only the certificate's wildcard, is held to the constraints.
         for authority in chain.authorities {
-            guard let constraints = (try? authority.extensions.nameConstraints) ?? nil else { continue }
-            let excluded = Array(constraints.excludedDNSDomains)
-            if let domain = excluded.first(where: { Self.isWithin(wanted, Self.normalized($0)) }) {
-                return .failsToMeetPolicy(reason: "\(host) is excluded by the name constraint \(domain) of \(authority.subject)")
-            }
-            let permitted = Array(constraints.permittedDNSDomains)
-            if !permitted.isEmpty, !permitted.contains(where: { Self.isWithin(wanted, Self.normalized($0)) }) {
-                return .failsToMeetPolicy(reason: "\(host) is outside the permitted names of \(authority.subject)")
-            }
+            guard let constraints = (try? authority.extensions.nameConstraints) ?? nil,
+                  let violation = NameConstraintsPolicy.violation(of: constraints, by: .dnsName(wanted)) else { continue }
+            return .failsToMeetPolicy(reason: "\(violation) (name constraints of \(authority.subject))")
         }
         return .meetsPolicy
     }
@@ -56,11 +51,6 @@ struct ServerNamePolicy: VerifierPolicy {
     static func normalized(_ name: String) -> String {
         let lower = name.lowercased()
         return lower.hasSuffix(".") ? String(lower.dropLast()) : lower
-    }
-
-    /// `name` is `domain` or below it.
-    static func isWithin(_ name: String, _ domain: String) -> Bool {
-        domain.isEmpty || name == domain || name.hasSuffix("." + domain)
     }
 
     /// The bytes of an IPv4 (dotted quad, strictly) or IPv6 literal; nil for a DNS name.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import ServerTrust
 import TrustCommands
+import TrustHelperMessages
 import X509
 #if canImport(Glibc)
 import Glibc
@@ -17,37 +18,25 @@ import Glibc
 //   reachd-trust ctl check|verify|pin|diagnose …
 //       `reachctl trust …`'s TLS commands (reachctl execs this for them)
 
-struct ConfigSummary: Encodable {
-    var recheck: String
-    var interval: Int64
-    var hosts: Int
-}
-
-struct CheckOutput: Encodable {
-    var overall: String
-    /// The TrustStatus document, as a string.
-    var status: String
-    /// New pin-failure reports (already spooled), each as a JSON string.
-    var reports: [String]
-    /// For the daemon's log: missing roots, undeliverable reports, pins without a backup.
-    var warnings: [String]
-}
-
 struct TrustStatus: Encodable {
     var trust: String
     var hosts: [HostTrustResult]
 }
 
-func printLine(_ value: some Encodable) throws {
+/// One JSON object as text, keys sorted (stable for the reader and for tests).
+func json(_ value: some Encodable) throws -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    var line = String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
-    line.withUTF8 { _ = write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}
+
+func printLine(_ text: String, to descriptor: Int32 = STDOUT_FILENO) {
+    var line = text + "\n"
+    line.withUTF8 { _ = write(descriptor, $0.baseAddress, $0.count) }
 }
 
 func fail(_ message: String) -> Never {
-    var line = "reachd-trust: \(message)\n"
-    line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    printLine("reachd-trust: \(message)", to: STDERR_FILENO)
     exit(1)
 }
 
@@ -69,11 +58,10 @@ do {
 
 if arguments[0] == "check-config" {
     for host in configuration.probedHosts where host.policy.mode == .disabled {
-        var line = "reachd-trust: trust evaluation is DISABLED for \(host.pattern): any certificate is accepted\n"
-        line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        printLine("reachd-trust: trust evaluation is DISABLED for \(host.pattern): any certificate is accepted", to: STDERR_FILENO)
     }
-    try printLine(ConfigSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
-                                hosts: configuration.probedHosts.count))
+    printLine(try json(TrustConfigurationSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
+                                                 hosts: configuration.probedHosts.count)))
     exit(0)
 }
 
@@ -90,9 +78,6 @@ if arguments.count > 2 { path["status"] = arguments[2] }
 if arguments.count > 3 { path["interface"] = arguments[3] }
 let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: ReportSpool(directory: configuration.reports))
 let round = await checker.checkAll(path: path)
-let encoder = JSONEncoder()
-encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-let status = String(decoding: try encoder.encode(TrustStatus(trust: round.overall.rawValue, hosts: round.hosts)), as: UTF8.self)
-try printLine(CheckOutput(overall: round.overall.rawValue, status: status,
-                          reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
-                          warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } }))
+printLine(try json(TrustRound(overall: round.overall.rawValue, status: try json(TrustStatus(trust: round.overall.rawValue, hosts: round.hosts)),
+                              reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
+                              warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } })))

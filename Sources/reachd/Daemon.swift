@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Netlink
 import ReachabilityBus
+import TrustHelperMessages
 import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
@@ -32,7 +33,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private var recheckTimer: EventLoop.Timer!
 
     private let helper: TrustHelper?
-    private var trustRound: TrustHelper.Round?
+    private var trustRound: TrustRound?
     private var trustGeneration = 0
     private var trustRunning = false
     private var trustAgain = false
@@ -183,7 +184,7 @@ final class Daemon: ReachabilityObjectDelegate {
         }
     }
 
-    private func finishTrustCheck(_ result: Result<TrustHelper.Round, TrustHelper.Failure>, generation: Int) {
+    private func finishTrustCheck(_ result: Result<TrustRound, TrustHelper.Failure>, generation: Int) {
         trustRunning = false
         // A round started before a reload is stale.
         if generation == trustGeneration {
@@ -199,7 +200,7 @@ final class Daemon: ReachabilityObjectDelegate {
         }
     }
 
-    private func publishTrust(_ round: TrustHelper.Round) {
+    private func publishTrust(_ round: TrustRound) {
         let before = trustSummary
         trustRound = round
         for warning in round.warnings { Log.warning("trust: \(warning)") }

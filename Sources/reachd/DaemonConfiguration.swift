@@ -1,6 +1,7 @@
 import FoundationEssentials
 import ReachabilityCore
 import TOML
+import TrustHelperMessages
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,7 +10,7 @@ import Glibc
 /// what it needs of `[trust]` (validated by reachd-trust, which owns that table).
 struct DaemonConfiguration {
     var monitor = MonitorOptions()
-    var trust = TrustHelper.Summary.none
+    var trust = TrustConfigurationSummary.none
 
     struct Failure: Error, CustomStringConvertible {
         let description: String

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Libexec
 import ReachabilityBus
+import TrustHelperMessages
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,23 +11,6 @@ import Glibc
 /// and swift-crypto (which brings full Foundation) out of the daemon keeps the
 /// daemon's resident memory at a third.
 struct TrustHelper {
-    /// What the daemon needs of `[trust]`.
-    struct Summary: Decodable, Equatable {
-        var recheck: String
-        var interval: Int64
-        var hosts: Int
-
-        static let none = Summary(recheck: "on-change", interval: 6 * 3600, hosts: 0)
-    }
-
-    /// One round's outcome.
-    struct Round: Decodable {
-        var overall: String
-        var status: String
-        var reports: [String]
-        var warnings: [String]
-    }
-
     /// What the log says of a pin-failure report (the report itself holds PEM chains).
     struct ReportHead: Decodable {
         var hostname: String
@@ -47,7 +31,7 @@ struct TrustHelper {
     }
 
     /// Validates the `[trust]` table of `file` (blocking: at start and on reload).
-    func checkConfig(_ file: String) throws(Failure) -> Summary {
+    func checkConfig(_ file: String) throws(Failure) -> TrustConfigurationSummary {
         let (pid, output, errors) = try spawn(["check-config", file], captureErrors: true)
         let data = Self.readAll(output)
         let message = String(decoding: Self.readAll(errors!), as: UTF8.self)
@@ -59,7 +43,7 @@ struct TrustHelper {
         }
         // Warnings (a host with trust evaluation disabled) go where the daemon's go.
         for line in message.split(separator: "\n") { Log.warning(String(line)) }
-        guard let summary = try? JSONDecoder().decode(Summary.self, from: Data(data)) else {
+        guard let summary = try? JSONDecoder().decode(TrustConfigurationSummary.self, from: Data(data)) else {
             throw Failure(description: "reachd-trust answered nothing usable")
         }
         return summary
@@ -67,7 +51,7 @@ struct TrustHelper {
 
     /// Starts a round; `completion` runs on the loop with its outcome.
     func startCheck(_ file: String, path: [String], on loop: EventLoop,
-                    completion: @escaping (Result<Round, Failure>) -> Void) throws(Failure) {
+                    completion: @escaping (Result<TrustRound, Failure>) -> Void) throws(Failure) {
         let (pid, output, _) = try spawn(["check", file] + path, captureErrors: false)
         _ = fcntl(output, F_SETFL, O_NONBLOCK)
         var data: [UInt8] = []
@@ -84,7 +68,7 @@ struct TrustHelper {
                 watch?.cancel()
                 close(output)
                 let status = Self.wait(pid)
-                if status == 0, let round = try? JSONDecoder().decode(Round.self, from: Data(data)) {
+                if status == 0, let round = try? JSONDecoder().decode(TrustRound.self, from: Data(data)) {
                     completion(.success(round))
                 } else {
                     completion(.failure(Failure(description: "reachd-trust exited \(status) without a result")))
