@@ -9,8 +9,8 @@ import X509
 
 /// `reachctl trust check|verify|pin|diagnose`: the TLS commands, run in
 /// reachd-trust (`reachd-trust ctl …`, which reachctl becomes) so that reachctl
-/// itself links no TLS code and with it no full Foundation (8 MB of RSS and
-/// 60 ms at every start of `reachctl status`).
+/// itself links no TLS code and with it no full Foundation (7–8 MB of RSS and
+/// 50–70 ms at every start of `reachctl status`).
 public struct ReachctlTrustCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "reachctl trust",

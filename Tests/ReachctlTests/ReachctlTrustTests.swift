@@ -37,7 +37,7 @@ struct ReachctlTrustTests {
 
     @Test("the TLS commands run in reachd-trust: reachctl links no TLS code and no full Foundation")
     func tlsCommandsRunInTheHelper() throws {
-        // Every `reachctl status` would pay Foundation's 8 MB and 60 ms at start otherwise.
+        // Every `reachctl status` would pay Foundation's 7–8 MB and 50–70 ms at start otherwise.
         let symbols = try run(["nm", reachctl]).output
         #expect(!symbols.contains("$s10Foundation"), "reachctl links Foundation")
         #expect(!symbols.contains("NIOSSL") && !symbols.contains("$s4X509"), "reachctl links TLS code")
