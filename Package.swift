@@ -65,8 +65,10 @@ let package = Package(
         // reachd-trust. Nor swift-argument-parser: its four options are parsed by hand.
         .executableTarget(
             name: "reachd",
-            dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML", "Libexec", "TrustHelperMessages"]
+            dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
         ),
+        // The version, written once (the Makefile reads it for the package).
+        .target(name: "ReachdVersion"),
         // Where the helper programs are: beside the running one, or in ../libexec.
         .target(name: "Libexec"),
         // What reachd-trust answers reachd (the JSON both sides of the pipe read).
@@ -89,13 +91,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "reachd-trust",
-            dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", .product(name: "X509", package: "swift-certificates")]
+            dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachdVersion", .product(name: "X509", package: "swift-certificates")]
         ),
         // No TLS code (the trust commands that need it run in reachd-trust): no full Foundation.
         .executableTarget(
             name: "reachctl",
             dependencies: [
-                "ReachabilityCore", "ReachabilityClient", "ReachctlSupport", "Libexec",
+                "ReachabilityCore", "ReachabilityClient", "ReachctlSupport", "Libexec", "ReachdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

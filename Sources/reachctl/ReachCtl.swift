@@ -2,6 +2,7 @@ import ArgumentParser
 import ReachabilityClient
 import ReachabilityCore
 import ReachctlSupport
+import ReachdVersion
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,6 +17,7 @@ struct ReachCtl: AsyncParsableCommand {
         addresses (IPv4 and IPv6; nothing is sent): wifi, wired, cellular, or \
         unreachable with a reason; unknown when the kernel cannot be asked.
         """,
+        version: reachdVersion,
         subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, RouteCommand.self, TrustCommand.self, ReloadCommand.self]
     )
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import ServerTrust
 import TrustCommands
 import TrustHelperMessages
+import ReachdVersion
 import X509
 #if canImport(Glibc)
 import Glibc
@@ -17,6 +18,7 @@ import Glibc
 //       re-validates every host; spools reports; prints {"overall", "status", "reports", "warnings"}
 //   reachd-trust ctl check|verify|pin|diagnose …
 //       `reachctl trust …`'s TLS commands (reachctl execs this for them)
+//   reachd-trust --version
 
 struct TrustStatus: Encodable {
     var trust: String
@@ -41,6 +43,10 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments == ["--version"] {
+    printLine(reachdVersion)
+    exit(0)
+}
 if arguments.first == "ctl" {
     await ReachctlTrustCommand.run(Array(arguments.dropFirst()))
     exit(0)

@@ -10,12 +10,14 @@ struct DaemonOptions: Equatable {
     /// What to do instead of running.
     enum Stop: Error, Equatable {
         case help
+        case version
         /// A usage error: the message, without the program's name.
         case usage(String)
     }
 
     static let help = """
         USAGE: reachd [--config <file>] [--bus <bus>] [--socket <path>] [--log-level <level>]
+               reachd --version
 
         The network reachability daemon: the path and TLS trust on D-Bus and a
         private socket.
@@ -31,6 +33,7 @@ struct DaemonOptions: Equatable {
                                 else /tmp/reachd-$UID/bus).
           --log-level <level>   error, warning, notice, info or debug.
                                 (default: info)
+          --version             Show the version.
           -h, --help            Show help information.
 
         """
@@ -40,6 +43,7 @@ struct DaemonOptions: Equatable {
         var arguments = arguments.makeIterator()
         while let argument = arguments.next() {
             if argument == "-h" || argument == "--help" { throw .help }
+            if argument == "--version" { throw .version }
             guard argument.hasPrefix("--") else { throw .usage("unexpected argument '\(argument)'") }
             let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import ReachabilityBus
 import ReachabilityCore
+import ReachdVersion
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,6 +18,9 @@ struct ReachD {
             switch error {
             case .help:
                 print(DaemonOptions.help, terminator: "")
+                return
+            case .version:
+                print(reachdVersion)
                 return
             case let .usage(message):
                 Log.error("\(message) (see reachd --help)")

@@ -1,0 +1,355 @@
+#!/usr/bin/env bash
+# package-test.sh DEB — the Debian package under a real systemd.
+#
+# Boots Debian 12 (mmdebstrap --variant=minbase, cached) with systemd-nspawn
+# -b --private-network and, from the host side, does what an operator does:
+# dpkg -i, reachctl as root and as nobody over the system bus, busctl, a reload
+# with a good and with a broken config, kill -9 and SIGSTOP (the watchdog), a
+# boot ordered by reachd-wait-online.service, an upgrade, dpkg -r and --purge.
+# The gateway is a network namespace of its own at the far end of a veth; the
+# TLS server it runs is the only peer, and nothing leaves the two namespaces.
+#
+# Everything it makes (root file system copy, container, namespace, veth) is
+# removed on exit, also on failure. Ends with "N passed, N failed".
+#
+# Environment: REACHD_SYSTEST_CACHE (default /var/cache/reachd-systest) keeps
+# the root file system between runs; REACHD_SYSTEST_KEEP=1 keeps the work
+# directory (console log, journal) for a post-mortem.
+set -uo pipefail
+
+deb=$(realpath "${1:?usage: $0 PATH/TO/reachd_VERSION_ARCH.deb}")
+[ "$(id -u)" -eq 0 ] || { echo "package-test: needs root (systemd-nspawn, network namespaces)" >&2; exit 1; }
+for tool in mmdebstrap systemd-nspawn nsenter openssl dpkg-deb ip; do
+    command -v "$tool" >/dev/null || { echo "package-test: $tool is missing (make deps installs it)" >&2; exit 1; }
+done
+
+id=rs$$
+machine=reachd-$id
+gateway=$machine-gw
+work=$(mktemp -d /var/tmp/reachd-systest.XXXXXX)
+root=$work/root
+cache=${REACHD_SYSTEST_CACHE:-/var/cache/reachd-systest}
+version=$(dpkg-deb -f "$deb" Version)
+passed=0
+failed=0
+spawn=
+leader=
+tls_server=
+
+# MARK: reporting
+
+log() { printf '\n== %s\n' "$*"; }
+pass() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
+# fail WHAT [CONTEXT…]: what the operator would have seen follows the line.
+fail() {
+    failed=$((failed + 1))
+    printf '  FAIL  %s\n' "$1"
+    shift
+    [ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/        | /'
+    if [ -n "$leader" ]; then
+        inside systemctl status --no-pager --lines=15 reachd.service 2>&1 | sed 's/^/        | /'
+    fi
+    return 0
+}
+# expect WHAT COMMAND…: passes when the command exits 0; else shows its output.
+expect() {
+    local what=$1 output
+    shift
+    if output=$("$@" 2>&1); then pass "$what"; else fail "$what" "\$ ${*}" "$output"; fi
+}
+# eventually SECONDS WHAT COMMAND…: like expect, retried every 0.2 s.
+eventually() {
+    local seconds=$1 what=$2 output deadline
+    shift 2
+    deadline=$((SECONDS + seconds))
+    until output=$("$@" 2>&1); do
+        if [ $SECONDS -ge $deadline ]; then
+            fail "$what (still not after ${seconds}s)" "\$ ${*}" "$output"
+            return 1
+        fi
+        sleep 0.2
+    done
+    pass "$what"
+}
+
+# MARK: the container
+
+# Runs a command inside the container as root, with no locale and a plain PATH,
+# as a shell there would.
+inside() {
+    nsenter --target "$leader" --all -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"
+}
+as_nobody() { inside setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+
+cleanup() {
+    local status=$?
+    if [ -n "$spawn" ] && kill -0 "$spawn" 2>/dev/null; then
+        [ -n "$leader" ] && inside journalctl --no-pager -o short-monotonic > "$work/journal.txt" 2>&1
+        kill -TERM "$spawn" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$spawn" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$spawn" 2>/dev/null
+        wait "$spawn" 2>/dev/null
+    fi
+    [ -n "$tls_server" ] && kill "$tls_server" 2>/dev/null
+    ip netns delete "$gateway" 2>/dev/null
+    rm -rf "/run/systemd/nspawn/propagate/$machine"
+    if [ "${REACHD_SYSTEST_KEEP:-0}" = 1 ]; then
+        rm -rf "$root"
+        echo "package-test: kept $work (console.log, journal.txt)"
+    else
+        rm -rf "$work"
+    fi
+    exit $status
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Debian 12 with systemd, dbus, iproute2 and what the package depends on and
+# recommends (as `apt install ./reachd.deb` would bring), from this machine's
+# apt sources. Cached by that list.
+root_filesystem() {
+    local packages key tarball sources
+    packages=$( { echo systemd systemd-sysv dbus iproute2
+                  dpkg-deb -f "$deb" Depends Recommends | sed 's/^[A-Za-z-]*://' | tr ',' '\n' | sed 's/|.*//; s/(.*)//'; } |
+                tr -s ' \n' '\n' | sed '/^$/d' | sort -u | tr '\n' ',' | sed 's/,$//')
+    key=$(echo "bookworm $packages" | sha256sum | cut -c1-16)
+    tarball=$cache/bookworm-minbase-$key.tar
+    if [ ! -s "$tarball" ]; then
+        log "building the Debian 12 root file system ($packages)"
+        mkdir -p "$cache"
+        if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
+            sources=$(for file in /etc/apt/sources.list.d/*.sources; do cat "$file"; echo; done)
+        else
+            sources=$(cat /etc/apt/sources.list)
+        fi
+        echo "$sources" | mmdebstrap --quiet --variant=minbase --include="$packages" --format=tar \
+            --aptopt='Acquire::Check-Valid-Until "false"' --aptopt='Acquire::Check-Date "false"' \
+            bookworm "$tarball.partial" - || { rm -f "$tarball.partial"; return 1; }
+        mv "$tarball.partial" "$tarball"
+    fi
+    mkdir -p "$root"
+    tar -C "$root" -xf "$tarball"
+}
+
+# Boots the container and waits for its init. After a reboot inside, nspawn
+# exits (with --keep-unit there is no unit to restart it): it is started again,
+# and the container has a fresh network namespace.
+boot() {
+    if [ -n "$spawn" ]; then
+        for _ in $(seq 100); do kill -0 "$spawn" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$spawn" 2>/dev/null && { echo "package-test: the container did not go down for its reboot" >&2; return 1; }
+        wait "$spawn" 2>/dev/null
+        spawn=
+    fi
+    if [ -z "$spawn" ]; then
+        systemd-nspawn --quiet --directory="$root" --machine="$machine" --boot --private-network \
+            --register=no --keep-unit --console=passive >> "$work/console.log" 2>&1 &
+        spawn=$!
+    fi
+    local previous=$leader deadline=$((SECONDS + 30))
+    leader=
+    while [ $SECONDS -lt $deadline ]; do
+        local child
+        child=$(pgrep -P "$spawn" 2>/dev/null | head -1)
+        if [ -n "$child" ] && [ "$child" != "$previous" ] && [ -e "/proc/$child/root/run/systemd/system" ]; then
+            leader=$child
+            return 0
+        fi
+        kill -0 "$spawn" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "package-test: the container did not boot; its console:" >&2
+    tail -30 "$work/console.log" >&2
+    return 1
+}
+
+# A veth from the gateway namespace into the container (eth0 there), with a
+# default route: the container is "wired".
+plug_in() {
+    ip netns add "$gateway" 2>/dev/null || true
+    ip -n "$gateway" link set dev lo up
+    ip link add name "vg-$id" netns "$gateway" type veth peer name eth0 netns "$leader"
+    ip -n "$gateway" address add 10.77.0.1/24 dev "vg-$id"
+    ip -n "$gateway" link set dev "vg-$id" up
+    nsenter --target "$leader" --net ip address add 10.77.0.2/24 dev eth0
+    nsenter --target "$leader" --net ip link set dev eth0 up
+    nsenter --target "$leader" --net ip route add default via 10.77.0.1
+}
+
+# Predicates for expect/eventually.
+not() { ! "$@"; }
+status_is() { inside reachctl status --json | grep -q "\"status\":\"$1\""; }
+main_pid() { inside systemctl show --property=MainPID --value reachd.service; }
+state_is() { [ "$(inside systemctl show --property=ActiveState --value "$1")" = "$2" ]; }
+restarted() { local pid; pid=$(main_pid); [ "$pid" != 0 ] && [ "$pid" != "$1" ] && state_is reachd.service active; }
+# The command's output matches, whatever its exit status (systemctl is-enabled says "disabled" with 1).
+output_has() { local pattern=$1 output; shift; output=$("$@" 2>&1); grep -qE -- "$pattern" <<< "$output" || { echo "$output"; return 1; }; }
+# The lines reachd's own processes (reachd, reachd-trust, the reload's reachctl)
+# wrote to the journal, less any naming the broken config this test writes.
+journal_of_reachd() { inside journalctl --no-pager -o short "$@" _SYSTEMD_UNIT=reachd.service | grep -v -e '^-- ' -e "reachd.toml:${bad_line:-none}"; }
+clean_journal() {
+    local lines
+    lines=$( { journal_of_reachd | grep -iE 'fail|error|denied|warn'; journal_of_reachd -p warning; } | sort -u)
+    [ -z "$lines" ] || { echo "$lines"; return 1; }
+}
+
+# MARK: certificates and the TLS server on the gateway
+
+make_certificates() {
+    local pki=$work/pki
+    mkdir -p "$pki"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=reachd test CA" \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+        -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=pinned.test" \
+        -keyout "$pki/server.key" -out "$pki/server.csr" 2>/dev/null &&
+    printf 'subjectAltName=DNS:pinned.test\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' > "$pki/ext" &&
+    openssl x509 -req -in "$pki/server.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial -days 30 \
+        -extfile "$pki/ext" -out "$pki/server.pem" 2>/dev/null &&
+    pin=$(openssl pkey -in "$pki/server.key" -pubout -outform DER | openssl dgst -sha256 -binary | base64) &&
+    backup_pin=$(openssl pkey -in "$pki/ca.key" -pubout -outform DER | openssl dgst -sha256 -binary | base64)
+}
+
+serve_tls() {
+    ip netns exec "$gateway" openssl s_server -quiet -accept 10.77.0.1:8443 -naccept 1000 \
+        -cert "$work/pki/server.pem" -key "$work/pki/server.key" -cert_chain "$work/pki/ca.pem" \
+        > "$work/s_server.log" 2>&1 < /dev/null &
+    tls_server=$!
+    for _ in $(seq 50); do
+        ip netns exec "$gateway" ss -Hltn 'sport = :8443' | grep -q . && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+write_config() { cat > "$root/etc/reachd/reachd.toml"; }
+
+good_config() {
+    write_config <<EOF
+# written by package-test.sh
+[trust]
+recheck = "on-change"
+timeout = "3s"
+
+[[trust.host]]
+match = "pinned.test"
+port = 8443
+connect = "10.77.0.1"
+mode = "public-key"
+pins = ["sha256/$pin", "sha256/$backup_pin"]
+anchors = ["test-ca.pem"]
+EOF
+}
+
+# MARK: the run
+
+log "root file system and boot"
+root_filesystem || { fail "a Debian 12 root file system from mmdebstrap"; exit 1; }
+boot || { fail "the container boots"; exit 1; }
+eventually 60 "systemd in the container is up" output_has 'running|degraded' inside systemctl is-system-running --wait
+
+log "install: dpkg -i $(basename "$deb")"
+cp "$deb" "$root/root/reachd.deb"
+expect "dpkg -i installs the package" inside dpkg -i /root/reachd.deb
+expect "reachd.service is enabled" inside systemctl is-enabled --quiet reachd.service
+eventually 20 "reachd.service is active (READY=1 reached)" state_is reachd.service active
+expect "systemctl status shows the path in its status line" output_has 'Status: "unreachable \(no-interface\)"' inside systemctl status --no-pager reachd.service
+expect "reachd --version is the package's version ($version)" output_has "^$version\$" inside reachd --version
+expect "reachctl --version is the package's version" output_has "^$version\$" inside reachctl --version
+expect "reachd-trust is in /usr/libexec" inside test -x /usr/libexec/reachd-trust
+expect "the example config is a conffile" output_has '/etc/reachd/reachd.toml' inside dpkg-query -W -f='${Conffiles}' reachd
+expect "the manual pages are installed" output_has '^3$' sh -c "nsenter --target $leader --all -- dpkg -L reachd | grep -c -E 'man1/reachctl.1|man8/reachd.8|man5/reachd.toml.5'"
+expect "the completions are installed (bash, zsh, fish)" output_has '^3$' sh -c "nsenter --target $leader --all -- dpkg -L reachd | grep -c -E 'bash-completion/completions/reachctl|vendor-completions/_reachctl|vendor_completions.d/reachctl.fish'"
+expect "reachd-wait-online.service is installed, not enabled" output_has '^disabled$' inside systemctl is-enabled reachd-wait-online.service
+
+log "the path through the system bus"
+plug_in || fail "a veth into the container"
+eventually 10 "reachctl status says wired once eth0 has a default route" status_is wired
+expect "root: reachctl status comes from the daemon" output_has '"source":"daemon"' inside reachctl status --json
+expect "nobody: reachctl status says wired, from the daemon" output_has '"status":"wired".*"source":"daemon"|"source":"daemon".*"status":"wired"' as_nobody reachctl status --json
+expect "nobody: reachctl reload is refused" not as_nobody reachctl reload
+expect "systemctl status shows 'wired dev eth0'" output_has 'Status: "wired dev eth0"' inside systemctl status --no-pager reachd.service
+expect "busctl introspects the object on the system bus" output_has '^\.Status +property +s +"wired"' inside busctl --system introspect io.reachd.Reachability1 /io/reachd/Reachability1
+expect "nobody: busctl reads the Status property" output_has '^s "wired"$' as_nobody busctl --system get-property io.reachd.Reachability1 /io/reachd/Reachability1 io.reachd.Reachability1 Status
+
+log "reload: a pinned TLS host, then a broken config"
+make_certificates || fail "test certificates (openssl)"
+serve_tls || fail "openssl s_server on the gateway (10.77.0.1:8443)"
+cp "$work/pki/ca.pem" "$root/etc/reachd/test-ca.pem"
+good_config
+expect "systemctl reload reachd with a good config succeeds" inside systemctl reload reachd.service
+eventually 15 "the pinned host is trusted" output_has '"verdict":"trusted"' inside reachctl trust status --json
+expect "the path's trust is ok" output_has '"trust":"ok"' inside reachctl status --json
+reloaded=$(main_pid)
+good_config
+sed -i 's/^timeout = "3s"$/&\nbogus-key = 1/' "$root/etc/reachd/reachd.toml"
+bad_line=$(grep -n '^bogus-key' "$root/etc/reachd/reachd.toml" | cut -d: -f1)
+since=$(inside date '+%Y-%m-%d %H:%M:%S')
+expect "systemctl reload with a broken config fails" not inside systemctl reload reachd.service
+expect "the journal names reachd.toml:$bad_line" output_has "reachd.toml:$bad_line" inside journalctl --no-pager -u reachd.service --since "$since"
+expect "systemctl status names reachd.toml:$bad_line" output_has "reachd.toml:$bad_line" inside systemctl status --no-pager --lines=20 reachd.service
+expect "the service stays active, the same process" sh -c "[ \"\$(nsenter --target $leader --all -- systemctl show --property=MainPID --value reachd.service)\" = $reloaded ]"
+expect "the old config stays in force: the pinned host still checked" output_has '"host":"pinned.test"' inside reachctl trust status --json
+expect "and trust still ok" output_has '"trust":"ok"' inside reachctl status --json
+good_config
+expect "reload with the config mended succeeds" inside systemctl reload reachd.service
+
+log "restarts: kill -9, and a stopped process killed by the watchdog"
+before=$(main_pid)
+# Minimal Debian has no kill(1) (procps): systemctl kill is what there is.
+inside systemctl kill --kill-who=main --signal=KILL reachd.service
+eventually 15 "kill -9 of the main process: restarted" restarted "$before"
+eventually 10 "after the restart, wired again from the daemon" status_is wired
+# The unit's 30 s watchdog, shortened for the test the way an operator would.
+mkdir -p "$root/etc/systemd/system/reachd.service.d"
+printf '[Service]\nWatchdogSec=2s\n' > "$root/etc/systemd/system/reachd.service.d/test-watchdog.conf"
+inside systemctl daemon-reload
+inside systemctl restart reachd.service
+eventually 10 "restarted with WatchdogSec=2s" state_is reachd.service active
+healthy=$(main_pid)
+sleep 5
+expect "a healthy daemon outlives 5 s of a 2 s watchdog" output_has "^$healthy\$" main_pid
+inside systemctl kill --kill-who=main --signal=STOP reachd.service
+eventually 20 "SIGSTOP: the watchdog kills it and systemd restarts it" restarted "$healthy"
+expect "the journal says it was the watchdog" output_has 'Watchdog timeout' inside journalctl --no-pager -u reachd.service
+rm -r "$root/etc/systemd/system/reachd.service.d"
+inside systemctl daemon-reload
+eventually 10 "wired again" status_is wired
+expect "no failure lines in the journal from reachd, reachd-trust or reachctl reload (but the broken config's)" clean_journal
+
+log "boot ordering: reachd-wait-online.service"
+printf '[Unit]\nDescription=needs the network\nWants=network-online.target\nAfter=network-online.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh -c "reachctl status --json > /var/lib/late-probe.json"\n\n[Install]\nWantedBy=multi-user.target\n' \
+    > "$root/etc/systemd/system/late-probe.service"
+inside systemctl enable --quiet reachd-wait-online.service late-probe.service
+inside systemctl reboot
+boot || { fail "the container boots again"; exit 1; }
+eventually 30 "after the reboot, reachd is active (no network yet)" state_is reachd.service active
+sleep 2
+expect "without a path, network-online.target waits for reachd-wait-online" state_is reachd-wait-online.service activating
+expect "and the unit ordered after it has not started" state_is late-probe.service inactive
+plug_in || fail "a veth into the rebooted container"
+eventually 20 "with a path, the unit ordered after network-online.target runs" state_is late-probe.service active
+expect "and it saw the path wired" grep -q '"status":"wired"' "$root/var/lib/late-probe.json"
+eventually 15 "the pinned host is trusted after the reboot" output_has '"verdict":"trusted"' inside reachctl trust status --json
+expect "no failure lines in the journal of this boot" clean_journal
+inside systemctl disable --quiet late-probe.service reachd-wait-online.service
+
+log "upgrade, remove, purge"
+before=$(main_pid)
+expect "dpkg -i of the package again (an upgrade) succeeds" inside dpkg -i /root/reachd.deb
+eventually 15 "the upgrade restarted reachd" restarted "$before"
+expect "the edited config was kept" grep -q 'written by package-test.sh' "$root/etc/reachd/reachd.toml"
+expect "dpkg -r removes the package" inside dpkg -r reachd
+expect "removing stopped the service" state_is reachd.service inactive
+expect "the binaries are gone" not test -e "$root/usr/bin/reachd"
+expect "the config is kept until purge" test -e "$root/etc/reachd/reachd.toml"
+expect "dpkg --purge purges it" inside dpkg --purge reachd
+for gone in /etc/reachd /var/lib/reachd /lib/systemd/system/reachd.service /usr/share/dbus-1/system.d/io.reachd.Reachability1.conf /usr/libexec/reachd-trust; do
+    expect "purged: $gone" not test -e "$root$gone"
+done
+inside systemctl daemon-reload
+expect "systemd no longer knows the service" output_has '^not-found$' inside systemctl show --property=LoadState --value reachd.service
+
+echo
+echo "package-test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
