@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NamespaceTesting"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "NamespaceTesting"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting"]),
-        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient"]),
+        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachdVersion"]),
         .testTarget(
             name: "ServerTrustTests",
             dependencies: [

@@ -39,6 +39,9 @@ final class Daemon: ReachabilityObjectDelegate {
     private var trustAgain = false
     private var lastRecheckRequest: ContinuousClock.Instant?
     private var trustTimer: EventLoop.Timer!
+    /// Warnings about the config (a pin set with no backup key) come with every
+    /// round; the log says each once per config loaded.
+    private var loggedTrustWarnings: Set<String> = []
 
     private var pendingRoutes: [Int: (String, (Result<String, BusMethodError>) -> Void)] = [:]
     private var nextRequest = 0
@@ -203,7 +206,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func publishTrust(_ round: TrustRound) {
         let before = trustSummary
         trustRound = round
-        for warning in round.warnings { Log.warning("trust: \(warning)") }
+        for warning in round.warnings where loggedTrustWarnings.insert(warning).inserted { Log.warning("trust: \(warning)") }
         // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
         for report in round.reports {
             object.emit("PinFailure", report)
@@ -297,6 +300,7 @@ final class Daemon: ReachabilityObjectDelegate {
         configuration = fresh
         trustGeneration += 1
         trustRound = nil
+        loggedTrustWarnings = []
         trustRunning = false
         trustTimer.disarm()
         Log.notice("reloaded \(configFile)")

@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
+import ReachdVersion
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -144,6 +145,18 @@ struct DaemonTests {
             let result = try run([DaemonProcess.binary] + arguments, check: false)
             #expect(result.status == 64 && result.error == "reachd: \(message) (see reachd --help)\n", "\(arguments): \(result.error)")
         }
+    }
+
+    @Test("reachd, reachctl and reachd-trust --version print the one version, the package's")
+    func version() throws {
+        let helper = URL(fileURLWithPath: DaemonProcess.binary).deletingLastPathComponent().appendingPathComponent("reachd-trust").path
+        for binary in [DaemonProcess.binary, DaemonProcess.reachctl, helper] {
+            #expect(try run([binary, "--version"]).output == reachdVersion + "\n", "\(binary)")
+        }
+        #expect(reachdVersion.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+/) != nil, "a Debian version: \(reachdVersion)")
+        // make deb names the package after what the Makefile reads from the source.
+        let makefile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        #expect(try run(["make", "-s", "-C", makefile.path, "version"]).output == reachdVersion + "\n")
     }
 
     @Test("READY=1 and STATUS= reach NOTIFY_SOCKET after the first path; WATCHDOG=1 when asked for")

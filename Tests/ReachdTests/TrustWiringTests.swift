@@ -102,6 +102,62 @@ struct TrustWiringTests {
         }
     }
 
+    @Test("a pin set with no backup key is warned about once per config loaded, not every round")
+    func backupPinWarningOnce() async throws {
+        try await withScratch { scratch in
+            try makePKI(in: scratch)
+            let pins = try ["leaf.pem", "ca.pem"].map { file in
+                "sha256/" + (try run(["/bin/sh", "-c", "openssl x509 -in '\(scratch.appendingPathComponent(file).path)' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64"]).output
+                    .trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            let config = scratch.appendingPathComponent("reachd.toml")
+            try """
+                [trust]
+                timeout = "2s"
+                reports = "\(scratch.appendingPathComponent("reports").path)"
+
+                [[trust.host]]
+                match = "pinned.test"
+                port = 8443
+                connect = "10.1.0.1"
+                mode = "public-key"
+                pins = ["\(pins[0])", "\(pins[1])"]
+                anchors = ["ca.pem"]
+                """.write(to: config, atomically: true, encoding: .utf8)
+            try await withNamespaces("rdbackup", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let server = Process()
+                server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                server.arguments = ["ip", "netns", "exec", ns[1].name, "openssl", "s_server", "-accept", "10.1.0.1:8443", "-naccept", "100",
+                                    "-cert", scratch.appendingPathComponent("leaf.pem").path,
+                                    "-key", scratch.appendingPathComponent("leaf.key").path, "-quiet"]
+                server.standardInput = Pipe()
+                server.standardOutput = FileHandle.nullDevice
+                server.standardError = FileHandle.nullDevice
+                try server.run()
+                defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+                #expect(try await eventually { !(try ns[1].exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty) })
+
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                func count(_ text: String) -> Int { daemon.log.components(separatedBy: text).count - 1 }
+                let warning = "every pin is a key of the current chain"
+                #expect(await eventually(.seconds(20)) { count("trust: ok") == 1 }, "\(daemon.log)")
+                // Two more rounds, on two path changes.
+                for _ in 0..<2 {
+                    try ns[0].ip("route del default")
+                    try ns[0].ip("route add default via 10.1.0.1")
+                }
+                #expect(await eventually(.seconds(20)) { count("trust: checking") >= 3 && !daemon.log.hasSuffix("(path change)\n") }, "\(daemon.log)")
+                try await Task.sleep(for: .seconds(1))
+                #expect(count(warning) == 1, "\(daemon.log)")
+                // A reload is a new config: said once more.
+                daemon.signal(SIGHUP)
+                #expect(await eventually(.seconds(20)) { count(warning) == 2 }, "\(daemon.log)")
+            }
+        }
+    }
+
     @Test("recheck = \"interval\": a round at start, none on a path change, the next after the interval",
           .timeLimit(.minutes(3)))
     func intervalRecheck() async throws {

@@ -195,6 +195,8 @@ clean_journal() {
 
 # MARK: certificates and the TLS server on the gateway
 
+# A CA, a server certificate for pinned.test, and a backup key kept "offline"
+# (in no chain), whose pin goes beside the server key's as reachd advises.
 make_certificates() {
     local pki=$work/pki
     mkdir -p "$pki"
@@ -207,7 +209,8 @@ make_certificates() {
     openssl x509 -req -in "$pki/server.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial -days 30 \
         -extfile "$pki/ext" -out "$pki/server.pem" 2>/dev/null &&
     pin=$(openssl pkey -in "$pki/server.key" -pubout -outform DER | openssl dgst -sha256 -binary | base64) &&
-    backup_pin=$(openssl pkey -in "$pki/ca.key" -pubout -outform DER | openssl dgst -sha256 -binary | base64)
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/backup.key" 2>/dev/null &&
+    backup_pin=$(openssl pkey -in "$pki/backup.key" -pubout -outform DER | openssl dgst -sha256 -binary | base64)
 }
 
 serve_tls() {
