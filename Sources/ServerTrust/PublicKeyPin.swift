@@ -28,9 +28,13 @@ public struct PublicKeyPin: Hashable, Sendable, CustomStringConvertible {
     /// or bare base64. Anything that is not 32 bytes is rejected.
     public init(parsing text: String) throws(PinParsingError) {
         var body = Substring(text.trimmingCharacters(in: .whitespaces))
-        for prefix in ["sha256//", "sha256/", "pin-sha256="] where body.lowercased().hasPrefix(prefix) {
-            body = body.dropFirst(prefix.count)
-            break
+        if body.lowercased().hasPrefix("pin-sha256=") {
+            body = body.dropFirst("pin-sha256=".count)
+        } else if body.lowercased().hasPrefix("sha256/") {
+            body = body.dropFirst("sha256/".count)
+            // One base64 pin in 64 itself begins with "/" ("sha256/" + it reads
+            // "sha256//…"): the "/" is curl's only when the rest is one longer than a pin.
+            if body.hasPrefix("/") && body.count == Self.base64Length + 1 { body = body.dropFirst() }
         }
         if body.hasPrefix("\""), body.hasSuffix("\""), body.count >= 2 { body = body.dropFirst().dropLast() }
         guard let bytes = Data(base64Encoded: String(body)) else {
@@ -41,6 +45,9 @@ public struct PublicKeyPin: Hashable, Sendable, CustomStringConvertible {
         }
         self = pin
     }
+
+    /// The length of 32 bytes in padded base64.
+    static let base64Length = 44
 
     /// `sha256/BASE64`.
     public var description: String { "sha256/" + Data(sha256).base64EncodedString() }

@@ -25,6 +25,28 @@ struct PinAndLoaderTests {
         #expect(throws: PinParsingError.self) { try PublicKeyPin(parsing: "sha256/not base64!") }
     }
 
+    /// One key in 64 has a pin whose base64 begins with "/" (a first byte of 0xFC
+    /// or more): `trust pin` printed "sha256//…", which the parser took for curl's
+    /// prefix and rejected.
+    @Test("every pin round-trips: what description prints, and every spelling of it, parse to the same pin")
+    func pinRoundTrip() throws {
+        var generator = SystemRandomNumberGenerator()
+        var samples = (0..<2000).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+        // Base64 beginning with "/" ("/" is 63: the first six bits set), "+" (62), and "//".
+        samples += [[0xFF] + Array(repeating: 0, count: 31), [0xFC] + Array(repeating: 0xFF, count: 31),
+                    [0xF8] + Array(repeating: 1, count: 31), [0xFF, 0xF0] + Array(repeating: 7, count: 30)]
+        var slashes = 0
+        for bytes in samples {
+            let pin = try #require(PublicKeyPin(sha256: bytes))
+            let base64 = Data(bytes).base64EncodedString()
+            if base64.hasPrefix("/") { slashes += 1 }
+            for spelling in [pin.description, "sha256/\(base64)", "sha256//\(base64)", "pin-sha256=\"\(base64)\"", base64, "SHA256/\(base64)"] {
+                #expect(try PublicKeyPin(parsing: spelling) == pin, "\(spelling)")
+            }
+        }
+        #expect(slashes >= 4, "the samples include pins that begin with /")
+    }
+
     @Test("DER, PEM, bundles and directories load; keys, garbage and empty files are named")
     func loading() throws {
         let scratch = try OpenSSLScratch()

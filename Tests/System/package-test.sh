@@ -319,6 +319,9 @@ rm -r "$root/etc/systemd/system/reachd.service.d"
 inside systemctl daemon-reload
 eventually 10 "wired again" status_is wired
 expect "no failure lines in the journal from reachd, reachd-trust or reachctl reload (but the broken config's)" clean_journal
+# A measurement, not a check: the installed daemon's memory under systemd.
+sleep 2
+echo "  info  reachd under systemd, idle with one pinned host: $(inside grep -E '^(VmRSS|VmHWM)' "/proc/$(main_pid)/status" | tr -s ' \t\n' ' ')"
 
 log "boot ordering: reachd-wait-online.service"
 printf '[Unit]\nDescription=needs the network\nWants=network-online.target\nAfter=network-online.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh -c "reachctl status --json > /var/lib/late-probe.json"\n\n[Install]\nWantedBy=multi-user.target\n' \
