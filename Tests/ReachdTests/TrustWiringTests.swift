@@ -23,6 +23,21 @@ struct TrustWiringTests {
         try run(["/bin/sh", "-c", script])
     }
 
+    /// `openssl s_server` for pinned.test on 10.1.0.1:8443 in `router`, once it listens.
+    func serveTLS(in router: TestNamespace, from directory: URL) async throws -> Process {
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["ip", "netns", "exec", router.name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
+                            "-cert", directory.appendingPathComponent("leaf.pem").path,
+                            "-key", directory.appendingPathComponent("leaf.key").path, "-quiet"]
+        server.standardInput = Pipe()
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        #expect(try await eventually { !(try router.exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty) })
+        return server
+    }
+
     @Test("a pinned host whose pins do not match: Trust compromised, the report spooled, PinFailure signalled once")
     func pinFailure() async throws {
         try await withScratch { scratch in
@@ -46,17 +61,8 @@ struct TrustWiringTests {
             defer { bus.stop() }
             try await withNamespaces("rdtrust", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
-                let server = Process()
-                server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                server.arguments = ["ip", "netns", "exec", ns[1].name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
-                                    "-cert", scratch.appendingPathComponent("leaf.pem").path,
-                                    "-key", scratch.appendingPathComponent("leaf.key").path, "-quiet"]
-                server.standardInput = Pipe()
-                server.standardOutput = FileHandle.nullDevice
-                server.standardError = FileHandle.nullDevice
-                try server.run()
+                let server = try await serveTLS(in: ns[1], from: scratch)
                 defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-                #expect(try await eventually { !(try ns[1].exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty) })
 
                 let signals = scratch.appendingPathComponent("signals.txt")
                 _ = FileManager.default.createFile(atPath: signals.path, contents: nil)
@@ -126,17 +132,8 @@ struct TrustWiringTests {
                 """.write(to: config, atomically: true, encoding: .utf8)
             try await withNamespaces("rdbackup", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
-                let server = Process()
-                server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                server.arguments = ["ip", "netns", "exec", ns[1].name, "openssl", "s_server", "-accept", "10.1.0.1:8443", "-naccept", "100",
-                                    "-cert", scratch.appendingPathComponent("leaf.pem").path,
-                                    "-key", scratch.appendingPathComponent("leaf.key").path, "-quiet"]
-                server.standardInput = Pipe()
-                server.standardOutput = FileHandle.nullDevice
-                server.standardError = FileHandle.nullDevice
-                try server.run()
+                let server = try await serveTLS(in: ns[1], from: scratch)
                 defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-                #expect(try await eventually { !(try ns[1].exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty) })
 
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
                 defer { Task { await daemon.stop() } }
