@@ -92,10 +92,7 @@ release: deps
 docs: release
 	$(SWIFT) build -c release --package-path .build/checkouts/swift-argument-parser --scratch-path .build/tools --product generate-manual
 	mkdir -p $(DOCS)/man $(DOCS)/completions
-	printf '#!/bin/sh\n# What generate-manual reads: reachctl'"'"'s help, its trust TLS commands from reachd-trust.\nexec scripts/reachctl-help.sh %s %s "$$@"\n' \
-	  "$(CURDIR)/.build/release/reachctl" "$(CURDIR)/.build/release/reachd-trust" > $(DOCS)/reachctl
-	chmod +x $(DOCS)/reachctl
-	.build/tools/release/generate-manual $(DOCS)/reachctl --section 1 \
+	.build/tools/release/generate-manual scripts/reachctl-help.sh --section 1 \
 	  --date $$(date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%d) --authors "the reachd developers" -o $(DOCS)/man
 	for page in reachd.8 reachd.toml.5; do sed 's/@VERSION@/$(VERSION)/' man/$$page > $(DOCS)/man/$$page; done
 	for shell in bash zsh fish; do .build/release/reachctl --generate-completion-script $$shell > $(DOCS)/completions/reachctl.$$shell; done
@@ -123,7 +120,9 @@ install-files:
 	[ -e $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml ] || install -D -m 0644 systemd/reachd.toml $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml
 
 ## The Debian package, .build/deb/reachd_VERSION_ARCH.deb, built by debhelper
-## (debian/). debian/changelog is written here from the one version.
+## (debian/). debian/changelog is written here from the one version. debian/rules
+## binary rather than dpkg-buildpackage: that one writes .changes and .buildinfo
+## into the parent directory, which is not this build's (CI keeps shared/ there).
 deb: deps
 	@[ -n "$(VERSION)" ] || { echo "make deb: no version in Sources/ReachdVersion/ReachdVersion.swift" >&2; exit 1; }
 	printf 'reachd (%s) unstable; urgency=medium\n\n  * Built from the reachd repository; its history has the changes.\n\n -- reachd developers <reachd-dev@localhost>  %s\n' \
