@@ -28,9 +28,10 @@ public struct PublicKeyPin: Hashable, Sendable, CustomStringConvertible {
     /// or bare base64. Anything that is not 32 bytes is rejected.
     public init(parsing text: String) throws(PinParsingError) {
         var body = Substring(text.trimmingCharacters(in: .whitespaces))
-        if body.lowercased().hasPrefix("pin-sha256=") {
+        let lowercased = body.lowercased()
+        if lowercased.hasPrefix("pin-sha256=") {
             body = body.dropFirst("pin-sha256=".count)
-        } else if body.lowercased().hasPrefix("sha256/") {
+        } else if lowercased.hasPrefix("sha256/") {
             body = body.dropFirst("sha256/".count)
             // One base64 pin in 64 itself begins with "/" ("sha256/" + it reads
             // "sha256//…"): the "/" is curl's only when the rest is one longer than a pin.
