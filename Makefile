@@ -3,9 +3,10 @@
 SWIFT       ?= swift
 PREFIX      ?= /usr
 # Building: libnl, libsystemd; `make deb`: debhelper, jq (reachctl's manual);
-# the tests: a bus, iproute2, openssl and curl as peers, and for the system test
+# the tests: a bus, iproute2, openssl and curl as peers, python3 as a hostile local
+# user (the limits tests), and for the system test
 # a Debian 12 root file system (mmdebstrap) booted by systemd-nspawn.
-DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl \
+DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 \
                debhelper dpkg-dev jq mmdebstrap systemd-container
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc
@@ -24,7 +25,14 @@ SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # reachd stays position-independent with 1.5 MB less resident than with RELA.
 RELEASE      = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 
-.PHONY: deps build run test unittest systemtest bench release docs install install-files deb version clean
+# `make fuzz`: each parser's libFuzzer target for FUZZ_SECONDS (0: no limit) or
+# FUZZ_RUNS executions (-1: no limit), whichever ends first; FUZZ_TARGETS picks some.
+FUZZ_BUILD   = .build-fuzz
+FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spool
+FUZZ_SECONDS ?= 15
+FUZZ_RUNS    ?= -1
+
+.PHONY: deps build run test unittest systemtest fuzz fuzz-build bench release docs install install-files deb version clean
 
 ## Install the system packages that are missing (apt-get update first on a fresh machine).
 deps:
@@ -70,6 +78,29 @@ unittest: deps
 ## from outside as an operator would: install, reload, watchdog, purge.
 systemtest: deb
 	Tests/System/package-test.sh $(DEB)
+
+## The libFuzzer driver (FuzzTesting/, a package of its own), with ASan.
+fuzz-build: deps
+	cd FuzzTesting && $(SWIFT) build -c release --scratch-path ../$(FUZZ_BUILD) --product reachd-fuzz \
+	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
+
+## Fuzzes every parser of outside input, from its seed corpus (FuzzTesting/Corpus,
+## read-only) and what earlier runs found ($(FUZZ_BUILD)/corpus). A crash or a leak
+## stops the run; its input is left in $(FUZZ_BUILD)/artifacts. Long run, as
+## recorded in BENCHMARKS.md: make fuzz FUZZ_SECONDS=0 FUZZ_RUNS=10000000
+fuzz: fuzz-build
+	@for target in $(FUZZ_TARGETS); do \
+	  dictionary=FuzzTesting/Dictionaries/$$target.dict; \
+	  case $$target in toml) ;; config|pin) ;; helper-messages|report-spool) dictionary=FuzzTesting/Dictionaries/json.dict ;; *) dictionary= ;; esac; \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$target $(FUZZ_BUILD)/artifacts; \
+	  echo "fuzz: $$target"; \
+	  REACHD_FUZZ_TARGET=$$target SWIFT_BACKTRACE=enable=no $(FUZZ_BUILD)/release/reachd-fuzz \
+	    $${dictionary:+-dict=$$dictionary} -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) -max_len=65536 \
+	    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$target- \
+	    $(FUZZ_BUILD)/corpus/$$target FuzzTesting/Corpus/$$target > $(FUZZ_BUILD)/$$target.log 2>&1 \
+	  || { tail -60 $(FUZZ_BUILD)/$$target.log; echo "fuzz: $$target FAILED (log: $(FUZZ_BUILD)/$$target.log)"; exit 1; }; \
+	  grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|Done [0-9]+ runs' $(FUZZ_BUILD)/$$target.log | tr '\n' ' '; echo; \
+	done
 
 ## Benchmarks against a raw netlink listener in the same namespace; prints numbers.
 bench: deps

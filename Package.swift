@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "reachctl", targets: ["reachctl"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachd-trust", targets: ["reachd-trust"]),
+        // For FuzzTesting/ (a package of its own: libFuzzer needs its own build flags).
+        .library(name: "ParserFuzzing", targets: ["ParserFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -101,6 +103,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Every parser of outside input, reachable from bytes: fuzzed, and replayed by the tests.
+        .target(
+            name: "ParserFuzzing",
+            dependencies: ["TOML", "Netlink", "ReachabilityCore", "ServerTrust", "TrustHelperMessages"]
+        ),
         .executableTarget(
             name: "reachability-bench",
             dependencies: [
@@ -119,6 +126,7 @@ let package = Package(
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
+        .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NamespaceTesting"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "NamespaceTesting"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting"]),

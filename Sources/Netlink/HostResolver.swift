@@ -10,6 +10,20 @@ package enum HostResolver {
         package var description: String { "cannot resolve \(host): \(reason)" }
     }
 
+    /// Whether `text` can be a host name to look up: at most 253 bytes, labels of
+    /// 1–63 letters, digits, `-` and `_` (nss names like `_gateway` have them),
+    /// with one trailing dot allowed. Checked before anything is asked of the resolver.
+    package static func isHostName(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard !bytes.isEmpty, bytes.count <= 253 else { return false }
+        let name = bytes.last == UInt8(ascii: ".") ? bytes.dropLast() : bytes[...]
+        return name.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).allSatisfy { label in
+            (1...63).contains(label.count) && label.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7a) || byte == 0x2d || byte == 0x5f
+            }
+        }
+    }
+
     /// The addresses of `host`, IPv4 first, without duplicates; a literal address
     /// is returned as it is, without asking anyone. Blocks while the resolver works.
     package static func resolve(_ host: String, limit: Int = 8) throws -> [IPAddress] {

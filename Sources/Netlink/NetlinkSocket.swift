@@ -86,8 +86,15 @@ final class NetlinkSocket {
 
     /// Calls `body` for each message of the datagram last received (`count` bytes).
     func forEachMessage(in count: Int, _ body: (UnsafeMutablePointer<nlmsghdr>) throws -> Void) rethrows {
-        var remaining = Int32(count)
-        var header = buffer.baseAddress!.assumingMemoryBound(to: nlmsghdr.self)
+        try Self.forEachMessage(in: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), body)
+    }
+
+    /// Calls `body` for each whole message in `datagram` (4-byte aligned, as the kernel's).
+    static func forEachMessage(in datagram: UnsafeMutableRawBufferPointer,
+                               _ body: (UnsafeMutablePointer<nlmsghdr>) throws -> Void) rethrows {
+        guard let start = datagram.baseAddress else { return }
+        var remaining = Int32(datagram.count)
+        var header = start.assumingMemoryBound(to: nlmsghdr.self)
         while nlmsg_ok(header, remaining) != 0 {
             try body(header)
             header = nlmsg_next(header, &remaining)

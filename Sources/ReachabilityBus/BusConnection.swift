@@ -10,6 +10,8 @@ package final class BusConnection {
     package let bus: OpaquePointer
     /// A peer of the private socket rather than a bus: signals need no broker.
     package let isPeerToPeer: Bool
+    /// The peer's user, for a peer of the private socket.
+    package var peerUID: uid_t?
     var slots: [OpaquePointer] = []
 
     private init(bus: OpaquePointer, isPeerToPeer: Bool) {
@@ -68,6 +70,10 @@ package final class BusConnection {
         }
     }
 
+    /// The socket buffers of a private-socket peer, each way (the kernel doubles
+    /// it): a hundred path documents, and every request reachd answers.
+    static let peerSocketBuffer = 128 * 1024
+
     /// Serves one accepted connection of the private socket (peer-to-peer).
     package static func serve(acceptedSocket descriptor: Int32) throws(BusError) -> BusConnection {
         var bus: OpaquePointer?
@@ -78,6 +84,12 @@ package final class BusConnection {
         try check(sd_bus_set_fd(bus, descriptor, descriptor), "serving a peer")
         try check(sd_bus_set_server(bus, 1, id), "serving a peer")
         try check(sd_bus_start(bus), "serving a peer")
+        // sd-bus forces 8 MiB socket buffers each way: a peer that never reads would
+        // hold 8 MiB of kernel memory before its queue even starts to grow here.
+        var size = Int32(peerSocketBuffer)
+        for option in [SO_SNDBUF, SO_RCVBUF] {
+            _ = setsockopt(descriptor, SOL_SOCKET, option, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         return connection
     }
 
@@ -90,6 +102,18 @@ package final class BusConnection {
     }
 
     package var isOpen: Bool { sd_bus_is_open(bus) > 0 }
+
+    /// Authenticated (a peer) or past Hello (a client): messages flow.
+    package var isReady: Bool { sd_bus_is_ready(bus) > 0 }
+
+    /// Messages sd-bus holds for the peer, not yet written to its socket.
+    package var queuedOutgoing: Int {
+        var count: UInt64 = 0
+        return sd_bus_get_n_queued_write(bus, &count) >= 0 ? Int(clamping: count) : 0
+    }
+
+    /// Closes the connection now (its descriptor too); the object goes when unreferenced.
+    package func close() { sd_bus_close(bus) }
 
     /// Calls a method of io.reachd.Reachability1 taking zero or one string and
     /// returning zero or one string.

@@ -58,23 +58,123 @@ package final class PrivateSocket {
         unlink(path)
     }
 
-    /// Serves `object` on every connection accepted from now on.
-    package func serve(_ object: ReachabilityObject, on loop: EventLoop, log: @escaping (String) -> Void) throws(BusError) {
+    /// Serves `object` on every connection accepted from now on, within `limits`.
+    package func serve(_ object: ReachabilityObject, on loop: EventLoop, limits: ConnectionLimits = ConnectionLimits(),
+                       log: @escaping (String) -> Void) throws(BusError) {
+        let admission = Admission(limits: limits, descriptorLimit: limits.raiseDescriptorLimit(), log: log)
+        let sweep = try loop.timer { admission.dropUnauthenticated() }
+        admission.sweep = sweep
         try loop.onReadable(descriptor) { [descriptor] in
             while true {
                 // accept4 needs _GNU_SOURCE; the flags are set right after.
                 let peer = accept(descriptor, nil, nil)
-                guard peer >= 0 else { return }
+                guard peer >= 0 else {
+                    if errno == EMFILE || errno == ENFILE { admission.shed(descriptor) }
+                    return
+                }
                 _ = fcntl(peer, F_SETFD, FD_CLOEXEC)
                 _ = fcntl(peer, F_SETFL, O_NONBLOCK)
+                let uid = Self.peerUID(peer)
+                if let refusal = admission.refusal(of: uid, descriptor: peer) {
+                    close(peer)
+                    admission.logRefusal(of: uid, refusal)
+                    continue
+                }
                 do {
                     let connection = try BusConnection.serve(acceptedSocket: peer)
+                    connection.peerUID = uid
                     try connection.attach(to: loop)
                     try object.serve(on: connection)
+                    admission.admit(connection)
                 } catch {
                     log("private socket: \(error)")
                 }
             }
+        }
+    }
+
+    /// The peer's user (SO_PEERCRED); one no user has when the kernel does not say.
+    static func peerUID(_ socket: Int32) -> uid_t {
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; } (the type itself needs _GNU_SOURCE)
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, length == 12 else { return uid_t.max }
+        return credentials.1
+    }
+
+    /// Who gets in, and who is dropped: the bookkeeping of `ConnectionLimits`.
+    final class Admission {
+        let limits: ConnectionLimits
+        let descriptorLimit: Int
+        let log: (String) -> Void
+        var sweep: EventLoop.Timer?
+        private var peers: [(connection: BusConnection, accepted: ContinuousClock.Instant)] = []
+        private var lastRefusalLogged: [uid_t: ContinuousClock.Instant] = [:]
+        /// Opened at start so that an accept queue can be emptied with no descriptor left.
+        private var spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+
+        init(limits: ConnectionLimits, descriptorLimit: Int, log: @escaping (String) -> Void) {
+            self.limits = limits
+            self.descriptorLimit = descriptorLimit
+            self.log = log
+        }
+
+        /// Why a connection of `uid` on `descriptor` is not served, or nil. Root always is.
+        func refusal(of uid: uid_t, descriptor: Int32) -> String? {
+            guard uid != 0 else { return nil }
+            peers.removeAll { !$0.connection.isOpen }
+            let others = peers.filter { $0.connection.peerUID != 0 }
+            if others.count(where: { $0.connection.peerUID == uid }) >= limits.perUser {
+                return "more than \(limits.perUser) connections of one user"
+            }
+            if others.count >= limits.allUsers { return "more than \(limits.allUsers) connections of users other than root" }
+            // Descriptors are handed out lowest first: this number says how many are open.
+            if Int(descriptor) >= descriptorLimit - limits.reservedDescriptors {
+                return "the last \(limits.reservedDescriptors) of \(descriptorLimit) descriptors are kept for root and the daemon"
+            }
+            return nil
+        }
+
+        /// Once per user per minute: a flood must not become a flood of log lines.
+        func logRefusal(of uid: uid_t, _ reason: String) {
+            let now = ContinuousClock.now
+            lastRefusalLogged = lastRefusalLogged.filter { $0.value.duration(to: now) < .seconds(60) }
+            guard lastRefusalLogged[uid] == nil else { return }
+            lastRefusalLogged[uid] = now
+            log("private socket: closed connections of uid \(uid == uid_t.max ? "unknown" : String(uid)): \(reason) (said once a minute)")
+        }
+
+        func admit(_ connection: BusConnection) {
+            peers.append((connection, .now))
+            sweep?.arm(after: limits.authenticationTimeout)
+        }
+
+        /// Closes peers that have not finished authenticating in time.
+        func dropUnauthenticated() {
+            let now = ContinuousClock.now
+            var next: ContinuousClock.Instant?
+            for (connection, accepted) in peers where connection.isOpen && !connection.isReady {
+                let deadline = accepted + limits.authenticationTimeout
+                if deadline <= now {
+                    connection.close()
+                    log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that did not authenticate within \(limits.authenticationTimeout)")
+                } else {
+                    next = min(next ?? deadline, deadline)
+                }
+            }
+            peers.removeAll { !$0.connection.isOpen }
+            if let next { sweep?.arm(after: now.duration(to: next)) }
+        }
+
+        /// No descriptor left even for accept: take the spare, accept and close one
+        /// connection, and keep the spare again, so the queue drains instead of
+        /// waking the loop forever.
+        func shed(_ listener: Int32) {
+            close(spare)
+            let peer = accept(listener, nil, nil)
+            if peer >= 0 { close(peer) }
+            spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            logRefusal(of: uid_t.max - 1, "no descriptor left (\(String(cString: strerror(EMFILE))))")
         }
     }
 

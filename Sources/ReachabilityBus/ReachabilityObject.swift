@@ -10,8 +10,8 @@ package protocol ReachabilityObjectDelegate: AnyObject {
     func describe() -> String
     /// The path to one destination, as `reachctl route --json` prints it. May
     /// answer later (name resolution must not block the loop): call `reply` once,
-    /// on the loop thread.
-    func route(to destination: String, reply: @escaping (Result<String, BusMethodError>) -> Void)
+    /// on the loop thread. `caller` tells callers apart (a bus name, or one peer).
+    func route(to destination: String, caller: String, reply: @escaping (Result<String, BusMethodError>) -> Void)
     func trustStatus() -> String
     func recheckTrust() throws(BusMethodError)
     func reload() throws(BusMethodError)
@@ -84,7 +84,10 @@ package final class ReachabilityObject {
                 guard status >= 0, let destination else { return status }
                 guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
                 let call = sd_bus_message_ref(message)
-                delegate.route(to: String(cString: destination)) { result in
+                // On the bus, the sender's unique name; on the private socket (no sender), the connection.
+                let caller = sd_bus_message_get_sender(message).map { String(cString: $0) }
+                    ?? "peer \(UInt(bitPattern: sd_bus_message_get_bus(message)))"
+                delegate.route(to: String(cString: destination), caller: caller) { result in
                     switch result {
                     case let .success(document):
                         _ = reachd_bus_reply_string(call, document)
@@ -166,9 +169,27 @@ package final class ReachabilityObject {
         connections.append(connection)
     }
 
+    /// A peer with more messages than this waiting to be written does not read: it is dropped.
+    package var maximumQueuedMessages = ConnectionLimits().queuedMessages
+    /// Where the object says which peer it dropped.
+    package var log: (String) -> Void = { _ in }
+
     /// Drops connections whose peer went away.
     package func pruneClosedConnections() {
         connections.removeAll { !$0.isOpen }
+    }
+
+    /// The connections a message goes to now. A peer that stopped reading is
+    /// closed instead, so it cannot grow the daemon's memory; the others are not
+    /// held up by it (every socket is non-blocking).
+    private func receivers() -> [BusConnection] {
+        pruneClosedConnections()
+        for connection in connections where connection.isPeerToPeer && connection.queuedOutgoing >= maximumQueuedMessages {
+            connection.close()
+            log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that does not read (\(maximumQueuedMessages) messages waiting)")
+        }
+        pruneClosedConnections()
+        return connections
     }
 
     /// New values: PropertiesChanged for those that changed, on every connection.
@@ -176,18 +197,16 @@ package final class ReachabilityObject {
         let changed = Properties.names.filter { properties.value(of: $0) != new.value(of: $0) }
         properties = new
         guard !changed.isEmpty else { return }
-        pruneClosedConnections()
         var names = changed.map { strdup($0) } + [nil]
         defer { names.forEach { free($0) } }
-        for connection in connections {
+        for connection in receivers() {
             _ = sd_bus_emit_properties_changed_strv(connection.bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
         }
     }
 
     /// Emits a signal of the interface on every connection.
     package func emit(_ member: String, _ first: String, _ second: String? = nil) {
-        pruneClosedConnections()
-        for connection in connections {
+        for connection in receivers() {
             _ = reachd_bus_emit(connection.bus, nil, member, first, second)
         }
     }

@@ -29,7 +29,10 @@ public struct PublicKeyPin: Hashable, Sendable, CustomStringConvertible {
     public init(parsing text: String) throws(PinParsingError) {
         var body = Substring(text.trimmingCharacters(in: .whitespaces))
         let lowercased = body.lowercased()
-        if lowercased.hasPrefix("pin-sha256=") {
+        // Bare base64 is exactly a pin's length (one pin in 64^7 begins "sha256/":
+        // the length, not the prefix, says which spelling it is).
+        if body.count == Self.base64Length {
+        } else if lowercased.hasPrefix("pin-sha256=") {
             body = body.dropFirst("pin-sha256=".count)
         } else if lowercased.hasPrefix("sha256/") {
             body = body.dropFirst("sha256/".count)

@@ -42,6 +42,8 @@ public struct TrustChecker: Sendable {
         public var reports: [PinFailureReport]
         /// Reports that could not be spooled or delivered to a report-uri, and why.
         public var reportErrors: [String]
+        /// Reports in the outbox after this round's delivery: their collectors did not answer 2xx.
+        public var reportsPending = 0
     }
 
     /// Checks every exact host of the table. `path` goes into pin-failure reports
@@ -57,35 +59,20 @@ public struct TrustChecker: Sendable {
             return outcomes.map { $0! }
         }
         var round = Round(overall: OverallTrust(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], reportErrors: [])
-        var deliveries: [(PinFailureReport, [String])] = []
         for (host, outcome) in zip(hosts, outcomes) {
             guard let spool, let report = outcome.report(for: host, path: path) else { continue }
             do {
-                guard try spool.write(report) != nil else { continue }
+                guard try spool.write(report, deliverTo: host.reportURIs) != nil else { continue }
                 round.reports.append(report)
-                if !host.reportURIs.isEmpty { deliveries.append((report, host.reportURIs)) }
             } catch {
                 round.reportErrors.append("\(host.pattern): \(error)")
             }
         }
-        // Only new reports are sent (the spool de-duplicates), after they are on disk.
-        let timeout = configuration.timeout.timeAmount
-        round.reportErrors += await withTaskGroup(of: String?.self) { group in
-            for (report, uris) in deliveries {
-                for uri in uris {
-                    group.addTask {
-                        do {
-                            _ = try await HTTPPost(url: uri, body: Array(try report.json()), contentType: "application/json", timeout: timeout).send()
-                            return nil
-                        } catch {
-                            return "\(report.hostname): report to \(uri): \(TLSProbe.describe(error))"
-                        }
-                    }
-                }
-            }
-            var errors: [String] = []
-            for await error in group { if let error { errors.append(error) } }
-            return errors
+        // New reports and those still waiting from earlier rounds, after they are on disk.
+        if let spool {
+            let delivery = await spool.outbox.deliver(now: time ?? Date(), timeout: configuration.timeout)
+            round.reportErrors += delivery.errors
+            round.reportsPending = delivery.pending
         }
         return round
     }

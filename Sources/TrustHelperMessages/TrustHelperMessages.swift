@@ -10,32 +10,65 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
     public var interval: Int64
     /// How many hosts are dialled.
     public var hosts: Int
+    /// Pin-failure reports waiting in the outbox for their collectors.
+    public var reportsPending: Int
 
-    public init(recheck: String, interval: Int64, hosts: Int) {
+    public init(recheck: String, interval: Int64, hosts: Int, reportsPending: Int) {
         self.recheck = recheck
         self.interval = interval
         self.hosts = hosts
+        self.reportsPending = reportsPending
     }
 
     /// No `[trust]` table.
-    public static let none = TrustConfigurationSummary(recheck: "on-change", interval: 6 * 3600, hosts: 0)
+    public static let none = TrustConfigurationSummary(recheck: "on-change", interval: 6 * 3600, hosts: 0, reportsPending: 0)
 }
 
 /// `reachd-trust check FILE [STATUS [INTERFACE]]`: one round's outcome.
 public struct TrustRound: Codable, Sendable {
     /// none, unknown, ok, degraded or compromised.
     public var overall: String
-    /// The TrustStatus document, as a string.
-    public var status: String
+    /// The per-host results of the TrustStatus document: a JSON array, as text.
+    public var hosts: String
     /// New pin-failure reports (already spooled), each as a JSON string.
     public var reports: [String]
     /// For the daemon's log: missing roots, undeliverable reports, pins without a backup.
     public var warnings: [String]
+    /// Reports still waiting for their collectors after this round's delivery.
+    public var reportsPending: Int
 
-    public init(overall: String, status: String, reports: [String], warnings: [String]) {
+    public init(overall: String, hosts: String, reports: [String], warnings: [String], reportsPending: Int) {
         self.overall = overall
-        self.status = status
+        self.hosts = hosts
         self.reports = reports
         self.warnings = warnings
+        self.reportsPending = reportsPending
     }
+}
+
+/// `reachd-trust deliver FILE`: one delivery pass over the report outbox.
+public struct TrustDelivery: Codable, Sendable, Equatable {
+    /// Reports every collector now has.
+    public var delivered: Int
+    /// Reports dropped undelivered (older than 7 days, unreadable).
+    public var dropped: Int
+    /// Reports still waiting.
+    public var reportsPending: Int
+    /// For the daemon's log: which collector failed, and why.
+    public var warnings: [String]
+
+    public init(delivered: Int, dropped: Int, reportsPending: Int, warnings: [String]) {
+        self.delivered = delivered
+        self.dropped = dropped
+        self.reportsPending = reportsPending
+        self.warnings = warnings
+    }
+}
+
+/// What the daemon's log says of a pin-failure report (the report itself holds PEM chains).
+public struct PinFailureReportHead: Decodable, Sendable {
+    public var hostname: String
+    public var validationResult: String
+
+    enum CodingKeys: String, CodingKey { case hostname, validationResult = "validation-result" }
 }

@@ -15,15 +15,12 @@ import Glibc
 //   reachd-trust check-config FILE
 //       validates the [trust] table; prints {"recheck", "interval", "hosts"}; exit 1 with file:line on stderr
 //   reachd-trust check FILE [STATUS [INTERFACE]]
-//       re-validates every host; spools reports; prints {"overall", "status", "reports", "warnings"}
+//       re-validates every host; spools reports, delivers waiting ones; prints TrustRound
+//   reachd-trust deliver FILE
+//       sends the reports waiting in the outbox to their collectors; prints TrustDelivery
 //   reachd-trust ctl check|verify|pin|diagnose …
 //       `reachctl trust …`'s TLS commands (reachctl execs this for them)
 //   reachd-trust --version
-
-struct TrustStatus: Encodable {
-    var trust: String
-    var hosts: [HostTrustResult]
-}
 
 /// One JSON object as text, keys sorted (stable for the reader and for tests).
 func json(_ value: some Encodable) throws -> String {
@@ -51,8 +48,8 @@ if arguments.first == "ctl" {
     await ReachctlTrustCommand.run(Array(arguments.dropFirst()))
     exit(0)
 }
-guard arguments.count >= 2, ["check-config", "check"].contains(arguments[0]) else {
-    fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE]] | ctl COMMAND …")
+guard arguments.count >= 2, ["check-config", "check", "deliver"].contains(arguments[0]) else {
+    fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE]] | deliver FILE | ctl COMMAND …")
 }
 let file = arguments[1]
 let configuration: TrustConfiguration
@@ -62,12 +59,21 @@ do {
     fail("\(error)")
 }
 
+let spool = ReportSpool(directory: configuration.reports)
+
 if arguments[0] == "check-config" {
     for host in configuration.probedHosts where host.policy.mode == .disabled {
         printLine("reachd-trust: trust evaluation is DISABLED for \(host.pattern): any certificate is accepted", to: STDERR_FILENO)
     }
     printLine(try json(TrustConfigurationSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
-                                                 hosts: configuration.probedHosts.count)))
+                                                 hosts: configuration.probedHosts.count, reportsPending: spool.outbox.pendingCount)))
+    exit(0)
+}
+
+if arguments[0] == "deliver" {
+    let delivery = await spool.outbox.deliver(timeout: configuration.timeout)
+    printLine(try json(TrustDelivery(delivered: delivery.delivered, dropped: delivery.dropped,
+                                     reportsPending: delivery.pending, warnings: delivery.errors)))
     exit(0)
 }
 
@@ -82,8 +88,9 @@ do {
 var path: [String: String] = [:]
 if arguments.count > 2 { path["status"] = arguments[2] }
 if arguments.count > 3 { path["interface"] = arguments[3] }
-let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: ReportSpool(directory: configuration.reports))
+let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: spool)
 let round = await checker.checkAll(path: path)
-printLine(try json(TrustRound(overall: round.overall.rawValue, status: try json(TrustStatus(trust: round.overall.rawValue, hosts: round.hosts)),
+printLine(try json(TrustRound(overall: round.overall.rawValue, hosts: try json(round.hosts),
                               reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
-                              warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } })))
+                              warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } },
+                              reportsPending: round.reportsPending)))

@@ -35,7 +35,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private let helper: TrustHelper?
     private var trustRound: TrustRound?
     private var trustGeneration = 0
-    private var trustRunning = false
+    /// A round or a delivery runs in reachd-trust: one at a time (both send reports).
+    private var helperRunning = false
     private var trustAgain = false
     private var lastRecheckRequest: ContinuousClock.Instant?
     private var trustTimer: EventLoop.Timer!
@@ -43,7 +44,15 @@ final class Daemon: ReachabilityObjectDelegate {
     /// round; the log says each once per config loaded.
     private var loggedTrustWarnings: Set<String> = []
 
-    private var pendingRoutes: [Int: (String, (Result<String, BusMethodError>) -> Void)] = [:]
+    /// Pin-failure reports waiting for their collectors, and when they are tried
+    /// again: 15 s after a new one, doubling to an hour (and on every path change).
+    private var reportsPending = 0
+    private var deliveryTimer: EventLoop.Timer!
+    private var deliveryBackoff = Daemon.firstDeliveryRetry
+    static let firstDeliveryRetry = Duration.seconds(15)
+    static let lastDeliveryRetry = Duration.seconds(3600)
+
+    private var pendingRoutes: [Int: (destination: String, caller: String, reply: (Result<String, BusMethodError>) -> Void)] = [:]
     private var nextRequest = 0
 
     init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop) throws {
@@ -55,10 +64,12 @@ final class Daemon: ReachabilityObjectDelegate {
         object.delegate = self
         recheckTimer = try loop.timer { [unowned self] in recheckDue() }
         trustTimer = try loop.timer { [unowned self] in startTrustCheck(reason: "interval") }
+        deliveryTimer = try loop.timer { [unowned self] in startDelivery(reason: "retry") }
         try loop.onReadable(mailbox.descriptor) { [unowned self] in
             for message in mailbox.take() { handle(message) }
         }
         try watchEngine()
+        updateReportsPending(configuration.trust.reportsPending)
     }
 
     private func watchEngine() throws {
@@ -120,6 +131,8 @@ final class Daemon: ReachabilityObjectDelegate {
             startTrustCheck(reason: "start")
         } else if configuration.trust.recheck != "interval" {
             startTrustCheck(reason: "path change")
+        } else {
+            startDelivery(reason: "path change")
         }
         isReady = true
     }
@@ -169,7 +182,7 @@ final class Daemon: ReachabilityObjectDelegate {
     /// Runs a round in reachd-trust; a round asked for while one runs follows it.
     private func startTrustCheck(reason: String) {
         guard checksTrust, let helper else { return }
-        if trustRunning {
+        if helperRunning {
             trustAgain = true
             return
         }
@@ -181,14 +194,14 @@ final class Daemon: ReachabilityObjectDelegate {
             try helper.startCheck(configFile, path: path, on: loop) { [unowned self] result in
                 finishTrustCheck(result, generation: generation)
             }
-            trustRunning = true
+            helperRunning = true
         } catch {
             Log.error("trust: \(error)")
         }
     }
 
     private func finishTrustCheck(_ result: Result<TrustRound, TrustHelper.Failure>, generation: Int) {
-        trustRunning = false
+        helperRunning = false
         // A round started before a reload is stale.
         if generation == trustGeneration {
             switch result {
@@ -203,6 +216,46 @@ final class Daemon: ReachabilityObjectDelegate {
         }
     }
 
+    /// Sends the waiting reports (a round does it too, so none runs beside one).
+    private func startDelivery(reason: String) {
+        guard reportsPending > 0, let helper, !helperRunning else { return }
+        Log.debug("trust: delivering \(reportsPending) waiting reports (\(reason))")
+        do {
+            try helper.startDelivery(configFile, on: loop) { [unowned self] result in
+                helperRunning = false
+                switch result {
+                case let .success(delivery):
+                    if delivery.delivered > 0 { Log.notice("trust: \(delivery.delivered) waiting reports delivered") }
+                    for warning in delivery.warnings { Log.info("trust: \(warning)") }
+                    updateReportsPending(delivery.reportsPending)
+                case let .failure(failure):
+                    Log.error("trust: \(failure)")
+                    updateReportsPending(reportsPending)
+                }
+                if trustAgain {
+                    trustAgain = false
+                    startTrustCheck(reason: "changed while delivering")
+                }
+            }
+            helperRunning = true
+        } catch {
+            Log.error("trust: \(error)")
+        }
+    }
+
+    /// Re-arms the retry: sooner when a new report arrived, later after each
+    /// attempt that left reports waiting, not at all when none wait.
+    private func updateReportsPending(_ count: Int) {
+        if count > reportsPending { deliveryBackoff = Self.firstDeliveryRetry }
+        reportsPending = count
+        guard count > 0, helper != nil else {
+            deliveryBackoff = Self.firstDeliveryRetry
+            return deliveryTimer.disarm()
+        }
+        deliveryTimer.arm(after: deliveryBackoff)
+        deliveryBackoff = min(deliveryBackoff * 2, Self.lastDeliveryRetry)
+    }
+
     private func publishTrust(_ round: TrustRound) {
         let before = trustSummary
         trustRound = round
@@ -210,9 +263,10 @@ final class Daemon: ReachabilityObjectDelegate {
         // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
         for report in round.reports {
             object.emit("PinFailure", report)
-            let head = try? JSONDecoder().decode(TrustHelper.ReportHead.self, from: Data(report.utf8))
+            let head = try? JSONDecoder().decode(PinFailureReportHead.self, from: Data(report.utf8))
             Log.warning("trust: pin failure for \(head?.hostname ?? "?"): \(head?.validationResult ?? "?") (report spooled)")
         }
+        updateReportsPending(round.reportsPending)
         guard trustSummary != before || !round.reports.isEmpty else { return }
         Log.notice("trust: \(trustSummary.rawValue)")
         if var path = current {
@@ -226,8 +280,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private func handle(_ message: Message) {
         switch message {
         case let .resolved(request, addresses):
-            guard let (destination, reply) = pendingRoutes.removeValue(forKey: request) else { return }
-            answerRoute(destination, addresses: addresses, reply: reply)
+            guard let pending = pendingRoutes.removeValue(forKey: request) else { return }
+            answerRoute(pending.destination, addresses: addresses, reply: pending.reply)
         }
     }
 
@@ -239,11 +293,27 @@ final class Daemon: ReachabilityObjectDelegate {
         return path.jsonString()
     }
 
-    func route(to destination: String, reply: @escaping (Result<String, BusMethodError>) -> Void) {
+    /// Name resolutions in flight, per caller and in all: each holds a thread
+    /// while it waits for DNS, so no caller may queue them without bound.
+    static let routesPerCaller = 4
+    static let routesInFlight = 32
+
+    func route(to destination: String, caller: String, reply: @escaping (Result<String, BusMethodError>) -> Void) {
         if let literal = IPAddress(destination) { return answerRoute(destination, addresses: [literal], reply: reply) }
+        guard HostResolver.isHostName(destination) else {
+            let shown = destination.utf8.count > 64 ? String(decoding: destination.utf8.prefix(64), as: UTF8.self) + "…" : destination
+            return reply(.failure(.init("org.freedesktop.DBus.Error.InvalidArgs",
+                                        "\"\(shown)\" is neither an IP address nor a host name (at most 253 bytes of letters, digits, '-', '_' and dots)")))
+        }
+        if pendingRoutes.count >= Self.routesInFlight {
+            return reply(.failure(.limitsExceeded("\(Self.routesInFlight) Route() lookups are resolving already; try again")))
+        }
+        if pendingRoutes.values.count(where: { $0.caller == caller }) >= Self.routesPerCaller {
+            return reply(.failure(.limitsExceeded("at most \(Self.routesPerCaller) Route() lookups of one caller resolve at once")))
+        }
         nextRequest += 1
         let request = nextRequest
-        pendingRoutes[request] = (destination, reply)
+        pendingRoutes[request] = (destination, caller, reply)
         let mailbox = mailbox
         DispatchQueue.global().async {
             mailbox.post(.resolved(request: request, addresses: (try? HostResolver.resolve(destination)) ?? []))
@@ -260,8 +330,9 @@ final class Daemon: ReachabilityObjectDelegate {
         reply(.success(path.jsonString()))
     }
 
+    /// `{"hosts": [...], "reports-pending": N, "trust": "..."}` (keys sorted, as reachd-trust writes them).
     func trustStatus() -> String {
-        trustRound?.status ?? "{\"hosts\":[],\"trust\":\"\(trustSummary.rawValue)\"}"
+        "{\"hosts\":\(trustRound?.hosts ?? "[]"),\"reports-pending\":\(reportsPending),\"trust\":\"\(trustSummary.rawValue)\"}"
     }
 
     func recheckTrust() throws(BusMethodError) {
@@ -301,8 +372,8 @@ final class Daemon: ReachabilityObjectDelegate {
         trustGeneration += 1
         trustRound = nil
         loggedTrustWarnings = []
-        trustRunning = false
         trustTimer.disarm()
+        updateReportsPending(fresh.trust.reportsPending)
         Log.notice("reloaded \(configFile)")
         publishCurrentPath()
         startTrustCheck(reason: "reload")

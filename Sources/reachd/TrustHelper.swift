@@ -11,14 +11,6 @@ import Glibc
 /// and swift-crypto (which brings full Foundation) out of the daemon keeps the
 /// daemon's resident memory at a third.
 struct TrustHelper {
-    /// What the log says of a pin-failure report (the report itself holds PEM chains).
-    struct ReportHead: Decodable {
-        var hostname: String
-        var validationResult: String
-
-        enum CodingKeys: String, CodingKey { case hostname, validationResult = "validation-result" }
-    }
-
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
@@ -49,17 +41,33 @@ struct TrustHelper {
         return summary
     }
 
+    /// More than any answer (a round's results and new reports for hundreds of
+    /// hosts): a helper that writes more is broken, and is not read further.
+    static let answerLimit = 16 << 20
+
     /// Starts a round; `completion` runs on the loop with its outcome.
     func startCheck(_ file: String, path: [String], on loop: EventLoop,
                     completion: @escaping (Result<TrustRound, Failure>) -> Void) throws(Failure) {
-        let (pid, output, _) = try spawn(["check", file] + path, captureErrors: false)
+        try start(["check", file] + path, on: loop, completion: completion)
+    }
+
+    /// Starts a delivery pass over the report outbox; `completion` runs on the loop.
+    func startDelivery(_ file: String, on loop: EventLoop,
+                       completion: @escaping (Result<TrustDelivery, Failure>) -> Void) throws(Failure) {
+        try start(["deliver", file], on: loop, completion: completion)
+    }
+
+    /// Runs the helper without blocking the loop; its one JSON line is decoded when it exits.
+    private func start<Answer: Decodable>(_ arguments: [String], on loop: EventLoop,
+                                          completion: @escaping (Result<Answer, Failure>) -> Void) throws(Failure) {
+        let (pid, output, _) = try spawn(arguments, captureErrors: false)
         _ = fcntl(output, F_SETFL, O_NONBLOCK)
         var data: [UInt8] = []
         var watch: EventLoop.Watch?
         do {
             watch = try loop.onReadable(output) {
                 var chunk = [UInt8](repeating: 0, count: 65536)
-                while true {
+                while data.count <= Self.answerLimit {
                     let count = read(output, &chunk, chunk.count)
                     if count > 0 { data += chunk[..<count]; continue }
                     if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
@@ -67,11 +75,12 @@ struct TrustHelper {
                 }
                 watch?.cancel()
                 close(output)
+                if data.count > Self.answerLimit { kill(pid, SIGKILL) }
                 let status = Self.wait(pid)
-                if status == 0, let round = try? JSONDecoder().decode(TrustRound.self, from: Data(data)) {
-                    completion(.success(round))
+                if status == 0, data.count <= Self.answerLimit, let answer = try? JSONDecoder().decode(Answer.self, from: Data(data)) {
+                    completion(.success(answer))
                 } else {
-                    completion(.failure(Failure(description: "reachd-trust exited \(status) without a result")))
+                    completion(.failure(Failure(description: "reachd-trust \(arguments[0]) exited \(status) without a result")))
                 }
             }
         } catch {

@@ -18,13 +18,15 @@ final class DaemonProcess: @unchecked Sendable {
     var address: String { "unix:path=\(socket)" }
 
     /// Starts reachd in `namespace` with `arguments` after the socket and log level.
-    init(in namespace: TestNamespace, directory: URL, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// `wrapper` runs reachd (it must exec it): `prlimit --nofile=…`.
+    init(in namespace: TestNamespace, directory: URL, arguments: [String] = [], environment: [String: String] = [:],
+         wrapper: [String] = []) throws {
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         logFile = directory.appendingPathComponent("reachd-\(UUID()).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ip", "netns", "exec", namespace.name, Self.binary,
+        process.arguments = ["ip", "netns", "exec", namespace.name] + wrapper + [Self.binary,
                              "--socket", directory.appendingPathComponent("bus").path, "--log-level", "debug"] + arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "NOTIFY_SOCKET")
@@ -54,6 +56,13 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// reachd's resident memory (VmRSS), in kB.
+    var residentKilobytes: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
 
     /// Sends `number` and waits for the exit status (SIGKILL after `timeout`).
     @discardableResult

@@ -9,39 +9,10 @@ import Glibc
 struct TrustWiringTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 
-    /// A CA and a server certificate for pinned.test, made by openssl in `directory`.
-    func makePKI(in directory: URL) throws {
-        let script = """
-            set -e
-            cd '\(directory.path)'
-            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 30 -subj /CN=WiringCA \
-              -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-            openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr -subj /CN=pinned.test 2>/dev/null
-            printf 'subjectAltName=DNS:pinned.test\\nextendedKeyUsage=serverAuth\\nkeyUsage=critical,digitalSignature\\nauthorityKeyIdentifier=keyid\\nbasicConstraints=critical,CA:FALSE\\n' > ext
-            openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 10 -extfile ext -out leaf.pem 2>/dev/null
-            """
-        try run(["/bin/sh", "-c", script])
-    }
-
-    /// `openssl s_server` for pinned.test on 10.1.0.1:8443 in `router`, once it listens.
-    func serveTLS(in router: TestNamespace, from directory: URL) async throws -> Process {
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["ip", "netns", "exec", router.name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
-                            "-cert", directory.appendingPathComponent("leaf.pem").path,
-                            "-key", directory.appendingPathComponent("leaf.key").path, "-quiet"]
-        server.standardInput = Pipe()
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        #expect(try await eventually { !(try router.exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty) })
-        return server
-    }
-
     @Test("a pinned host whose pins do not match: Trust compromised, the report spooled, PinFailure signalled once")
     func pinFailure() async throws {
         try await withScratch { scratch in
-            try makePKI(in: scratch)
+            try PinnedServer.makePKI(in: scratch)
             let reports = scratch.appendingPathComponent("reports")
             let config = scratch.appendingPathComponent("reachd.toml")
             try """
@@ -61,7 +32,7 @@ struct TrustWiringTests {
             defer { bus.stop() }
             try await withNamespaces("rdtrust", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
-                let server = try await serveTLS(in: ns[1], from: scratch)
+                let server = try await PinnedServer.serve(in: ns[1], from: scratch)
                 defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
 
                 let signals = scratch.appendingPathComponent("signals.txt")
@@ -108,31 +79,97 @@ struct TrustWiringTests {
         }
     }
 
+    /// An HTTP collector of pin-failure reports: each POST body one line of FILE, answered 204.
+    static let collector = """
+        import http.server, sys
+        class Collector(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with open(sys.argv[3], "ab") as out: out.write(body + b"\\n")
+                self.send_response(204)
+                self.end_headers()
+            def log_message(self, *arguments): pass
+        http.server.HTTPServer((sys.argv[1], int(sys.argv[2])), Collector).serve_forever()
+        """
+
+    @Test("a report whose collector is down waits in the outbox: counted, retried within 30 s, delivered after a restart",
+          .timeLimit(.minutes(3)))
+    func reportDeliveryRetried() async throws {
+        try await withScratch { scratch in
+            try PinnedServer.makePKI(in: scratch)
+            func configure(pin: Character) throws -> URL {
+                let pins = [String(repeating: pin, count: 43) + "=", String(repeating: "B", count: 43) + "="].map { "sha256/" + $0 }
+                let config = try PinnedServer.config(pins: pins, in: scratch)
+                try (String(contentsOf: config, encoding: .utf8) + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\n")
+                    .write(to: config, atomically: true, encoding: .utf8)
+                return config
+            }
+            let config = try configure(pin: "A")
+            let script = scratch.appendingPathComponent("collector.py")
+            try Self.collector.write(to: script, atomically: true, encoding: .utf8)
+            let received = scratch.appendingPathComponent("received.jsonl")
+            let outbox = scratch.appendingPathComponent("reports/outbox").path
+            try await withNamespaces("rdoutbox", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let server = try await PinnedServer.serve(in: ns[1], from: scratch)
+                defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+                func startCollector() throws -> Process {
+                    let collector = Process()
+                    collector.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                    collector.arguments = ["ip", "netns", "exec", ns[1].name, "/usr/bin/python3", script.path, "10.1.0.1", "8080", received.path]
+                    collector.standardError = FileHandle.nullDevice
+                    try collector.run()
+                    return collector
+                }
+                func reports() -> Int { ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n").count }
+                func pending(_ daemon: DaemonProcess) -> String {
+                    (try? daemon.busctl(["call"] + object + ["TrustStatus"]).output) ?? ""
+                }
+                func waiting() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: outbox)) ?? []).count }
+
+                // The collector is down: the report waits, and says so.
+                var daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                #expect(await eventually(.seconds(20)) { pending(daemon).contains(#"\"reports-pending\":1"#) }, "\(daemon.log)")
+                let ctl = try ns[0].exec([DaemonProcess.reachctl, "trust", "status", "--bus", daemon.socket])
+                #expect(ctl.output.contains("reports: 1 waiting for their collectors"), "\(ctl.output)")
+                #expect(waiting() == 1)
+
+                // It comes back: the next retry (15 s after the report) delivers.
+                var collector = try startCollector()
+                let back = ContinuousClock.now
+                #expect(await eventually(.seconds(30)) { reports() == 1 }, "\(daemon.log)")
+                print("outbox: delivered \(back.duration(to: .now)) after the collector came back")
+                #expect(await eventually { pending(daemon).contains(#"\"reports-pending\":0"#) && waiting() == 0 })
+                #expect(daemon.log.contains("1 waiting reports delivered"), "\(daemon.log)")
+
+                // Down again; a new failure (other pins) waits; the daemon restarts; the
+                // collector is back before it: the first round after the start delivers.
+                kill(collector.processIdentifier, SIGKILL)
+                collector.waitUntilExit()
+                _ = try configure(pin: "C")
+                daemon.signal(SIGHUP)
+                #expect(await eventually(.seconds(20)) { waiting() == 1 }, "\(daemon.log)")
+                await daemon.stop()
+                collector = try startCollector()
+                defer { kill(collector.processIdentifier, SIGKILL); collector.waitUntilExit() }
+                try await Task.sleep(for: .milliseconds(300))
+                daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { [daemon] in await daemon.stop() } }
+                #expect(await eventually(.seconds(10)) { reports() == 2 && waiting() == 0 }, "\(daemon.log)")
+                #expect(reports() == 2, "each report once")
+            }
+        }
+    }
+
     @Test("a pin set with no backup key is warned about once per config loaded, not every round")
     func backupPinWarningOnce() async throws {
         try await withScratch { scratch in
-            try makePKI(in: scratch)
-            let pins = try ["leaf.pem", "ca.pem"].map { file in
-                "sha256/" + (try run(["/bin/sh", "-c", "openssl x509 -in '\(scratch.appendingPathComponent(file).path)' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64"]).output
-                    .trimmingCharacters(in: .whitespacesAndNewlines))
-            }
-            let config = scratch.appendingPathComponent("reachd.toml")
-            try """
-                [trust]
-                timeout = "2s"
-                reports = "\(scratch.appendingPathComponent("reports").path)"
-
-                [[trust.host]]
-                match = "pinned.test"
-                port = 8443
-                connect = "10.1.0.1"
-                mode = "public-key"
-                pins = ["\(pins[0])", "\(pins[1])"]
-                anchors = ["ca.pem"]
-                """.write(to: config, atomically: true, encoding: .utf8)
+            try PinnedServer.makePKI(in: scratch)
+            let pins = try PinnedServer.pins(in: scratch)
+            let config = try PinnedServer.config(pins: pins, in: scratch)
             try await withNamespaces("rdbackup", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
-                let server = try await serveTLS(in: ns[1], from: scratch)
+                let server = try await PinnedServer.serve(in: ns[1], from: scratch)
                 defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
 
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])

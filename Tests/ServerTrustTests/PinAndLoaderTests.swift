@@ -35,6 +35,10 @@ struct PinAndLoaderTests {
         // Base64 beginning with "/" ("/" is 63: the first six bits set), "+" (62), and "//".
         samples += [[0xFF] + Array(repeating: 0, count: 31), [0xFC] + Array(repeating: 0xFF, count: 31),
                     [0xF8] + Array(repeating: 1, count: 31), [0xFF, 0xF0] + Array(repeating: 7, count: 30)]
+        // Found by the pin fuzzer: base64 that itself begins "sha256/" (or "SHA256/") was
+        // stripped of it when written bare, and rejected as 26 bytes.
+        samples += ["sha256/YmszoLUZNBWM2CXV5uxDm818GJjk0Fk3pI1I=", "SHA256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]
+            .map { Array(Data(base64Encoded: $0)!) }
         var slashes = 0
         for bytes in samples {
             let pin = try #require(PublicKeyPin(sha256: bytes))

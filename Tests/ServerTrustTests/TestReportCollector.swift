@@ -11,7 +11,8 @@ final class TestReportCollector: Sendable {
     var url: String { "http://127.0.0.1:\(channel.localAddress!.port!)/pins" }
     var bodies: [[UInt8]] { received.withLockedValue { $0 } }
 
-    init() async throws {
+    /// Listens on `port` of 127.0.0.1 (0: any free one).
+    init(port: Int = 0) async throws {
         let received = received
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
@@ -19,7 +20,8 @@ final class TestReportCollector: Sendable {
                     try child.pipeline.syncOperations.addHandler(Handler(received: received))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: port).get()
     }
 
     func close() async { try? await channel.close() }

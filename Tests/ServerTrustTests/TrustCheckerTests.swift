@@ -99,9 +99,12 @@ struct TrustCheckerTests {
         #expect(sent?["validation-result"] as? String == "pin-mismatch")
         #expect(sent?["hostname"] as? String == "api.test")
         #expect(round.reportErrors.count == 1 && round.reportErrors[0].contains("refused"), "\(round.reportErrors)")
-        // The next round's identical report is neither spooled nor sent again.
-        _ = await checker.checkAll(at: TestAuthority.now + 60)
+        #expect(round.reportsPending == 1, "waiting for the dead collector")
+        // The next round's identical report is neither spooled nor sent again to
+        // the collector that has it; the dead one is tried again.
+        let next = await checker.checkAll(at: TestAuthority.now + 60)
         #expect(collector.bodies.count == 1)
+        #expect(next.reports.isEmpty && next.reportsPending == 1 && next.reportErrors.count == 1, "\(next.reportErrors)")
     }
 
     @Test("none without hosts; unknown when no host can be reached")

@@ -25,6 +25,9 @@ struct TrustStatusCommand: ParsableCommand {
         }
         var trust: String
         var hosts: [Host]
+        var reportsPending: Int
+
+        enum CodingKeys: String, CodingKey { case trust, hosts, reportsPending = "reports-pending" }
     }
 
     func run() throws {
@@ -42,6 +45,9 @@ struct TrustStatusCommand: ParsableCommand {
         write(line: "trust: \(status.trust)")
         for host in status.hosts {
             write(line: "  \(host.host):\(host.port)  \(host.verdict)\(host.enforced ? "" : " (report-only)")  \(host.reason)")
+        }
+        if status.reportsPending > 0 {
+            write(line: "reports: \(status.reportsPending) waiting for their collectors (retried with back-off and on every path change)")
         }
     }
 }

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of FuzzTesting/Corpus (committed; re-run to refresh).
+
+Certificates come from openssl, netlink datagrams from the running kernel (an
+rtnetlink dump of links, addresses, routes and rules, and a route lookup, read
+with a raw AF_NETLINK socket), reports from the shapes reachd-trust writes.
+Run as any user from the repository root: python3 FuzzTesting/make-seeds.py
+"""
+import base64, hashlib, json, os, socket, struct, subprocess, tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Corpus")
+
+
+def seed(target, name, data):
+    os.makedirs(os.path.join(ROOT, target), exist_ok=True)
+    with open(os.path.join(ROOT, target, name), "wb") as out:
+        out.write(data if isinstance(data, bytes) else data.encode())
+
+
+def openssl(*args, data=None):
+    return subprocess.run(["openssl", *args], input=data, capture_output=True, check=True).stdout
+
+
+# --- configs: the TOML reader and the schema --------------------------------
+CONFIGS = {
+    "example.toml": open(os.path.join(os.path.dirname(ROOT), "..", "systemd", "reachd.toml")).read(),
+    "monitor.toml": """[monitor]
+probe-ipv4 = "192.0.2.1"
+probe-ipv6 = "2001:db8::1"
+ignore = ["docker*", "veth*"]
+metered = ["usb0"]
+
+[monitor.kind]
+usb0 = "cellular"
+"wwan*" = 'cellular'
+""",
+    "trust.toml": """[trust]
+recheck = "both"
+interval = "6h"
+timeout = "5s"
+reports = "/var/lib/reachd/reports"
+
+[[trust.host]]
+match = "api.example.com"
+port = 8443
+connect = "198.51.100.7"
+mode = "public-key"
+enforce = true
+pins = ["sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", 'sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=']
+expires = 2027-06-30
+min-pins = 2
+revocation = "ocsp-soft"
+tls = "ats"
+report-uri = ["https://collector.example.net/pins", "http://[2001:db8::5]:8080/r"]
+
+[[trust.host]]
+match = "**.example.org"
+mode = "certificate"
+certificates = ["pins/api.der", "/etc/reachd/bundle.pem"]
+accept-self-signed = true
+validate-host = false
+anchors = ["anchors/"]
+""",
+    "syntax.toml": '''# every kind of value the reader knows
+title = "T\\u00e9st \\"quoted\\" \\n"
+literal = 'C:\\path'
+multi = """
+line one \\
+  continued"""
+multiliteral = \'\'\'raw
+text\'\'\'
+int = +99_000
+hex = 0xDEAD_beef
+oct = 0o755
+bin = 0b1101
+float = -6.02e+23
+special = [inf, -inf, nan]
+date = 1979-05-27
+datetime = 1979-05-27T07:32:00.999-07:00
+local = 1979-05-27T07:32:00
+time = 07:32:00
+inline = { a = 1, "b.c" = [true, false], d = { e = [] } }
+dotted.key.path = 1
+[a."quoted.key"]
+x = [[1, 2], ["a", 'b'], ]
+[[array.of.tables]]
+[[array.of.tables]]
+n = 2
+''',
+}
+for name, text in CONFIGS.items():
+    seed("toml", name, text)
+    seed("config", name, text)
+
+# --- certificates and pins ----------------------------------------------------
+with tempfile.TemporaryDirectory() as work:
+    key, cert = os.path.join(work, "k.pem"), os.path.join(work, "c.pem")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+            "-out", cert, "-days", "3650", "-subj", "/CN=api.example.com",
+            "-addext", "subjectAltName=DNS:api.example.com,IP:192.0.2.7", "-addext", "nameConstraints=critical,permitted;DNS:example.com")
+    pem = open(cert, "rb").read()
+    der = openssl("x509", "-in", cert, "-outform", "DER")
+    rkey, rcert = os.path.join(work, "rk.pem"), os.path.join(work, "rc.pem")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", rkey, "-out", rcert, "-days", "3650",
+            "-subj", "/C=XX/O=reachd fuzz/CN=Root")
+    rsa_pem = open(rcert, "rb").read()
+    seed("certificates", "ec.pem", pem)
+    seed("certificates", "ec.der", der)
+    seed("certificates", "bundle.pem", b"# a bundle\n" + pem + b"\n" + rsa_pem)
+    seed("certificates", "key.pem", open(key, "rb").read())
+    spki = openssl("x509", "-in", cert, "-pubkey", "-noout")
+    spki_der = openssl("pkey", "-pubin", "-outform", "DER", data=spki)
+    pin = base64.b64encode(hashlib.sha256(spki_der).digest()).decode()
+    seed("pin", "sha256", f"sha256/{pin}")
+    seed("pin", "curl", f"sha256//{pin}")
+    seed("pin", "hpkp", f'pin-sha256="{pin}"')
+    seed("pin", "bare", pin)
+    seed("pin", "slash", "sha256//" + "/" + "A" * 42 + "=")
+
+# --- helper messages --------------------------------------------------------------
+leaf = pem.decode()
+report = {
+    "date-time": "2026-11-22T10:00:00Z", "hostname": "api.example.com", "port": 443,
+    "noted-hostname": "api.example.com", "include-subdomains": False, "enforce-pinning": True,
+    "served-certificate-chain": [leaf], "validated-certificate-chain": [],
+    "known-pins": [f'pin-sha256="{pin}"'], "validation-result": "pin-mismatch",
+    "known-pins-expiration-date": "2027-06-30", "path": {"status": "wired", "interface": "eth0"},
+}
+host = {"host": "api.example.com", "port": 443, "pattern": "api.example.com", "verdict": "pin-mismatch",
+        "reason": "no pin matches", "enforced": True, "tls-version": "TLSv1.3", "presented-pins": [f"sha256/{pin}"],
+        "checked-at": "2026-11-22T10:00:00Z"}
+seed("helper-messages", "summary.json", json.dumps({"recheck": "on-change", "interval": 21600, "hosts": 2, "reportsPending": 1}))
+seed("helper-messages", "round.json", json.dumps({"overall": "compromised", "hosts": json.dumps([host]),
+                                                   "reports": [json.dumps(report)], "warnings": ["x"], "reportsPending": 1}))
+seed("helper-messages", "delivery.json", json.dumps({"delivered": 1, "dropped": 0, "reportsPending": 2, "warnings": []}))
+seed("helper-messages", "report.json", json.dumps(report))
+
+# --- the report outbox ----------------------------------------------------------------
+seed("report-spool", "entry.json", json.dumps({"collectors": ["https://collector.example.net/pins"], "report": report}, sort_keys=True))
+seed("report-spool", "two.json", json.dumps({"collectors": ["http://127.0.0.1:9/a", "https://[::1]/b"],
+                                              "report": dict(report, **{"known-pins-expiration-date": None})}))
+seed("report-spool", "empty.json", json.dumps({"collectors": [], "report": report}))
+
+# --- rtnetlink datagrams from this kernel -------------------------------------------------
+NLM_F_REQUEST, NLM_F_DUMP = 1, 0x300
+RTM_GETLINK, RTM_GETADDR, RTM_GETROUTE, RTM_GETRULE = 18, 22, 26, 34
+
+
+def datagrams(kind, payload, flags=NLM_F_REQUEST | NLM_F_DUMP, attributes=b""):
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as sock:
+        body = payload + attributes
+        sock.send(struct.pack("=IHHII", 16 + len(body), kind, flags, 1, 0) + body)
+        out = []
+        while True:
+            data = sock.recv(65536)
+            out.append(data)
+            offset, kinds = 0, []
+            while offset + 16 <= len(data):
+                length, kind_seen = struct.unpack_from("=IH", data, offset)
+                kinds.append(kind_seen)
+                offset += max(16, (length + 3) & ~3)
+            if 2 in kinds or 3 in kinds or not flags & NLM_F_DUMP:  # NLMSG_ERROR, NLMSG_DONE, or one answer
+                return out
+
+
+count = 0
+for kind, payload in [(RTM_GETLINK, struct.pack("=BxHiII", 0, 0, 0, 0, 0)),
+                      (RTM_GETADDR, struct.pack("=BBBBI", 0, 0, 0, 0, 0)),
+                      (RTM_GETROUTE, struct.pack("=BBBBBBBBI", 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                      (RTM_GETRULE, struct.pack("=BBBBBBBBI", 2, 0, 0, 0, 0, 0, 0, 0, 0))]:
+    for data in datagrams(kind, payload):
+        seed("netlink", f"dump-{kind}-{count}", data)
+        count += 1
+# A route lookup: RTM_GETROUTE for 127.0.0.1 (RTA_DST = 1).
+lookup = struct.pack("=BBBBBBBBI", 2, 32, 0, 0, 0, 0, 0, 0, 0) + struct.pack("=HH4s", 8, 1, socket.inet_aton("127.0.0.1"))
+for data in datagrams(RTM_GETROUTE, lookup, flags=NLM_F_REQUEST):
+    seed("netlink", "lookup", data)

@@ -1,0 +1,71 @@
+import FoundationEssentials
+import Netlink
+import ReachabilityCore
+import ServerTrust
+import TOML
+import TrustHelperMessages
+
+/// Every parser of input reachd does not control, each reachable from bytes:
+/// what the libFuzzer driver (`FuzzTesting/`) feeds, and what the test suite
+/// replays the corpora through. A target may only return or trap; a trap
+/// (index out of range, overflow, a broken round-trip) is the finding.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// The TOML reader (a config file's syntax).
+    case toml
+    /// The config schema: `[monitor]` and `[trust]` of a reachd.toml.
+    case config
+    /// A pin in every spelling; whatever parses must round-trip.
+    case pin
+    /// Certificate files: PEM, DER, PEM bundles.
+    case certificates
+    /// A datagram from an rtnetlink socket: events, dump answers, route lookups.
+    case netlink
+    /// What reachd reads from reachd-trust.
+    case helperMessages = "helper-messages"
+    /// An entry of the report outbox.
+    case reportSpool = "report-spool"
+
+    public func run(_ bytes: [UInt8]) {
+        switch self {
+        case .toml:
+            guard let text = String(validating: bytes, as: UTF8.self) else { return }
+            _ = try? TOML.parse(text)
+        case .config:
+            Self.config(bytes)
+        case .pin:
+            Self.pin(bytes)
+        case .certificates:
+            _ = try? CertificateLoader.certificates(in: bytes)
+        case .netlink:
+            _ = RtnetlinkDatagram.decode(bytes)
+        case .helperMessages:
+            let decoder = JSONDecoder()
+            let data = Data(bytes)
+            _ = try? decoder.decode(TrustConfigurationSummary.self, from: data)
+            _ = try? decoder.decode(TrustRound.self, from: data)
+            _ = try? decoder.decode(TrustDelivery.self, from: data)
+            _ = try? decoder.decode(PinFailureReportHead.self, from: data)
+        case .reportSpool:
+            _ = try? ReportOutbox.Entry(reading: bytes)
+        }
+    }
+
+    /// As reachd and reachd-trust read a config file (relative file names are
+    /// looked up in a directory that does not exist, so nothing is read).
+    private static func config(_ bytes: [UInt8]) {
+        guard let text = String(validating: bytes, as: UTF8.self),
+              let document = try? TOML.parse(text, file: "fuzz.toml") else { return }
+        var root = TOMLTableReader(document, file: "fuzz.toml", name: "")
+        if var monitor = try? root.table("monitor") { _ = try? MonitorOptions(reading: &monitor) }
+        if var trust = try? root.table("trust") { _ = try? TrustConfiguration(reading: &trust, relativeTo: "/nonexistent/reachd-fuzz") }
+    }
+
+    /// A pin that parses prints as `sha256/…`, and every spelling of that parses back to it.
+    private static func pin(_ bytes: [UInt8]) {
+        guard let text = String(validating: bytes, as: UTF8.self), let pin = try? PublicKeyPin(parsing: text) else { return }
+        let base64 = String(pin.description.dropFirst("sha256/".count))
+        for spelling in [pin.description, "sha256//" + base64, "pin-sha256=\"\(base64)\"", base64] {
+            guard (try? PublicKeyPin(parsing: spelling)) == pin else { fatalError("\(text) parsed, but \(spelling) did not parse back to it") }
+        }
+    }
+}

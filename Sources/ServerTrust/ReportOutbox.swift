@@ -1,0 +1,170 @@
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Pin-failure reports whose collectors have not answered yet: one file per
+/// report in `<spool>/outbox`, holding the report and the collectors still to
+/// answer 2xx. Delivery is retried (by reachd: with back-off and on every path
+/// change, across restarts) until every collector has the report or the report
+/// is older than ``maximumAge``; then its file goes.
+public struct ReportOutbox: Sendable {
+    public let directory: String
+
+    /// Reports older than this are dropped undelivered (a collector gone for a week is gone).
+    public static let maximumAge: TimeInterval = 7 * 24 * 3600
+    /// At most this many reports wait; a new one beyond it replaces the oldest.
+    public static let capacity = 256
+    /// An entry larger than this is not a report of ours (chains are a few KiB).
+    static let maximumEntrySize = 1 << 20
+    /// Deliveries in flight at once.
+    static let concurrency = 8
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// One waiting report: `{"collectors": [URIs still to answer], "report": {…}}`.
+    public struct Entry: Codable, Sendable, Equatable {
+        public var collectors: [String]
+        public var report: PinFailureReport
+
+        public init(collectors: [String], report: PinFailureReport) {
+            self.collectors = collectors
+            self.report = report
+        }
+
+        /// Reads an entry file's bytes; what a crash, a full disk or another hand
+        /// may have left there is an error, never a trap.
+        public init(reading bytes: [UInt8]) throws {
+            guard bytes.count <= ReportOutbox.maximumEntrySize else { throw SpoolError("larger than \(ReportOutbox.maximumEntrySize) bytes") }
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            do {
+                self = try decoder.decode(Entry.self, from: Data(bytes))
+            } catch {
+                throw SpoolError("not an outbox entry (\(error))")
+            }
+            guard !collectors.isEmpty else { throw SpoolError("names no collector") }
+        }
+
+        func json() throws -> [UInt8] {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            encoder.dateEncodingStrategy = .iso8601
+            return Array(try encoder.encode(self))
+        }
+    }
+
+    /// What one delivery pass did.
+    public struct Delivery: Sendable, Equatable {
+        /// Reports every collector now has (their files are gone).
+        public var delivered = 0
+        /// Reports dropped undelivered: older than ``maximumAge``, or unreadable.
+        public var dropped = 0
+        /// Reports still waiting.
+        public var pending = 0
+        /// Why a collector did not take a report, why one was dropped.
+        public var errors: [String] = []
+
+        public init() {}
+    }
+
+    func add(_ entry: Entry, name: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let waiting = names()
+        if waiting.count >= Self.capacity {
+            // Names end in the report's time: the oldest first once sorted by it.
+            for old in waiting.sorted(by: { Self.time(of: $0) < Self.time(of: $1) }).prefix(waiting.count - Self.capacity + 1) {
+                try DurableFile.remove("\(directory)/\(old)")
+            }
+        }
+        try DurableFile.write(try entry.json(), to: "\(directory)/\(name)")
+    }
+
+    /// The entry files (temporary and set-aside files start with a dot).
+    func names() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }
+    }
+
+    private static func time(of name: String) -> Int {
+        Int(name.dropLast(5).split(separator: "-").last ?? "") ?? 0
+    }
+
+    /// How many reports wait.
+    public var pendingCount: Int { names().count }
+
+    /// Sends every waiting report to the collectors that have not answered 2xx
+    /// yet (`post` throws for anything else), drops those older than
+    /// ``maximumAge`` at `now`, and sets aside unreadable entries as `.NAME.invalid`.
+    public func deliver(now: Date = Date(), post: @escaping @Sendable (String, [UInt8]) async throws -> Void) async -> Delivery {
+        var outcome = Delivery()
+        var waiting: [(name: String, entry: Entry, body: [UInt8])] = []
+        for name in names() {
+            let path = "\(directory)/\(name)"
+            do {
+                let entry = try Entry(reading: try DurableFile.read(path, limit: Self.maximumEntrySize))
+                if now.timeIntervalSince(entry.report.dateTime) > Self.maximumAge {
+                    try DurableFile.remove(path)
+                    outcome.dropped += 1
+                    outcome.errors.append("report \(name) for \(entry.report.hostname) dropped undelivered after 7 days (\(entry.collectors.joined(separator: ", ")))")
+                } else {
+                    waiting.append((name, entry, Array(try entry.report.json())))
+                }
+            } catch {
+                rename(path, "\(directory)/.\(name).invalid")
+                outcome.dropped += 1
+                outcome.errors.append("outbox/\(name): \(error); set aside as .\(name).invalid")
+            }
+        }
+        // Every (report, collector) pair, a few at a time.
+        let attempts = waiting.indices.flatMap { index in waiting[index].entry.collectors.map { (index, $0) } }
+        var answered = [Set<String>](repeating: [], count: waiting.count)
+        await withTaskGroup(of: (Int, String, String?).self) { group in
+            var next = attempts.makeIterator()
+            func startNext() -> Bool {
+                guard let (index, collector) = next.next() else { return false }
+                let (body, hostname) = (waiting[index].body, waiting[index].entry.report.hostname)
+                group.addTask {
+                    do {
+                        try await post(collector, body)
+                        return (index, collector, nil)
+                    } catch {
+                        return (index, collector, "report for \(hostname) to \(collector): \(TLSProbe.describe(error))")
+                    }
+                }
+                return true
+            }
+            for _ in 0..<Self.concurrency where startNext() {}
+            for await (index, collector, failure) in group {
+                if let failure { outcome.errors.append(failure) } else { answered[index].insert(collector) }
+                _ = startNext()
+            }
+        }
+        for (index, item) in waiting.enumerated() {
+            let path = "\(directory)/\(item.name)"
+            var entry = item.entry
+            entry.collectors.removeAll { answered[index].contains($0) }
+            do {
+                if entry.collectors.isEmpty {
+                    try DurableFile.remove(path)
+                    outcome.delivered += 1
+                    continue
+                }
+                if entry.collectors != item.entry.collectors { try DurableFile.write(try entry.json(), to: path) }
+            } catch {
+                outcome.errors.append("\(error)")
+            }
+            outcome.pending += 1
+        }
+        return outcome
+    }
+
+    /// Delivery over HTTP(S): a POST of the JSON report, `timeout` for all of it.
+    public func deliver(now: Date = Date(), timeout: Duration) async -> Delivery {
+        await deliver(now: now) { collector, body in
+            _ = try await HTTPPost(url: collector, body: body, contentType: "application/json", timeout: timeout.timeAmount).send()
+        }
+    }
+}

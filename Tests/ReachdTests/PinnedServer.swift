@@ -1,0 +1,63 @@
+import Foundation
+import NamespaceTesting
+import Testing
+
+/// pinned.test: a CA and a server certificate made by openssl, served by
+/// `openssl s_server` from a router namespace (an independent TLS peer).
+enum PinnedServer {
+    /// A CA and a server certificate for pinned.test, made by openssl in `directory`.
+    static func makePKI(in directory: URL) throws {
+        let script = """
+            set -e
+            cd '\(directory.path)'
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 30 -subj /CN=WiringCA \
+              -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr -subj /CN=pinned.test 2>/dev/null
+            printf 'subjectAltName=DNS:pinned.test\\nextendedKeyUsage=serverAuth\\nkeyUsage=critical,digitalSignature\\nauthorityKeyIdentifier=keyid\\nbasicConstraints=critical,CA:FALSE\\n' > ext
+            openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 10 -extfile ext -out leaf.pem 2>/dev/null
+            """
+        try run(["/bin/sh", "-c", script])
+    }
+
+    /// The SPKI pins (`sha256/…`) of the server's and the CA's key.
+    static func pins(in directory: URL) throws -> [String] {
+        try ["leaf.pem", "ca.pem"].map { file in
+            "sha256/" + (try run(["/bin/sh", "-c", "openssl x509 -in '\(directory.appendingPathComponent(file).path)' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64"]).output
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    /// `openssl s_server` for pinned.test on 10.1.0.1:8443 in `router`, once it listens.
+    static func serve(in router: TestNamespace, from directory: URL) async throws -> Process {
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["ip", "netns", "exec", router.name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
+                            "-cert", directory.appendingPathComponent("leaf.pem").path,
+                            "-key", directory.appendingPathComponent("leaf.key").path, "-quiet"]
+        server.standardInput = Pipe()
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        #expect(try await eventually { !(try router.exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty) })
+        return server
+    }
+
+    /// A reachd.toml in `directory` whose one host is pinned.test on 10.1.0.1:8443 with `pins`.
+    static func config(pins: [String], in directory: URL) throws -> URL {
+        let config = directory.appendingPathComponent("reachd.toml")
+        try """
+            [trust]
+            timeout = "2s"
+            reports = "\(directory.appendingPathComponent("reports").path)"
+
+            [[trust.host]]
+            match = "pinned.test"
+            port = 8443
+            connect = "10.1.0.1"
+            mode = "public-key"
+            pins = [\(pins.map { "\"\($0)\"" }.joined(separator: ", "))]
+            anchors = ["ca.pem"]
+            """.write(to: config, atomically: true, encoding: .utf8)
+        return config
+    }
+}
