@@ -57,8 +57,9 @@ run: build
 	.build/debug/reachd --log-level info $(if $(wildcard /etc/reachd/reachd.toml),,--config systemd/reachd.toml)
 
 ## Every test. Kernel tests create (and always remove) network namespaces: root only.
-## Then the package under a real systemd (Tests/System/package-test.sh).
-test: deps unittest systemtest
+## Then every parser fuzzed briefly, and the package under a real systemd
+## (Tests/System/package-test.sh).
+test: deps unittest fuzz systemtest
 
 unittest: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test: the kernel tests create network namespaces; run it as root (sudo make test)" >&2; exit 1; }

@@ -137,5 +137,6 @@ extension UnsafeMutablePointer<nlmsghdr> {
 extension UnsafeMutablePointer<nlattr> {
     var type: UInt16 { UInt16(truncatingIfNeeded: nla_type(self)) }
     var bytes: [UInt8] { Array(UnsafeRawBufferPointer(start: nla_data(self), count: Int(nla_len(self)))) }
-    var u32: UInt32 { nla_get_u32(self) }
+    /// 0 for an attribute too short to hold one (nla_get_u32 would read past it).
+    var u32: UInt32 { nla_len(self) >= 4 ? nla_get_u32(self) : 0 }
 }

