@@ -18,7 +18,7 @@ package struct ConnectionLimits: Sendable {
     package var authenticationTimeout: Duration = .seconds(5)
     /// Messages waiting to be written to one peer before it is judged not to
     /// read and is dropped (the kernel's socket buffer holds as many again).
-    package var queuedMessages = 32
+    package var queuedMessages = 64
 
     package init() {}
 
