@@ -25,7 +25,8 @@ struct TrustStatusCommand: ParsableCommand {
         }
         var trust: String
         var hosts: [Host]
-        var reportsPending: Int
+        /// Absent from a daemon older than the outbox.
+        var reportsPending: Int?
 
         enum CodingKeys: String, CodingKey { case trust, hosts, reportsPending = "reports-pending" }
     }
@@ -46,8 +47,8 @@ struct TrustStatusCommand: ParsableCommand {
         for host in status.hosts {
             write(line: "  \(host.host):\(host.port)  \(host.verdict)\(host.enforced ? "" : " (report-only)")  \(host.reason)")
         }
-        if status.reportsPending > 0 {
-            write(line: "reports: \(status.reportsPending) waiting for their collectors (retried with back-off and on every path change)")
+        if let pending = status.reportsPending, pending > 0 {
+            write(line: "reports: \(pending) waiting for their collectors (retried with back-off and on every path change)")
         }
     }
 }
