@@ -71,7 +71,7 @@ package final class BusConnection {
     }
 
     /// The socket buffers of a private-socket peer, each way (the kernel doubles
-    /// it): a hundred path documents, and every request reachd answers.
+    /// it, to 256 KiB): room for bursts of path documents and for any request reachd answers.
     static let peerSocketBuffer = 128 * 1024
 
     /// Serves one accepted connection of the private socket (peer-to-peer).

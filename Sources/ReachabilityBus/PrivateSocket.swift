@@ -62,8 +62,9 @@ package final class PrivateSocket {
     package func serve(_ object: ReachabilityObject, on loop: EventLoop, limits: ConnectionLimits = ConnectionLimits(),
                        log: @escaping (String) -> Void) throws(BusError) {
         let admission = Admission(limits: limits, descriptorLimit: limits.raiseDescriptorLimit(), log: log)
-        let sweep = try loop.timer { admission.dropUnauthenticated() }
-        admission.sweep = sweep
+        admission.sweep = try loop.timer { admission.dropUnauthenticated() }
+        object.maximumQueuedMessages = limits.queuedMessages
+        object.log = log
         try loop.onReadable(descriptor) { [descriptor] in
             while true {
                 // accept4 needs _GNU_SOURCE; the flags are set right after.
@@ -108,6 +109,8 @@ package final class PrivateSocket {
         let descriptorLimit: Int
         let log: (String) -> Void
         var sweep: EventLoop.Timer?
+        /// Armed for the earliest authentication deadline; a new peer must not postpone it.
+        private var sweepArmed = false
         private var peers: [(connection: BusConnection, accepted: ContinuousClock.Instant)] = []
         private var lastRefusalLogged: [uid_t: ContinuousClock.Instant] = [:]
         /// Opened at start so that an accept queue can be emptied with no descriptor left.
@@ -122,7 +125,6 @@ package final class PrivateSocket {
         /// Why a connection of `uid` on `descriptor` is not served, or nil. Root always is.
         func refusal(of uid: uid_t, descriptor: Int32) -> String? {
             guard uid != 0 else { return nil }
-            peers.removeAll { !$0.connection.isOpen }
             let others = peers.filter { $0.connection.peerUID != 0 }
             if others.count(where: { $0.connection.peerUID == uid }) >= limits.perUser {
                 return "more than \(limits.perUser) connections of one user"
@@ -145,8 +147,12 @@ package final class PrivateSocket {
         }
 
         func admit(_ connection: BusConnection) {
+            peers.removeAll { !$0.connection.isOpen }
             peers.append((connection, .now))
-            sweep?.arm(after: limits.authenticationTimeout)
+            if !sweepArmed {
+                sweep?.arm(after: limits.authenticationTimeout)
+                sweepArmed = true
+            }
         }
 
         /// Closes peers that have not finished authenticating in time.
@@ -163,6 +169,7 @@ package final class PrivateSocket {
                 }
             }
             peers.removeAll { !$0.connection.isOpen }
+            sweepArmed = next != nil
             if let next { sweep?.arm(after: now.duration(to: next)) }
         }
 

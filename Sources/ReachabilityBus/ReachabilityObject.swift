@@ -84,9 +84,7 @@ package final class ReachabilityObject {
                 guard status >= 0, let destination else { return status }
                 guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
                 let call = sd_bus_message_ref(message)
-                // On the bus, the sender's unique name; on the private socket (no sender), the connection.
-                let caller = sd_bus_message_get_sender(message).map { String(cString: $0) }
-                    ?? "peer \(UInt(bitPattern: sd_bus_message_get_bus(message)))"
+                let caller = ReachabilityObject.from(userdata).caller(of: message)
                 delegate.route(to: String(cString: destination), caller: caller) { result in
                     switch result {
                     case let .success(document):
@@ -136,6 +134,16 @@ package final class ReachabilityObject {
             }))
     }
 
+    /// Who asks: on the bus, the sender's unique name (the broker caps connections
+    /// per user); on the private socket, which has no sender, the peer's user, so
+    /// that more connections do not buy more.
+    func caller(of message: OpaquePointer?) -> String {
+        if let sender = sd_bus_message_get_sender(message) { return String(cString: sender) }
+        let bus = sd_bus_message_get_bus(message)
+        let uid = connections.first { $0.bus == bus }?.peerUID
+        return uid.map { "uid \($0)" } ?? "peer \(UInt(bitPattern: bus))"
+    }
+
     static func from(_ userdata: UnsafeMutableRawPointer?) -> ReachabilityObject {
         Unmanaged<ReachabilityObject>.fromOpaque(userdata!).takeUnretainedValue()
     }
@@ -169,10 +177,10 @@ package final class ReachabilityObject {
         connections.append(connection)
     }
 
-    /// A peer with more messages than this waiting to be written does not read: it is dropped.
-    package var maximumQueuedMessages = ConnectionLimits().queuedMessages
-    /// Where the object says which peer it dropped.
-    package var log: (String) -> Void = { _ in }
+    /// A peer with more messages than this waiting to be written does not read: it
+    /// is dropped. The private socket sets it from its `ConnectionLimits`, and `log`.
+    var maximumQueuedMessages = ConnectionLimits().queuedMessages
+    var log: (String) -> Void = { _ in }
 
     /// Drops connections whose peer went away.
     package func pruneClosedConnections() {
@@ -183,8 +191,8 @@ package final class ReachabilityObject {
     /// closed instead, so it cannot grow the daemon's memory; the others are not
     /// held up by it (every socket is non-blocking).
     private func receivers() -> [BusConnection] {
-        pruneClosedConnections()
-        for connection in connections where connection.isPeerToPeer && connection.queuedOutgoing >= maximumQueuedMessages {
+        for connection in connections where connection.isOpen && connection.isPeerToPeer
+            && connection.queuedOutgoing >= maximumQueuedMessages {
             connection.close()
             log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that does not read (\(maximumQueuedMessages) messages waiting)")
         }

@@ -95,10 +95,10 @@ public struct ReportOutbox: Sendable {
     /// How many reports wait.
     public var pendingCount: Int { names().count }
 
-    /// Sends every waiting report to the collectors that have not answered 2xx
-    /// yet (`post` throws for anything else), drops those older than
-    /// ``maximumAge`` at `now`, and sets aside unreadable entries as `.NAME.invalid`.
-    public func deliver(now: Date = Date(), post: @escaping @Sendable (String, [UInt8]) async throws -> Void) async -> Delivery {
+    /// Sends every waiting report with `post` (which throws unless the collector
+    /// answered 2xx) to the collectors that do not have it yet, drops those older
+    /// than ``maximumAge`` at `now`, and sets aside unreadable entries as `.NAME.invalid`.
+    func deliver(now: Date, post: @escaping @Sendable (String, [UInt8]) async throws -> Void) async -> Delivery {
         var outcome = Delivery()
         var waiting: [(name: String, entry: Entry, body: [UInt8])] = []
         for name in names() {
@@ -136,7 +136,9 @@ public struct ReportOutbox: Sendable {
                 }
                 return true
             }
-            for _ in 0..<Self.concurrency where startNext() {}
+            for _ in 0..<Self.concurrency {
+                guard startNext() else { break }
+            }
             for await (index, collector, failure) in group {
                 if let failure { outcome.errors.append(failure) } else { answered[index].insert(collector) }
                 _ = startNext()
@@ -161,7 +163,7 @@ public struct ReportOutbox: Sendable {
         return outcome
     }
 
-    /// Delivery over HTTP(S): a POST of the JSON report, `timeout` for all of it.
+    /// One delivery pass over HTTP(S): each report POSTed as JSON, `timeout` for each POST.
     public func deliver(now: Date = Date(), timeout: Duration) async -> Delivery {
         await deliver(now: now) { collector, body in
             _ = try await HTTPPost(url: collector, body: body, contentType: "application/json", timeout: timeout.timeAmount).send()

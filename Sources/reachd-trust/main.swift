@@ -13,7 +13,7 @@ import Glibc
 // by running this only while a check runs.
 //
 //   reachd-trust check-config FILE
-//       validates the [trust] table; prints {"recheck", "interval", "hosts"}; exit 1 with file:line on stderr
+//       validates the [trust] table; prints TrustConfigurationSummary; exit 1 with file:line on stderr
 //   reachd-trust check FILE [STATUS [INTERFACE]]
 //       re-validates every host; spools reports, delivers waiting ones; prints TrustRound
 //   reachd-trust deliver FILE

@@ -59,7 +59,6 @@ struct ReachD {
         let loop = try EventLoop()
         let daemon = try Daemon(configFile: options.config, configuration: configuration, helper: helper, loop: loop)
         let privateSocket = try PrivateSocket(path: options.socket ?? PrivateSocket.defaultPath)
-        daemon.object.log = { Log.warning($0) }
         try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
         Log.info("serving \(privateSocket.path)")
         let onBus = try connectBus(daemon.object, loop: loop)
