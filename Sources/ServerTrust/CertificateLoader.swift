@@ -1,4 +1,4 @@
-import FoundationEssentials
+import Foundation
 import SwiftASN1
 import X509
 

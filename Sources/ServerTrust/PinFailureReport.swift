@@ -1,5 +1,5 @@
 import Crypto
-import FoundationEssentials
+import Foundation
 import X509
 
 /// A pin-failure report: RFC 7469's fields as TrustKit sends them, plus the path

@@ -1,5 +1,5 @@
 import Crypto
-import FoundationEssentials
+import Foundation
 import SwiftASN1
 import X509
 

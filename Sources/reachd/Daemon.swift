@@ -206,7 +206,7 @@ final class Daemon: ReachabilityObjectDelegate {
         if generation == trustGeneration {
             switch result {
             case let .success(round): publishTrust(round)
-            case let .failure(failure): Log.error("trust: \(failure)")
+            case let .failure(failure): forgetTrust(failure)
             }
         }
         if configuration.trust.recheck != "on-change" { trustTimer.arm(after: .seconds(configuration.trust.interval)) }
@@ -268,6 +268,21 @@ final class Daemon: ReachabilityObjectDelegate {
         }
         updateReportsPending(round.reportsPending)
         guard trustSummary != before || !round.reports.isEmpty else { return }
+        announceTrust()
+    }
+
+    /// A round that gave no result (reachd-trust crashed, or the config on disk no
+    /// longer reads): the last verdict is not kept as if it still held — an
+    /// attacker able to crash the checker must not keep `ok` standing.
+    private func forgetTrust(_ failure: TrustHelper.Failure) {
+        Log.error("trust: \(failure); the verdict is unknown until a round completes")
+        guard trustRound != nil else { return }
+        trustRound = nil
+        announceTrust()
+    }
+
+    /// The verdict changed: the log, the Trust property, and TrustChanged.
+    private func announceTrust() {
         Log.notice("trust: \(trustSummary.rawValue)")
         if var path = current {
             path.trust = trustSummary

@@ -192,6 +192,30 @@ struct TrustWiringTests {
         }
     }
 
+    @Test("a round that gives no result does not leave the last verdict standing: trust turns unknown")
+    func failedRoundForgetsVerdict() async throws {
+        try await withScratch { scratch in
+            try PinnedServer.makePKI(in: scratch)
+            let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
+            try await withNamespaces("rdforget", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let server = try await PinnedServer.serve(in: ns[1], from: scratch)
+                defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                func trust() -> String { (try? daemon.busctl(["get-property"] + object + ["Trust"]).output) ?? "" }
+                #expect(await eventually(.seconds(20)) { trust() == "s \"ok\"\n" }, "\(daemon.log)")
+                // The file changes under the daemon (not reloaded): reachd-trust can no
+                // longer read it, and the next round, on a path change, has no result.
+                try "[trust\n".write(to: config, atomically: true, encoding: .utf8)
+                try ns[0].ip("route del default")
+                try ns[0].ip("route add default via 10.1.0.1")
+                #expect(await eventually(.seconds(20)) { trust() == "s \"unknown\"\n" }, "\(daemon.log)")
+                #expect(daemon.log.contains("the verdict is unknown until a round completes"))
+            }
+        }
+    }
+
     @Test("recheck = \"interval\": a round at start, none on a path change, the next after the interval",
           .timeLimit(.minutes(3)))
     func intervalRecheck() async throws {

@@ -51,6 +51,15 @@ struct PinAndLoaderTests {
         #expect(slashes >= 4, "the samples include pins that begin with /")
     }
 
+    @Test("a certificate whose RSA key does not parse is an error, not an abort (found by the certificates fuzzer)")
+    func unparsableRSAKey() throws {
+        // swift-crypto 3.x freed the key twice when both RSA encodings failed to parse
+        // (BoringSSL aborts on the refcount): a server's certificate could kill reachd-trust.
+        let input = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../FuzzTesting/Corpus/certificates/crash-rsa-key-double-free").standardizedFileURL
+        #expect(throws: (any Error).self) { try CertificateLoader.certificates(in: Array(try Data(contentsOf: input))) }
+    }
+
     @Test("DER, PEM, bundles and directories load; keys, garbage and empty files are named")
     func loading() throws {
         let scratch = try OpenSSLScratch()
