@@ -61,13 +61,15 @@ let package = Package(
         ),
         // The D-Bus side: sd-event loop, connections, the io.reachd.Reachability1 object.
         .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim"]),
+        // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
+        .target(name: "ReachdMetrics", dependencies: ["ReachabilityBus", "Netlink", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd"]),
         // The daemon links no TLS code (and so no full Foundation): trust checks run in
         // reachd-trust. Nor swift-argument-parser: its four options are parsed by hand.
         .executableTarget(
             name: "reachd",
-            dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
+            dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "Netlink", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
         ),
         // The version, written once (the Makefile reads it for the package).
         .target(name: "ReachdVersion"),
@@ -126,6 +128,7 @@ let package = Package(
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
+        .testTarget(name: "ReachdMetricsTests", dependencies: ["ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NamespaceTesting"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "NamespaceTesting"]),

@@ -37,9 +37,18 @@ package final class EventLoop {
     /// Calls `body` whenever `descriptor` is readable (or at its end), until the watch is cancelled.
     @discardableResult
     package func onReadable(_ descriptor: Int32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
+        try watch(descriptor, events: UInt32(EPOLLIN.rawValue), body)
+    }
+
+    /// Calls `body` whenever `descriptor` can take more output (or failed), until the watch is cancelled.
+    package func onWritable(_ descriptor: Int32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
+        try watch(descriptor, events: UInt32(EPOLLOUT.rawValue), body)
+    }
+
+    private func watch(_ descriptor: Int32, events: UInt32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
         let handler = Handler(body)
         var source: OpaquePointer?
-        try check(sd_event_add_io(event, &source, descriptor, UInt32(EPOLLIN.rawValue), { _, _, _, userdata in
+        try check(sd_event_add_io(event, &source, descriptor, events, { _, _, _, userdata in
             // The closure is copied out first: cancelling from inside it frees the handler, not the closure.
             let body = Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body
             body()

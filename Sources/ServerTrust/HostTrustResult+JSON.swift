@@ -2,7 +2,7 @@ import FoundationEssentials
 
 extension HostTrustResult: Encodable {
     enum CodingKeys: String, CodingKey {
-        case host, port, pattern, verdict, reason, enforced, tlsVersion = "tls-version", presentedPins = "presented-pins", warning, checkedAt = "checked-at"
+        case host, port, pattern, verdict, reason, enforced, tlsVersion = "tls-version", presentedPins = "presented-pins", warning, checkedAt = "checked-at", certificateExpires = "certificate-expires"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -17,5 +17,6 @@ extension HostTrustResult: Encodable {
         try container.encode(presentedPins.map(\.description), forKey: .presentedPins)
         try container.encodeIfPresent(warning, forKey: .warning)
         try container.encode(checkedAt.formatted(.iso8601), forKey: .checkedAt)
+        try container.encodeIfPresent(certificateExpires?.formatted(.iso8601), forKey: .certificateExpires)
     }
 }

@@ -20,6 +20,8 @@ public struct HostTrustResult: Sendable, Equatable {
     /// chain, so rotating that key would fail every client.
     public var warning: String?
     public var checkedAt: Date
+    /// The earliest notAfter of the chain that validated (nil when none did): when this host breaks next.
+    public var certificateExpires: Date? = nil
 
     /// Whether a client may go on: trusted, pins expired (not enforced any
     /// more), or a report-only pin mismatch.

@@ -156,6 +156,7 @@ public struct TrustChecker: Sendable {
         var context = ServerTrustContext(host: result.host, presented: presented.chain, connection: connection, validationTime: time)
         let evaluation = await (pinsExpired ? prepared.pinsExpired : prepared.policy).evaluate(&context)
         (result.verdict, result.reason) = (evaluation.verdict, evaluation.reason)
+        result.certificateExpires = context.validated?.map(\.notValidAfter).min()
         if pinsExpired && evaluation.verdict == .trusted {
             let day = configuration.pinSet!.expires!.formatted(Date.ISO8601FormatStyle().year().month().day())
             (result.verdict, result.reason) = (.pinsExpired, "the pins expired after \(day) and are not enforced; \(evaluation.reason)")

@@ -36,14 +36,42 @@ public struct TrustRound: Codable, Sendable {
     public var warnings: [String]
     /// Reports still waiting for their collectors after this round's delivery.
     public var reportsPending: Int
+    /// What the daemon's metrics need of each host, typed (in the order of `hosts`).
+    public var summaries: [TrustHostSummary]
 
-    public init(overall: String, hosts: String, reports: [String], warnings: [String], reportsPending: Int) {
+    public init(overall: String, hosts: String, reports: [String], warnings: [String], reportsPending: Int,
+                summaries: [TrustHostSummary]) {
         self.overall = overall
         self.hosts = hosts
         self.reports = reports
         self.warnings = warnings
         self.reportsPending = reportsPending
+        self.summaries = summaries
     }
+}
+
+/// One host's outcome in a round, as the daemon counts it.
+public struct TrustHostSummary: Codable, Sendable, Equatable {
+    public var host: String
+    /// One of `verdicts`.
+    public var verdict: String
+    /// A pinned host whose pins are enforced failed validation (what a pin-failure report is written for).
+    public var pinFailure: Bool
+    /// The earliest notAfter of the validated chain (seconds since 1970), when a chain validated.
+    public var certificateExpires: Int64?
+
+    public init(host: String, verdict: String, pinFailure: Bool, certificateExpires: Int64?) {
+        self.host = host
+        self.verdict = verdict
+        self.pinFailure = pinFailure
+        self.certificateExpires = certificateExpires
+    }
+
+    /// Every per-host verdict (ServerTrust's `TrustVerdict`, which the daemon does not link; a test keeps them equal).
+    public static let verdicts = ["trusted", "pin-mismatch", "chain-invalid", "host-mismatch", "expired", "revoked",
+                                  "tls-policy", "pins-expired", "unreachable"]
+    /// The verdicts that say a chain validated (for connectivity: the host was reached, unaltered).
+    public static let validatedVerdicts: Set<String> = ["trusted", "pins-expired"]
 }
 
 /// `reachd-trust deliver FILE`: one delivery pass over the report outbox.

@@ -93,4 +93,9 @@ let round = await checker.checkAll(path: path)
 printLine(try json(TrustRound(overall: round.overall.rawValue, hosts: try json(round.hosts),
                               reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
                               warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } },
-                              reportsPending: round.reportsPending)))
+                              reportsPending: round.reportsPending,
+                              summaries: zip(configuration.probedHosts, round.hosts).map { host, result in
+                                  TrustHostSummary(host: result.host, verdict: result.verdict.rawValue,
+                                                   pinFailure: host.isPinned && result.enforced && !result.allowsConnection && result.verdict != .unreachable,
+                                                   certificateExpires: result.certificateExpires.map { Int64($0.timeIntervalSince1970.rounded(.down)) })
+                              })))

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Netlink
 import ReachabilityBus
+import ReachdMetrics
 import TrustHelperMessages
 import ReachabilityCore
 #if canImport(Glibc)
@@ -52,6 +53,10 @@ final class Daemon: ReachabilityObjectDelegate {
     static let firstDeliveryRetry = Duration.seconds(15)
     static let lastDeliveryRetry = Duration.seconds(3600)
 
+    private var metrics = DaemonMetrics()
+    private var metricsServer: MetricsServer?
+    private var metricsTextfile: MetricsTextfile?
+
     private var pendingRoutes: [Int: (destination: String, caller: String, reply: (Result<String, BusMethodError>) -> Void)] = [:]
     private var nextRequest = 0
 
@@ -69,11 +74,13 @@ final class Daemon: ReachabilityObjectDelegate {
             for message in mailbox.take() { handle(message) }
         }
         try watchEngine()
+        try startMetrics(configuration.metrics)
         updateReportsPending(configuration.trust.reportsPending)
     }
 
     private func watchEngine() throws {
         engineWatch = try loop.onReadable(engine.fileDescriptor) { [unowned self] in
+            let overruns = engine.statistics.overruns
             let outcome = engine.processEvents()
             if outcome.recheck {
                 let now = ContinuousClock.now
@@ -83,6 +90,7 @@ final class Daemon: ReachabilityObjectDelegate {
             let wasSynchronized = engine.isSynchronized
             resynchronizeIfNeeded()
             if outcome.evaluate || !wasSynchronized { publishCurrentPath() }
+            if engine.statistics.overruns != overruns { metricsChanged() }
         }
     }
 
@@ -119,6 +127,8 @@ final class Daemon: ReachabilityObjectDelegate {
         current = path
         object.update(properties(of: path))
         object.emit("StatusChanged", path.status.rawValue, path.jsonString())
+        metrics.pathChanges += 1
+        metricsChanged()
         let line = Self.describe(path)
         // Interface-list changes publish a document too; the log says when the status line moves.
         if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
@@ -248,6 +258,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func updateReportsPending(_ count: Int) {
         if count > reportsPending { deliveryBackoff = Self.firstDeliveryRetry }
         reportsPending = count
+        metricsChanged()
         guard count > 0, helper != nil else {
             deliveryBackoff = Self.firstDeliveryRetry
             return deliveryTimer.disarm()
@@ -259,6 +270,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func publishTrust(_ round: TrustRound) {
         let before = trustSummary
         trustRound = round
+        metrics.count(round)
         for warning in round.warnings where loggedTrustWarnings.insert(warning).inserted { Log.warning("trust: \(warning)") }
         // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
         for report in round.reports {
@@ -281,7 +293,7 @@ final class Daemon: ReachabilityObjectDelegate {
         announceTrust()
     }
 
-    /// The verdict changed: the log, the Trust property, and TrustChanged.
+    /// The verdict changed: the log, the Trust property, TrustChanged and the metrics.
     private func announceTrust() {
         Log.notice("trust: \(trustSummary.rawValue)")
         if var path = current {
@@ -290,6 +302,7 @@ final class Daemon: ReachabilityObjectDelegate {
             object.update(properties(of: path))
         }
         object.emit("TrustChanged", trustSummary.rawValue, trustStatus())
+        metricsChanged()
     }
 
     private func handle(_ message: Message) {
@@ -376,11 +389,13 @@ final class Daemon: ReachabilityObjectDelegate {
         do {
             fresh = try DaemonConfiguration.load(configFile, helper: helper)
             freshEngine = try PathEngine(options: fresh.monitor)
+            try startMetrics(fresh.metrics)
         } catch {
             Log.error("reload: \(error); the previous configuration stays in force")
             throw error
         }
         engineWatch?.cancel()
+        metrics.earlierOverruns += engine.statistics.overruns
         engine = freshEngine
         try watchEngine()
         configuration = fresh
@@ -392,6 +407,37 @@ final class Daemon: ReachabilityObjectDelegate {
         Log.notice("reloaded \(configFile)")
         publishCurrentPath()
         startTrustCheck(reason: "reload")
+    }
+
+    // MARK: Metrics
+
+    /// Opens what `options` names and closes what it no longer does; a listener that
+    /// cannot bind throws before anything changed (a reload then keeps the old config).
+    private func startMetrics(_ options: MetricsOptions) throws {
+        if options.listen != metricsServer?.address {
+            let server = try options.listen.map { address in
+                try MetricsServer(address: address, loop: loop, log: { Log.warning($0) }) { [unowned self] format in
+                    metricsFamilies().exposition(format)
+                }
+            }
+            metricsServer = server
+            if let server { Log.info("metrics: serving http://\(server.address)/metrics") }
+        }
+        if options.textfile != metricsTextfile?.path {
+            metricsTextfile?.remove()
+            metricsTextfile = options.textfile.map { MetricsTextfile(path: $0, log: { Log.warning($0) }) }
+        }
+    }
+
+    private func metricsFamilies() -> [MetricFamily] {
+        metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, trust: trustSummary, round: checksTrust ? trustRound : nil,
+                                             overruns: engine.statistics.overruns, reportsPending: reportsPending))
+    }
+
+    /// The textfile follows every change (the listener renders at each scrape).
+    private func metricsChanged() {
+        guard let metricsTextfile else { return }
+        metricsTextfile.update(metricsFamilies().exposition(.prometheus))
     }
 
     static func monotonicMicroseconds() -> UInt64 {

@@ -1,16 +1,18 @@
 import FoundationEssentials
 import ReachabilityCore
+import ReachdMetrics
 import TOML
 import TrustHelperMessages
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Everything reachd reads from its config file: the `[monitor]` table, and
-/// what it needs of `[trust]` (validated by reachd-trust, which owns that table).
+/// Everything reachd reads from its config file: the `[monitor]` and `[metrics]`
+/// tables, and what it needs of `[trust]` (validated by reachd-trust, which owns that table).
 struct DaemonConfiguration {
     var monitor = MonitorOptions()
     var trust = TrustConfigurationSummary.none
+    var metrics = MetricsOptions()
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -20,12 +22,15 @@ struct DaemonConfiguration {
     static func load(_ file: String, helper: TrustHelper?) throws -> DaemonConfiguration {
         guard access(file, F_OK) == 0 else { return DaemonConfiguration() }
         let monitor = try MonitorOptions.load(contentsOf: file)
-        if let helper { return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file)) }
-        // Without the helper a config may still go without trust checks.
         let document = try TOML.parse(contentsOfFile: file)
+        var root = TOMLTableReader(document, file: file, name: "")
+        var metrics = MetricsOptions()
+        if var table = try root.table("metrics") { metrics = try MetricsOptions(reading: &table) }
+        if let helper { return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file), metrics: metrics) }
+        // Without the helper a config may still go without trust checks.
         guard document["trust"] == nil else {
             throw Failure(description: "\(file) has a [trust] table, but reachd-trust, which reads it, is not installed beside reachd")
         }
-        return DaemonConfiguration(monitor: monitor)
+        return DaemonConfiguration(monitor: monitor, metrics: metrics)
     }
 }

@@ -1,0 +1,238 @@
+import Netlink
+import ReachabilityBus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `GET /metrics` on reachd's own event loop: no threads, no NIO. A scrape is a
+/// few hundred microseconds of string building, so it is answered inline; what
+/// a slow or hostile client could hold is bounded instead: a few connections at
+/// once, a small request, and one deadline for the whole exchange.
+package final class MetricsServer {
+    /// Connections at once (Prometheus scrapes one at a time); beyond it, the oldest
+    /// that has not sent its request is dropped, or the new one when all are being answered.
+    package static let maximumConnections = 8
+    /// The request line and headers; a scraper sends a few hundred bytes.
+    package static let maximumRequestBytes = 8192
+    /// From accept to the last byte of the answer.
+    package static let exchangeTimeout = Duration.seconds(10)
+
+    package let address: MetricsOptions.ListenAddress
+    private let listener: Int32
+    private let loop: EventLoop
+    private let render: (MetricsFormat) -> String
+    private let log: (String) -> Void
+    private var listenerWatch: EventLoop.Watch?
+    private var connections: [Int32: Connection] = [:]
+    private var sweep: EventLoop.Timer!
+    private var sweepArmed = false
+    private var resume: EventLoop.Timer!
+    private var lastRefusalLogged: ContinuousClock.Instant?
+
+    final class Connection {
+        let descriptor: Int32
+        let deadline: ContinuousClock.Instant
+        var request: [UInt8] = []
+        var response: ArraySlice<UInt8> = []
+        var watch: EventLoop.Watch?
+
+        init(descriptor: Int32, deadline: ContinuousClock.Instant) {
+            self.descriptor = descriptor
+            self.deadline = deadline
+        }
+    }
+
+    /// Binds and listens; `render` builds the exposition at each scrape.
+    package init(address: MetricsOptions.ListenAddress, loop: EventLoop, log: @escaping (String) -> Void,
+                 render: @escaping (MetricsFormat) -> String) throws(BusError) {
+        self.address = address
+        self.loop = loop
+        self.log = log
+        self.render = render
+        listener = try Self.listen(on: address)
+        do {
+            sweep = try loop.timer { [unowned self] in closeExpired() }
+            resume = try loop.timer { [unowned self] in listenerWatch = try? watchListener() }
+            listenerWatch = try watchListener()
+        } catch {
+            close(listener)
+            throw error
+        }
+    }
+
+    deinit {
+        listenerWatch?.cancel()
+        for connection in connections.values { connection.watch?.cancel(); close(connection.descriptor) }
+        close(listener)
+    }
+
+    private static func listen(on address: MetricsOptions.ListenAddress) throws(BusError) -> Int32 {
+        let family = address.address.family.kernelValue
+        let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard descriptor >= 0 else { throw BusError("metrics: creating a socket for \(address)", code: errno) }
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound: Int32
+        switch address.address.family {
+        case .v4:
+            var socketAddress = sockaddr_in()
+            socketAddress.sin_family = sa_family_t(AF_INET)
+            socketAddress.sin_port = address.port.bigEndian
+            withUnsafeMutableBytes(of: &socketAddress.sin_addr) { $0.copyBytes(from: address.address.bytes) }
+            bound = withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        case .v6:
+            var socketAddress = sockaddr_in6()
+            socketAddress.sin6_family = sa_family_t(AF_INET6)
+            socketAddress.sin6_port = address.port.bigEndian
+            withUnsafeMutableBytes(of: &socketAddress.sin6_addr) { $0.copyBytes(from: address.address.bytes) }
+            bound = withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        }
+        guard bound == 0, Glibc.listen(descriptor, 16) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw BusError("metrics: listening on \(address)", code: code)
+        }
+        return descriptor
+    }
+
+    // MARK: Connections
+
+    private func acceptAll() {
+        while true {
+            let peer = accept(listener, nil, nil)
+            guard peer >= 0 else {
+                // Out of descriptors: stop listening for a second rather than wake for nothing.
+                if errno == EMFILE || errno == ENFILE { pauseListening() }
+                return
+            }
+            _ = fcntl(peer, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(peer, F_SETFL, O_NONBLOCK)
+            if connections.count >= Self.maximumConnections {
+                // Make room by dropping the oldest client still to send its request: a real
+                // scraper sends it with the connection, so idlers cannot lock Prometheus out.
+                guard let idle = connections.values.filter({ $0.response.isEmpty && $0.watch != nil })
+                    .min(by: { $0.deadline < $1.deadline }) else {
+                    close(peer)
+                    logRefusal("more than \(Self.maximumConnections) scrapes at once")
+                    continue
+                }
+                finish(idle)
+                logRefusal("more than \(Self.maximumConnections) connections; dropped the oldest that sent no request")
+            }
+            let connection = Connection(descriptor: peer, deadline: .now + Self.exchangeTimeout)
+            do {
+                connection.watch = try loop.onReadable(peer) { [unowned self, unowned connection] in receive(on: connection) }
+            } catch {
+                close(peer)
+                continue
+            }
+            connections[peer] = connection
+            if !sweepArmed {
+                sweep.arm(after: Self.exchangeTimeout)
+                sweepArmed = true
+            }
+        }
+    }
+
+    private func watchListener() throws(BusError) -> EventLoop.Watch {
+        try loop.onReadable(listener) { [unowned self] in acceptAll() }
+    }
+
+    private func pauseListening() {
+        logRefusal("no descriptor left (\(String(cString: strerror(errno))))")
+        listenerWatch?.cancel()
+        listenerWatch = nil
+        resume.arm(after: .seconds(1))
+    }
+
+    /// Once a minute at most: whoever floods the port must not flood the journal.
+    private func logRefusal(_ reason: String) {
+        if let last = lastRefusalLogged, last.duration(to: .now) < .seconds(60) { return }
+        lastRefusalLogged = .now
+        log("metrics: closed a connection: \(reason) (said once a minute)")
+    }
+
+    private func receive(on connection: Connection) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { read(connection.descriptor, $0.baseAddress, $0.count) }
+        if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
+        guard count > 0 else { return finish(connection) }
+        connection.request += buffer.prefix(count)
+        let request = HTTPRequest(connection.request)
+        switch request {
+        case .incomplete where connection.request.count <= Self.maximumRequestBytes:
+            return
+        case .incomplete:
+            answer(connection, status: "431 Request Header Fields Too Large", body: "request larger than \(Self.maximumRequestBytes) bytes\n")
+        case .malformed:
+            answer(connection, status: "400 Bad Request", body: "not an HTTP request\n")
+        case let .complete(method, target, accept):
+            let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            if path != "/metrics" {
+                answer(connection, status: "404 Not Found", body: "reachd serves /metrics only\n")
+            } else if method != "GET" && method != "HEAD" {
+                answer(connection, status: "405 Method Not Allowed", headers: "Allow: GET, HEAD\r\n", body: "GET /metrics\n")
+            } else {
+                let format = MetricsFormat(accept: accept)
+                answer(connection, status: "200 OK", contentType: format.contentType, body: render(format), headOnly: method == "HEAD")
+            }
+        }
+    }
+
+    private func answer(_ connection: Connection, status: String, contentType: String = "text/plain; charset=utf-8",
+                        headers: String = "", body: String, headOnly: Bool = false) {
+        connection.watch?.cancel()
+        connection.watch = nil
+        let body = Array(body.utf8)
+        let head = "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n\(headers)Connection: close\r\n\r\n"
+        connection.response = (Array(head.utf8) + (headOnly ? [] : body))[...]
+        send(on: connection)
+    }
+
+    private func send(on connection: Connection) {
+        while !connection.response.isEmpty {
+            let count = connection.response.withUnsafeBytes { write(connection.descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                guard errno == EAGAIN else { return finish(connection) }
+                if connection.watch == nil {
+                    connection.watch = try? loop.onWritable(connection.descriptor) { [unowned self, unowned connection] in
+                        send(on: connection)
+                    }
+                    if connection.watch == nil { finish(connection) }
+                }
+                return
+            }
+            connection.response = connection.response.dropFirst(count)
+        }
+        // Half-close first: a close with unread input would reset the connection under the client's read.
+        shutdown(connection.descriptor, Int32(SHUT_WR))
+        finish(connection)
+    }
+
+    private func finish(_ connection: Connection) {
+        connection.watch?.cancel()
+        connection.watch = nil
+        guard connections.removeValue(forKey: connection.descriptor) != nil else { return }
+        close(connection.descriptor)
+    }
+
+    /// Drops exchanges past their deadline: a client that sends nothing, or reads nothing.
+    private func closeExpired() {
+        let now = ContinuousClock.now
+        var next: ContinuousClock.Instant?
+        for connection in connections.values {
+            if connection.deadline <= now {
+                finish(connection)
+            } else {
+                next = min(next ?? connection.deadline, connection.deadline)
+            }
+        }
+        sweepArmed = next != nil
+        if let next { sweep.arm(after: now.duration(to: next)) }
+    }
+}

@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The node_exporter textfile: rewritten atomically (a temporary file in the same
+/// directory, then rename), so the collector never reads half a file, and only
+/// when the exposition changed.
+package final class MetricsTextfile {
+    package let path: String
+    private var written: String?
+    /// The last failure, so that a directory that stays unwritable is logged once.
+    private var lastError: String?
+    private let log: (String) -> Void
+
+    package init(path: String, log: @escaping (String) -> Void) {
+        self.path = path
+        self.log = log
+    }
+
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// Writes `text` unless the file already holds it; a failure is logged once
+    /// until the next success, and retried at the next change.
+    package func update(_ text: String) {
+        guard text != written else { return }
+        do {
+            try Self.replace(path, with: text)
+            written = text
+            if lastError != nil { log("metrics: \(path) written again") }
+            lastError = nil
+        } catch {
+            if lastError != error.description { log("metrics: \(error)") }
+            lastError = error.description
+        }
+    }
+
+    /// Removes the file (when the config no longer names it): stale metrics would lie.
+    package func remove() {
+        if written != nil { unlink(path) }
+        written = nil
+    }
+
+    static func replace(_ path: String, with text: String) throws(Failure) {
+        let slash = path.lastIndex(of: "/")!
+        // node_exporter skips names not ending in .prom, and so this one while it is written.
+        var template = Array((path[...slash] + "." + path[path.index(after: slash)...] + ".XXXXXX").utf8CString)
+        let descriptor = mkstemp(&template)
+        guard descriptor >= 0 else { throw Failure(description: "cannot create a file beside \(path): \(String(cString: strerror(errno)))") }
+        // (mkostemp needs _GNU_SOURCE.) reachd-trust is started from this loop: the file must not leak into it.
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var bytes = Array(text.utf8)[...]
+        var failure: Int32 = 0
+        while !bytes.isEmpty {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                failure = errno
+                break
+            }
+            bytes = bytes.dropFirst(count)
+        }
+        // The service's umask is 0077; node_exporter runs as another user and must read it.
+        if failure == 0, fchmod(descriptor, 0o644) != 0 { failure = errno }
+        if close(descriptor) != 0, failure == 0 { failure = errno }
+        if failure == 0, rename(temporary, path) != 0 { failure = errno }
+        guard failure == 0 else {
+            unlink(temporary)
+            throw Failure(description: "cannot write \(path): \(String(cString: strerror(failure)))")
+        }
+    }
+}

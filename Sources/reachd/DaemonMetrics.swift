@@ -1,0 +1,90 @@
+import ReachabilityCore
+import ReachdMetrics
+import ReachdVersion
+import TrustHelperMessages
+
+/// What reachd counts for Prometheus, and the metric families of CONTRACT.md
+/// built from it and from the daemon's current state at each scrape.
+struct DaemonMetrics {
+    /// Documents published (StatusChanged emitted), since start.
+    var pathChanges = 0
+    /// Overruns of engines replaced by a reload (the running engine counts its own).
+    var earlierOverruns = 0
+    /// Per configured host: rounds that judged it, and enforced pin failures. Labels are
+    /// the config's hosts only: a host removed by a reload loses its series.
+    var trustChecks: [String: Int] = [:]
+    var pinFailures: [String: Int] = [:]
+
+    mutating func count(_ round: TrustRound) {
+        for host in round.summaries {
+            trustChecks[host.host, default: 0] += 1
+            if host.pinFailure { pinFailures[host.host, default: 0] += 1 }
+        }
+        let hosts = Set(round.summaries.map(\.host))
+        trustChecks = trustChecks.filter { hosts.contains($0.key) }
+        pinFailures = pinFailures.filter { hosts.contains($0.key) }
+    }
+
+    /// What the daemon knows at this moment.
+    struct State {
+        var status: ReachabilityStatus
+        var trust: TrustSummary
+        var round: TrustRound?
+        var overruns: Int
+        var reportsPending: Int
+    }
+
+    /// Connectivity until an HTTP probe is configured (CONTRACT.md, Connectivity): no
+    /// path is `none`; a trust host whose chain validated in the latest round proves
+    /// `full`; anything else is no evidence.
+    static func connectivity(_ state: State) -> String {
+        switch state.status {
+        case .unreachable: return "none"
+        case .unknown: return "unknown"
+        case .wifi, .wired, .cellular:
+            let validated = state.round?.summaries.contains { TrustHostSummary.validatedVerdicts.contains($0.verdict) } ?? false
+            return validated ? "full" : "unknown"
+        }
+    }
+
+    static let connectivityStates = ["unknown", "none", "portal", "limited", "full"]
+
+    func families(_ state: State) -> [MetricFamily] {
+        typealias Sample = MetricFamily.Sample
+        let hosts = state.round?.summaries ?? []
+        let usable = [.wifi, .wired, .cellular].contains(state.status)
+        return [
+            MetricFamily("reachd_build_info", .gauge, help: "reachd's version; always 1.",
+                         samples: [Sample([.init("version", reachdVersion)], 1)]),
+            .gauge("reachd_path_up", help: "1 when the path is usable (wifi, wired or cellular), else 0.", usable ? 1 : 0),
+            MetricFamily("reachd_path_status", .gauge, help: "The path's status: 1 for the current one, 0 for the others.",
+                         samples: MetricFamily.stateSet(label: "status",
+                                                        states: ReachabilityStatus.allCases.map(\.rawValue), current: state.status.rawValue)),
+            .counter("reachd_path_changes_total", help: "Path documents published (each a StatusChanged signal).", pathChanges),
+            MetricFamily("reachd_connectivity", .gauge, help: "Whether the path reaches the Internet: 1 for the current state, 0 for the others.",
+                         samples: MetricFamily.stateSet(label: "state", states: Self.connectivityStates,
+                                                        current: Self.connectivity(state))),
+            .counter("reachd_netlink_overruns_total", help: "Netlink receive-buffer overruns (ENOBUFS), each recovered by a full re-read.",
+                     earlierOverruns + state.overruns),
+            MetricFamily("reachd_trust_status", .gauge, help: "The overall trust verdict: 1 for the current one, 0 for the others.",
+                         samples: MetricFamily.stateSet(label: "trust", states: TrustSummary.allCases.map(\.rawValue),
+                                                        current: state.trust.rawValue)),
+            MetricFamily("reachd_trust_verdict", .gauge, help: "Each trust host's verdict in the latest round: 1 for it, 0 for the others.",
+                         samples: hosts.flatMap { host in
+                             MetricFamily.stateSet(label: "verdict", states: TrustHostSummary.verdicts,
+                                                   current: host.verdict, labels: [.init("host", host.host)])
+                         }),
+            MetricFamily("reachd_trust_checks_total", .counter, help: "Rounds that judged each trust host.",
+                         samples: trustChecks.sorted { $0.key < $1.key }.map { Sample([.init("host", $0.key)], Double($0.value)) }),
+            MetricFamily("reachd_pin_failures_total", .counter, help: "Rounds in which a pinned host with enforced pins failed validation.",
+                         samples: trustChecks.keys.sorted().map { Sample([.init("host", $0)], Double(pinFailures[$0] ?? 0)) }),
+            MetricFamily("reachd_trust_cert_expiry_timestamp_seconds", .gauge,
+                         help: "The earliest notAfter in each trust host's validated chain (hosts whose chain validated in the latest round).",
+                         samples: hosts.compactMap { host in
+                             host.certificateExpires.map { Sample([.init("host", host.host)], Double($0)) }
+                         }),
+            .gauge("reachd_reports_pending", help: "Pin-failure reports spooled and not yet delivered to every collector.",
+                   Double(state.reportsPending)),
+        ]
+    }
+}

@@ -1,0 +1,205 @@
+import Foundation
+import NamespaceTesting
+import ReachdVersion
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `[metrics]` exports of a running reachd, read by curl, promtool and a real Prometheus server.
+@Suite("reachd's Prometheus metrics", .serialized)
+struct MetricsTests {
+    static let openMetrics = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+
+    /// `GET /metrics` with curl inside `namespace`; "" when it fails.
+    static func scrape(in namespace: TestNamespace, port: Int = 9748, accept: String? = nil) -> String {
+        let header = accept.map { ["-H", "Accept: \($0)"] } ?? []
+        return (try? namespace.exec(["curl", "-sS", "--max-time", "5"] + header + ["http://127.0.0.1:\(port)/metrics"]).output) ?? ""
+    }
+
+    /// The value of the one sample called `series` (with its labels, as written), or nil.
+    static func value(_ series: String, in scrape: String) -> Double? {
+        scrape.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    static func config(in directory: URL, pins: [String], textfile: URL) throws -> URL {
+        let config = try PinnedServer.config(pins: pins, in: directory)
+        let text = try String(contentsOf: config, encoding: .utf8) + """
+
+
+            [metrics]
+            listen = "127.0.0.1:9748"
+            textfile = "\(textfile.path)"
+            """
+        try text.write(to: config, atomically: true, encoding: .utf8)
+        return config
+    }
+
+    @Test("a pinned host: the scrape passes promtool, its values are right, OpenMetrics on request, the textfile follows, Prometheus sees the path go down")
+    func scrapeAndTextfile() async throws {
+        try await withScratch { scratch in
+            try PinnedServer.makePKI(in: scratch)
+            let textfiles = scratch.appendingPathComponent("textfile")
+            try FileManager.default.createDirectory(at: textfiles, withIntermediateDirectories: true)
+            let textfile = textfiles.appendingPathComponent("reachd.prom")
+            let config = try Self.config(in: scratch, pins: try PinnedServer.pins(in: scratch), textfile: textfile)
+            try await withNamespaces("rdmetrics", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let server = try await PinnedServer.serve(in: ns[1], from: scratch)
+                defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+
+                let verdict = "reachd_trust_verdict{host=\"pinned.test\",verdict=\"trusted\"}"
+                var scrape = ""
+                #expect(await eventually(.seconds(20)) {
+                    scrape = Self.scrape(in: ns[0])
+                    return Self.value(verdict, in: scrape) == 1
+                }, "\(scrape)\n\(daemon.log)")
+                let check = try run(["promtool", "check", "metrics"], check: false, input: scrape)
+                #expect(check.status == 0 && check.output.isEmpty && check.error.isEmpty, "\(check.output)\(check.error)")
+
+                #expect(Self.value("reachd_build_info{version=\"\(reachdVersion)\"}", in: scrape) == 1)
+                #expect(Self.value("reachd_path_up", in: scrape) == 1)
+                for status in ["unknown", "unreachable", "wifi", "wired", "cellular"] {
+                    #expect(Self.value("reachd_path_status{status=\"\(status)\"}", in: scrape) == (status == "wired" ? 1 : 0))
+                }
+                for trust in ["none", "unknown", "ok", "degraded", "compromised"] {
+                    #expect(Self.value("reachd_trust_status{trust=\"\(trust)\"}", in: scrape) == (trust == "ok" ? 1 : 0))
+                }
+                // Every verdict present, one of them 1.
+                #expect(scrape.split(separator: "\n").filter { $0.hasPrefix("reachd_trust_verdict{host=\"pinned.test\"") }.count == 9)
+                // No probe configured: a host whose chain validated is the evidence of `full`.
+                #expect(Self.value("reachd_connectivity{state=\"full\"}", in: scrape) == 1)
+                #expect(Self.value("reachd_trust_checks_total{host=\"pinned.test\"}", in: scrape) ?? 0 >= 1)
+                #expect(Self.value("reachd_pin_failures_total{host=\"pinned.test\"}", in: scrape) == 0)
+                #expect(Self.value("reachd_reports_pending", in: scrape) == 0)
+                #expect(Self.value("reachd_netlink_overruns_total", in: scrape) == 0)
+                // The leaf (10 days) expires before its CA (30 days): the chain's earliest notAfter.
+                let notAfter = try run(["openssl", "x509", "-enddate", "-noout", "-in", scratch.appendingPathComponent("leaf.pem").path])
+                    .output.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "notAfter=", with: "")
+                let expires = try run(["date", "-u", "-d", notAfter, "+%s"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+                #expect(Self.value("reachd_trust_cert_expiry_timestamp_seconds{host=\"pinned.test\"}", in: scrape) == Double(expires))
+
+                let open = Self.scrape(in: ns[0], accept: Self.openMetrics)
+                #expect(open.hasSuffix("# EOF\n") && open.contains("# TYPE reachd_path_changes counter\n"), "\(open)")
+                let headers = try ns[0].exec(["curl", "-sS", "-o", "/dev/null", "-D", "-", "-H", "Accept: \(Self.openMetrics)", "http://127.0.0.1:9748/metrics"]).output
+                #expect(headers.contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"), "\(headers)")
+                for (arguments, status) in [(["http://127.0.0.1:9748/"], "404"), (["-X", "POST", "http://127.0.0.1:9748/metrics"], "405")] {
+                    let answer = try ns[0].exec(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}"] + arguments).output
+                    #expect(answer == status)
+                }
+
+                // The textfile is the same exposition, and only it is in the directory.
+                #expect(await eventually { (try? String(contentsOf: textfile, encoding: .utf8)) == Self.scrape(in: ns[0]) })
+                let prometheus = try Self.startPrometheus(in: ns[0], directory: scratch)
+                defer { kill(prometheus.processIdentifier, SIGTERM); prometheus.waitUntilExit() }
+                #expect(await eventually(.seconds(30)) { Self.query("up", in: ns[0]) == 1 }, "Prometheus never scraped reachd")
+                #expect(await eventually(.seconds(30)) { Self.query("reachd_path_up", in: ns[0]) == 1 })
+
+                // The path goes: the textfile follows at once, Prometheus at its next scrape.
+                try ns[0].ip("route del default")
+                let deleted = ContinuousClock.now
+                #expect(await eventually { (try? String(contentsOf: textfile, encoding: .utf8))?.contains("\nreachd_path_up 0\n") == true })
+                let followed = deleted.duration(to: .now)
+                #expect(followed < .seconds(1), "the textfile followed after \(followed)")
+                #expect(await eventually(.seconds(30)) { Self.query("reachd_path_up", in: ns[0]) == 0 })
+                #expect(Self.query("reachd_path_status{status=\"unreachable\"}", in: ns[0]) == 1)
+                #expect(Self.query("up", in: ns[0]) == 1)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: textfiles.path) == ["reachd.prom"])
+            }
+        }
+    }
+
+    /// A Prometheus server in `namespace` scraping reachd every second.
+    static func startPrometheus(in namespace: TestNamespace, directory: URL) throws -> Process {
+        let config = directory.appendingPathComponent("prometheus.yml")
+        try """
+            global:
+              scrape_interval: 1s
+              scrape_timeout: 1s
+            scrape_configs:
+              - job_name: reachd
+                static_configs:
+                  - targets: ["127.0.0.1:9748"]
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let prometheus = Process()
+        prometheus.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        prometheus.arguments = ["ip", "netns", "exec", namespace.name, "prometheus", "--config.file=\(config.path)",
+                                "--storage.tsdb.path=\(directory.appendingPathComponent("tsdb").path)",
+                                "--web.listen-address=127.0.0.1:9090"]
+        prometheus.standardOutput = FileHandle.nullDevice
+        prometheus.standardError = try FileHandle(forWritingTo: {
+            let log = directory.appendingPathComponent("prometheus.log")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            return log
+        }())
+        try prometheus.run()
+        return prometheus
+    }
+
+    /// The one value of an instant query to the Prometheus server in `namespace`, or nil.
+    static func query(_ expression: String, in namespace: TestNamespace) -> Double? {
+        guard let answer = try? namespace.exec(["curl", "-sS", "--max-time", "5", "--get", "--data-urlencode", "query=\(expression)",
+                                                "http://127.0.0.1:9090/api/v1/query"], check: false).output,
+              let document = try? JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any],
+              let data = document["data"] as? [String: Any], let result = data["result"] as? [[String: Any]],
+              result.count == 1, let value = result[0]["value"] as? [Any], value.count == 2, let text = value[1] as? String
+        else { return nil }
+        return Double(text)
+    }
+
+    @Test("a client that sends nothing, sends 1 MB, or holds every connection is dropped; scrapes go on")
+    func hostileScrapers() async throws {
+        try await withScratch { scratch in
+            let config = scratch.appendingPathComponent("reachd.toml")
+            try "[metrics]\nlisten = \"127.0.0.1:9748\"\n".write(to: config, atomically: true, encoding: .utf8)
+            try await withNamespaces("rdscrape", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                // Twenty idle connections (more than the eight served at once), one that sends
+                // 1 MB of header, and, meanwhile, ordinary scrapes; then when each was closed.
+                let script = """
+                    import socket, subprocess, sys, time
+                    def connect():
+                        s = socket.create_connection(("127.0.0.1", 9748)); s.settimeout(20); return s
+                    idle = [connect() for _ in range(20)]
+                    big = connect()
+                    start = time.monotonic()
+                    try:
+                        big.sendall(b"GET /metrics HTTP/1.1\\r\\nX-Padding: " + b"x" * (1 << 20))
+                        print("big-sent-all")
+                    except OSError as error:
+                        print("big-refused", type(error).__name__)
+                    try:
+                        answer = big.recv(100)
+                        print("big-answer", answer.split(b"\\r\\n")[0].decode() if answer else "closed")
+                    except OSError as error:
+                        print("big-answer", type(error).__name__)
+                    for _ in range(3):
+                        scrape = subprocess.run(["curl", "-sS", "--max-time", "5", "http://127.0.0.1:9748/metrics"], capture_output=True, text=True)
+                        print("scrape", "reachd_path_up" in scrape.stdout)
+                    closed = 0
+                    for s in idle:
+                        try:
+                            closed += s.recv(1) == b""
+                        except OSError:
+                            closed += 1
+                    print("idle-closed", closed, round(time.monotonic() - start))
+                    """
+                let result = try ns[0].exec(["python3", "-c", script])
+                let lines = result.output.split(separator: "\n").map(String.init)
+                #expect(lines.contains { $0.hasPrefix("big-answer") && ($0.contains("431") || $0.contains("closed") || $0.contains("Reset")) }, "\(result.output)")
+                #expect(lines.filter { $0 == "scrape True" }.count == 3, "\(result.output)\n\(daemon.log)")
+                let idle = lines.first { $0.hasPrefix("idle-closed") }?.split(separator: " ") ?? []
+                #expect(idle.count == 3 && idle[1] == "20", "every idle connection closed: \(result.output)")
+                #expect(idle.count == 3 && (Int(idle[2]) ?? 99) <= 12, "within the 10 s exchange deadline: \(result.output)")
+                #expect(daemon.log.components(separatedBy: "metrics: closed a connection").count == 2, "one log line: \(daemon.log)")
+                #expect(Self.value("reachd_path_up", in: Self.scrape(in: ns[0])) != nil)
+            }
+        }
+    }
+}
