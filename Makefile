@@ -143,6 +143,7 @@ install-files:
 	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd-wait-online.service > $(DESTDIR)$(UNITDIR)/reachd-wait-online.service
 	install -D -m 0644 systemd/io.reachd.Reachability1.conf $(DESTDIR)$(PREFIX)/share/dbus-1/system.d/io.reachd.Reachability1.conf
 	install -D -m 0644 systemd/reachd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/reachd.conf
+	install -D -m 0644 prometheus/reachd.rules.yml $(DESTDIR)$(PREFIX)/share/reachd/prometheus/reachd.rules.yml
 	install -D -m 0644 $(DOCS)/man/reachctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/reachctl.1
 	install -D -m 0644 $(DOCS)/man/reachd.8 $(DESTDIR)$(PREFIX)/share/man/man8/reachd.8
 	install -D -m 0644 $(DOCS)/man/reachd.toml.5 $(DESTDIR)$(PREFIX)/share/man/man5/reachd.toml.5
@@ -159,7 +160,9 @@ deb: deps
 	@[ -n "$(VERSION)" ] || { echo "make deb: no version in Sources/ReachdVersion/ReachdVersion.swift" >&2; exit 1; }
 	printf 'reachd (%s) unstable; urgency=medium\n\n  * Built from the reachd repository; its history has the changes.\n\n -- reachd developers <reachd-dev@localhost>  %s\n' \
 	  "$(VERSION)" "$$(date -u -R -d @$(SOURCE_DATE_EPOCH))" > debian/changelog
-	rm -f $(DEB)
+	@# dh skips the build when its stamp is there: without this, a second `make deb`
+	@# packaged the release binaries of the first, whatever changed since.
+	rm -f $(DEB) debian/debhelper-build-stamp
 	debian/rules binary
 	@echo "built $(DEB)"
 

@@ -1,15 +1,15 @@
 import Foundation
 
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
-//                    [--only-trust 1] [--only-daemon 1]
+//                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--scrapes N]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "idle-seconds": 600]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "scrapes": 1000, "idle-seconds": 600]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--scrapes N]")
         exit(2)
     }
     settings[key] = value
@@ -24,6 +24,10 @@ let reachd = URL(fileURLWithPath: reachctl).deletingLastPathComponent().appendin
 do {
   if settings["only-daemon"] == 1 {
     try runDaemonBenchmark()
+    exit(0)
+  }
+  if settings["only-metrics"] == 1 {
+    try runMetricsBenchmark()
     exit(0)
   }
   if settings["only-trust"] == 0 {
@@ -65,7 +69,10 @@ do {
     print("   TrustChecker, all \(settings["hosts"]!) concurrently: median \(format(checker[checker.count / 2], 1)) ms, worst \(format(checker.last!, 1)) ms over \(checker.count) rounds; all trusted: \(trust.allTrusted)")
     print("   curl --pinnedpubkey, one after the other: median \(format(curl[curl.count / 2], 1)) ms over \(curl.count) rounds; all pins accepted: \(trust.curlAllPinned)")
     print("   TrustChecker is \(format(curl[curl.count / 2] / checker[checker.count / 2], 1))× faster")
-    if settings["only-trust"] == 0 { try runDaemonBenchmark() }
+    if settings["only-trust"] == 0 {
+        try runDaemonBenchmark()
+        try runMetricsBenchmark()
+    }
 } catch {
     print("reachability-bench: \(error)")
     exit(1)
@@ -81,4 +88,18 @@ func runDaemonBenchmark() throws {
     print("   reachd signal      p50 \(format(percentile(result.signal, 50)))   p99 \(format(percentile(result.signal, 99)))")
     print("   after \(idle) s idle: RSS \(result.idleRSSKiB) KiB (PSS \(result.idlePSSKiB) KiB), CPU \(result.idleCPUTicks) ticks")
     print("   \(settings["routes"]!) routes loaded in \(format(result.loadSeconds, 1)) s: reachd \(format(result.microsecondsPerRoute, 2)) µs CPU per route, RSS \(result.routesRSSKiB) KiB; still signals: \(result.answersAfterLoad)")
+}
+
+@MainActor
+func runMetricsBenchmark() throws {
+    let idle = min(settings["idle-seconds"]!, 120)
+    let scrapes = settings["scrapes"]!
+    print("\n== 7. Metrics: GET /metrics from a client in reachd's namespace, \(scrapes) scrapes per row")
+    let result = try MetricsBenchmark(reachd: reachd, hostCounts: [1, 50, 500], scrapes: scrapes, idleSeconds: idle).run()
+    print("   trust hosts   response bytes   reachd CPU per scrape   client p50    client p99")
+    for row in result.scrapes {
+        print("   \(String(row.hosts).padding(toLength: 12, withPad: " ", startingAt: 0))  \(String(row.bytes).padding(toLength: 15, withPad: " ", startingAt: 0))  \(format(row.cpuMicroseconds, 1)) µs               \(format(percentile(row.clientMilliseconds, 50))) ms    \(format(percentile(row.clientMilliseconds, 99))) ms")
+    }
+    print("   idle RSS: \(result.rssWithoutMetricsKiB) KiB without metrics, \(result.rssWithMetricsKiB) KiB with listener and textfile (after one scrape)")
+    print("   a scrape every second for \(idle) s (1 host, \(result.idleScrapeBytes) bytes): reachd CPU \(format(result.idleCPUPercent, 4)) %")
 }

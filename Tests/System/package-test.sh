@@ -243,8 +243,15 @@ connect = "10.77.0.1"
 mode = "public-key"
 pins = ["sha256/$pin", "sha256/$backup_pin"]
 anchors = ["test-ca.pem"]
+
+[metrics]
+listen = "127.0.0.1:9748"
+textfile = "/var/lib/prometheus/node-exporter/reachd.prom"
 EOF
 }
+
+# GET /metrics inside the container, with bash alone (minimal Debian has no curl).
+scrape() { inside bash -c 'exec 3<>/dev/tcp/127.0.0.1/9748 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3'; }
 
 # MARK: the run
 
@@ -254,6 +261,8 @@ boot || { fail "the container boots"; exit 1; }
 eventually 60 "systemd in the container is up" output_has 'running|degraded' inside systemctl is-system-running --wait
 
 log "install: dpkg -i $(basename "$deb")"
+# node_exporter's textfile directory, there before reachd starts (the unit's ReadWritePaths=).
+mkdir -p "$root/var/lib/prometheus/node-exporter"
 cp "$deb" "$root/root/reachd.deb"
 expect "dpkg -i installs the package" inside dpkg -i /root/reachd.deb
 expect "reachd.service is enabled" inside systemctl is-enabled --quiet reachd.service
@@ -266,6 +275,10 @@ expect "the example config is a conffile" output_has '/etc/reachd/reachd.toml' i
 expect "the manual pages are installed" package_has /usr/share/man/man1/reachctl.1.gz /usr/share/man/man8/reachd.8.gz /usr/share/man/man5/reachd.toml.5.gz
 expect "the completions are installed (bash, zsh, fish)" package_has /usr/share/bash-completion/completions/reachctl \
     /usr/share/zsh/vendor-completions/_reachctl /usr/share/fish/vendor_completions.d/reachctl.fish
+# The operator lets reachd write node_exporter's directory (the group is reachd's, made by the package).
+inside chgrp reachd /var/lib/prometheus/node-exporter
+inside chmod 0775 /var/lib/prometheus/node-exporter
+expect "the Prometheus alert rules are installed" package_has /usr/share/reachd/prometheus/reachd.rules.yml
 expect "reachd-wait-online.service is installed, not enabled" output_has '^disabled$' inside systemctl is-enabled reachd-wait-online.service
 
 log "the path through the system bus"
@@ -287,6 +300,10 @@ good_config
 expect "systemctl reload reachd with a good config succeeds" inside systemctl reload reachd.service
 eventually 15 "the pinned host is trusted" output_has '"verdict":"trusted"' inside reachctl trust status --json
 expect "the path's trust is ok" output_has '"trust":"ok"' inside reachctl status --json
+expect "GET /metrics answers under the sandbox, with the pinned host's verdict" output_has 'reachd_trust_verdict\{host="pinned.test",verdict="trusted"\} 1' scrape
+eventually 10 "the textfile is written into node_exporter's directory" grep -q '^reachd_path_up 1$' "$root/var/lib/prometheus/node-exporter/reachd.prom"
+expect "the textfile is readable by node_exporter (0644), and alone there" output_has '^644 reachd.prom $' \
+    bash -c "cd '$root/var/lib/prometheus/node-exporter' && stat -c '%a %n' .[!.]* * 2>/dev/null | tr '\\n' ' '"
 reloaded=$(main_pid)
 good_config
 sed -i 's/^timeout = "3s"$/&\nbogus-key = 1/' "$root/etc/reachd/reachd.toml"
