@@ -1,5 +1,8 @@
 /// What the metrics server needs of an HTTP/1.x request head: the method, the
 /// target and the `Accept` header. Everything else (other headers, a body) is ignored.
+/// Parsed as bytes, ASCII only: the String algorithms that would do it in a line
+/// (Unicode case mapping, `firstRange(of:)`) touched half a megabyte more of the
+/// daemon's code pages — resident memory of every idle reachd.
 enum HTTPRequest: Equatable {
     /// No blank line yet.
     case incomplete
@@ -7,30 +10,47 @@ enum HTTPRequest: Equatable {
     case complete(method: String, target: String, accept: String?)
 
     init(_ bytes: [UInt8]) {
-        let terminator: [UInt8] = Array("\r\n\r\n".utf8)
-        guard let end = bytes.firstRange(of: terminator) else {
+        guard let end = Self.headEnd(bytes) else {
             self = .incomplete
             return
         }
-        let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self)
-        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)[...]
-        let requestLine = lines.popFirst()?.split(separator: " ", omittingEmptySubsequences: false) ?? []
-        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1."), !requestLine[0].isEmpty,
-              requestLine[1].hasPrefix("/") else {
+        var lines = Self.lines(bytes[..<end])[...]
+        let requestLine = lines.popFirst().map { $0.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false) } ?? []
+        guard requestLine.count == 3, requestLine[2].starts(with: "HTTP/1.".utf8), !requestLine[0].isEmpty,
+              requestLine[1].first == UInt8(ascii: "/") else {
             self = .malformed
             return
         }
         var accept: String?
         for line in lines {
-            guard let colon = line.firstIndex(of: ":") else {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
                 self = .malformed
                 return
             }
-            if line[..<colon].lowercased() == "accept" {
-                let value = line[line.index(after: colon)...].trimmingPrefix(" ")
-                accept = accept.map { "\($0), \(value)" } ?? String(value)
+            if Self.lowercased(line[..<colon]) == Array("accept".utf8) {
+                let value = String(decoding: line[(colon + 1)...].drop { $0 == UInt8(ascii: " ") }, as: UTF8.self)
+                accept = accept.map { "\($0), \(value)" } ?? value
             }
         }
-        self = .complete(method: String(requestLine[0]), target: String(requestLine[1]), accept: accept)
+        self = .complete(method: String(decoding: requestLine[0], as: UTF8.self),
+                         target: String(decoding: requestLine[1], as: UTF8.self), accept: accept)
+    }
+
+    /// Where the blank line that ends the head begins.
+    static func headEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for index in 0 ... bytes.count - 4
+        where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+            return index
+        }
+        return nil
+    }
+
+    static func lines(_ head: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        head.split(separator: 10, omittingEmptySubsequences: false).map { $0.last == 13 ? $0.dropLast() : $0 }
+    }
+
+    static func lowercased<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+        bytes.map { (65 ... 90).contains($0) ? $0 + 32 : $0 }
     }
 }

@@ -37,7 +37,7 @@ package struct MetricFamily: Sendable, Equatable {
     }
 
     package init(_ name: String, _ kind: Kind, help: String, samples: [Sample]) {
-        precondition(kind != .counter || name.hasSuffix("_total"), "a counter's name ends in _total")
+        precondition(kind != .counter || name.utf8.reversed().starts(with: "_total".utf8.reversed()), "a counter's name ends in _total")
         self.name = name
         self.kind = kind
         self.help = help

@@ -20,19 +20,23 @@ package struct MetricsOptions: Sendable, Equatable {
         package var port: UInt16
 
         package init?(_ text: String) {
-            let host: Substring
-            let port: Substring
-            if text.hasPrefix("[") {
-                guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
-                host = text[text.index(after: text.startIndex)..<close]
-                port = text[text.index(close, offsetBy: 2)...]
+            // Bytes, not Characters: grapheme breaking would keep its tables resident in the daemon.
+            let bytes = Array(text.utf8)
+            let host: ArraySlice<UInt8>
+            let port: ArraySlice<UInt8>
+            if bytes.first == UInt8(ascii: "[") {
+                guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close + 1 < bytes.count,
+                      bytes[close + 1] == UInt8(ascii: ":") else { return nil }
+                host = bytes[1 ..< close]
+                port = bytes[(close + 2)...]
             } else {
-                guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else { return nil }
-                host = text[..<colon]
-                port = text[text.index(after: colon)...]
+                guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")), !bytes[..<colon].contains(UInt8(ascii: ":")) else { return nil }
+                host = bytes[..<colon]
+                port = bytes[(colon + 1)...]
             }
-            guard let address = IPAddress(String(host)), let number = UInt16(port), number > 0,
-                  port.allSatisfy(\.isASCII) else { return nil }
+            guard !port.isEmpty, port.count <= 5, port.allSatisfy({ (48 ... 57).contains($0) }),
+                  let address = IPAddress(String(decoding: host, as: UTF8.self)),
+                  let number = UInt16(String(decoding: port, as: UTF8.self)), number > 0 else { return nil }
             self.address = address
             self.port = number
         }
@@ -53,7 +57,8 @@ package struct MetricsOptions: Sendable, Equatable {
         }
         if let (path, line) = try table.string("textfile") {
             // node_exporter's textfile collector reads *.prom only: any other name would be silently ignored.
-            guard path.hasPrefix("/"), path.hasSuffix(".prom"), !path.hasSuffix("/.prom") else {
+            guard path.utf8.first == UInt8(ascii: "/"), path.utf8.reversed().starts(with: ".prom".utf8.reversed()),
+                  !path.utf8.reversed().starts(with: "/.prom".utf8.reversed()) else {
                 throw table.error("textfile must be an absolute path ending in .prom (node_exporter reads no other), not \"\(path)\"", line: line)
             }
             textfile = path

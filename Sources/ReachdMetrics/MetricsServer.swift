@@ -20,7 +20,7 @@ package final class MetricsServer {
     package let address: MetricsOptions.ListenAddress
     private let listener: Int32
     private let loop: EventLoop
-    private let render: (MetricsFormat) -> String
+    private let render: (MetricsFormat) -> [UInt8]
     private let log: (String) -> Void
     private var listenerWatch: EventLoop.Watch?
     private var connections: [Int32: Connection] = [:]
@@ -44,7 +44,7 @@ package final class MetricsServer {
 
     /// Binds and listens; `render` builds the exposition at each scrape.
     package init(address: MetricsOptions.ListenAddress, loop: EventLoop, log: @escaping (String) -> Void,
-                 render: @escaping (MetricsFormat) -> String) throws(BusError) {
+                 render: @escaping (MetricsFormat) -> [UInt8]) throws(BusError) {
         self.address = address
         self.loop = loop
         self.log = log
@@ -79,17 +79,13 @@ package final class MetricsServer {
             socketAddress.sin_family = sa_family_t(AF_INET)
             socketAddress.sin_port = address.port.bigEndian
             withUnsafeMutableBytes(of: &socketAddress.sin_addr) { $0.copyBytes(from: address.address.bytes) }
-            bound = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
+            bound = bind(descriptor, to: &socketAddress)
         case .v6:
             var socketAddress = sockaddr_in6()
             socketAddress.sin6_family = sa_family_t(AF_INET6)
             socketAddress.sin6_port = address.port.bigEndian
             withUnsafeMutableBytes(of: &socketAddress.sin6_addr) { $0.copyBytes(from: address.address.bytes) }
-            bound = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+            bound = bind(descriptor, to: &socketAddress)
         }
         guard bound == 0, Glibc.listen(descriptor, 16) == 0 else {
             let code = errno
@@ -97,6 +93,13 @@ package final class MetricsServer {
             throw BusError("metrics: listening on \(address)", code: code)
         }
         return descriptor
+    }
+
+    /// bind(2) with a `sockaddr_in` or `sockaddr_in6`.
+    private static func bind<Address>(_ descriptor: Int32, to address: inout Address) -> Int32 {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, socklen_t(MemoryLayout<Address>.size)) }
+        }
     }
 
     // MARK: Connections
@@ -167,15 +170,14 @@ package final class MetricsServer {
         case .incomplete where connection.request.count <= Self.maximumRequestBytes:
             return
         case .incomplete:
-            answer(connection, status: "431 Request Header Fields Too Large", body: "request larger than \(Self.maximumRequestBytes) bytes\n")
+            answer(connection, status: "431 Request Header Fields Too Large", body: Array("request larger than \(Self.maximumRequestBytes) bytes\n".utf8))
         case .malformed:
-            answer(connection, status: "400 Bad Request", body: "not an HTTP request\n")
+            answer(connection, status: "400 Bad Request", body: Array("not an HTTP request\n".utf8))
         case let .complete(method, target, accept):
-            let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            if path != "/metrics" {
-                answer(connection, status: "404 Not Found", body: "reachd serves /metrics only\n")
+            if target.utf8.split(separator: UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false).first?.elementsEqual("/metrics".utf8) != true {
+                answer(connection, status: "404 Not Found", body: Array("reachd serves /metrics only\n".utf8))
             } else if method != "GET" && method != "HEAD" {
-                answer(connection, status: "405 Method Not Allowed", headers: "Allow: GET, HEAD\r\n", body: "GET /metrics\n")
+                answer(connection, status: "405 Method Not Allowed", headers: "Allow: GET, HEAD\r\n", body: Array("GET /metrics\n".utf8))
             } else {
                 let format = MetricsFormat(accept: accept)
                 answer(connection, status: "200 OK", contentType: format.contentType, body: render(format), headOnly: method == "HEAD")
@@ -184,10 +186,9 @@ package final class MetricsServer {
     }
 
     private func answer(_ connection: Connection, status: String, contentType: String = "text/plain; charset=utf-8",
-                        headers: String = "", body: String, headOnly: Bool = false) {
+                        headers: String = "", body: [UInt8], headOnly: Bool = false) {
         connection.watch?.cancel()
         connection.watch = nil
-        let body = Array(body.utf8)
         let head = "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n\(headers)Connection: close\r\n\r\n"
         connection.response = (Array(head.utf8) + (headOnly ? [] : body))[...]
         send(on: connection)

@@ -7,7 +7,7 @@ import Glibc
 /// when the exposition changed.
 package final class MetricsTextfile {
     package let path: String
-    private var written: String?
+    private var written: [UInt8]?
     /// The last failure, so that a directory that stays unwritable is logged once.
     private var lastError: String?
     private let log: (String) -> Void
@@ -23,7 +23,7 @@ package final class MetricsTextfile {
 
     /// Writes `text` unless the file already holds it; a failure is logged once
     /// until the next success, and retried at the next change.
-    package func update(_ text: String) {
+    package func update(_ text: [UInt8]) {
         guard text != written else { return }
         do {
             try Self.replace(path, with: text)
@@ -42,16 +42,17 @@ package final class MetricsTextfile {
         written = nil
     }
 
-    static func replace(_ path: String, with text: String) throws(Failure) {
-        let slash = path.lastIndex(of: "/")!
+    static func replace(_ path: String, with text: [UInt8]) throws(Failure) {
+        let name = Array(path.utf8)
+        let slash = name.lastIndex(of: UInt8(ascii: "/"))!
         // node_exporter skips names not ending in .prom, and so this one while it is written.
-        var template = Array((path[...slash] + "." + path[path.index(after: slash)...] + ".XXXXXX").utf8CString)
+        var template = (name[...slash] + Array(".".utf8) + name[(slash + 1)...] + Array(".XXXXXX".utf8)).map { CChar(bitPattern: $0) } + [0]
         let descriptor = mkstemp(&template)
         guard descriptor >= 0 else { throw Failure(description: "cannot create a file beside \(path): \(String(cString: strerror(errno)))") }
         // (mkostemp needs _GNU_SOURCE.) reachd-trust is started from this loop: the file must not leak into it.
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var bytes = Array(text.utf8)[...]
+        var bytes = text[...]
         var failure: Int32 = 0
         while !bytes.isEmpty {
             let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }

@@ -20,7 +20,7 @@ struct ExpositionTests {
 
     @Test("text format 0.0.4: HELP and TYPE per family, escaped label values, integers without a fraction")
     func prometheusText() {
-        #expect(families.exposition(.prometheus) == """
+        #expect(String(decoding: families.exposition(.prometheus), as: UTF8.self) == """
             # HELP reachd_path_up 1 when usable.
             # TYPE reachd_path_up gauge
             reachd_path_up 1
@@ -40,7 +40,7 @@ struct ExpositionTests {
 
     @Test("OpenMetrics 1.0: counter families without _total, UNIT for seconds, # EOF")
     func openMetrics() {
-        let text = families.exposition(.openMetrics)
+        let text = String(decoding: families.exposition(.openMetrics), as: UTF8.self)
         #expect(text.contains("# TYPE reachd_path_changes counter\nreachd_path_changes_total 42\n"))
         #expect(text.contains("# UNIT reachd_trust_cert_expiry_timestamp_seconds seconds\n"))
         #expect(text.hasSuffix("# EOF\n"))
@@ -57,16 +57,19 @@ struct ExpositionTests {
         check.standardOutput = output
         check.standardError = output
         try check.run()
-        input.fileHandleForWriting.write(Data(families.exposition(.prometheus).utf8))
+        input.fileHandleForWriting.write(Data(families.exposition(.prometheus)))
         try input.fileHandleForWriting.close()
         let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         check.waitUntilExit()
         #expect(check.terminationStatus == 0 && said.isEmpty, "\(said)")
     }
 
-    @Test("values", arguments: [(1.0, "1"), (0.25, "0.25"), (-3.0, "-3"), (Double.infinity, "+Inf"), (1e20, "1e+20")])
+    @Test("values", arguments: [(1.0, "1"), (0.0, "0"), (0.25, "0.25"), (-3.0, "-3"), (1_798_761_600, "1798761600"),
+                                (Double.infinity, "+Inf"), (Double.nan, "NaN"), (1e20, "1e+20")])
     func values(value: Double, text: String) {
-        #expect([MetricFamily].format(value) == text)
+        var out: [UInt8] = []
+        [MetricFamily].append(value, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == text)
     }
 
     @Test("the format follows the Accept header")
@@ -149,13 +152,13 @@ struct MetricsTextfileTests {
         defer { umask(old) }
         var logged: [String] = []
         let textfile = MetricsTextfile(path: path) { logged.append($0) }
-        textfile.update("a 1\n")
+        textfile.update(Array("a 1\n".utf8))
         let first = try FileManager.default.attributesOfItem(atPath: path)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "a 1\n")
         #expect((first[.posixPermissions] as? Int) == 0o644)
-        textfile.update("a 1\n")
+        textfile.update(Array("a 1\n".utf8))
         #expect((try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? Int) == (first[.systemFileNumber] as? Int))
-        textfile.update("a 2\n")
+        textfile.update(Array("a 2\n".utf8))
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "a 2\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["reachd.prom"])
         #expect(logged.isEmpty)
@@ -169,12 +172,12 @@ struct MetricsTextfileTests {
         let path = directory.appendingPathComponent("reachd.prom").path
         var logged: [String] = []
         let textfile = MetricsTextfile(path: path) { logged.append($0) }
-        textfile.update("a 1\n")
-        textfile.update("a 2\n")
+        textfile.update(Array("a 1\n".utf8))
+        textfile.update(Array("a 2\n".utf8))
         #expect(logged.count == 1 && logged[0].contains("cannot create a file beside \(path)"), "\(logged)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        textfile.update("a 3\n")
+        textfile.update(Array("a 3\n".utf8))
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "a 3\n")
         #expect(logged.count == 2 && logged[1].contains("written again"))
     }
