@@ -14,6 +14,7 @@ static int route(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.
 static int trust_status(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.trust_status(m, u, e); }
 static int recheck_trust(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.recheck_trust(m, u, e); }
 static int reload(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.reload(m, u, e); }
+static int check_connectivity(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.check_connectivity(m, u, e); }
 static int property(sd_bus *b, const char *p, const char *i, const char *n, sd_bus_message *r, void *u, sd_bus_error *e) {
     return handlers.property(b, p, i, n, r, u, e);
 }
@@ -29,11 +30,14 @@ static const sd_bus_vtable reachability_vtable[] = {
     SD_BUS_PROPERTY("IPv6", "b", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_PROPERTY("VPN", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_PROPERTY("Trust", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Connectivity", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("PortalURL", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_METHOD("Describe", "", "s", describe, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("Route", "s", "s", route, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("TrustStatus", "", "s", trust_status, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("RecheckTrust", "", "", recheck_trust, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("Reload", "", "", reload, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("CheckConnectivity", "", "s", check_connectivity, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_SIGNAL("StatusChanged", "ss", 0),
     SD_BUS_SIGNAL("TrustChanged", "ss", 0),
     SD_BUS_SIGNAL("PinFailure", "s", 0),

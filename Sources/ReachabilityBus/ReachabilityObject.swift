@@ -15,6 +15,8 @@ package protocol ReachabilityObjectDelegate: AnyObject {
     func trustStatus() -> String
     func recheckTrust() throws(BusMethodError)
     func reload() throws(BusMethodError)
+    /// Probes connectivity now and answers with the state (later: the probe must not block the loop).
+    func checkConnectivity(reply: @escaping (Result<String, BusMethodError>) -> Void)
 }
 
 /// A method's error as the caller sees it: a D-Bus error name and a message.
@@ -46,10 +48,13 @@ package final class ReachabilityObject {
         package var ipv6 = false
         package var vpn = ""
         package var trust = "none"
+        package var connectivity = "unknown"
+        package var portalURL = ""
 
         package init() {}
 
-        static let names = ["Status", "Reason", "Interface", "InterfaceKind", "Expensive", "IPv4", "IPv6", "VPN", "Trust"]
+        static let names = ["Status", "Reason", "Interface", "InterfaceKind", "Expensive", "IPv4", "IPv6", "VPN", "Trust",
+                            "Connectivity", "PortalURL"]
 
         func value(of name: String) -> Value? {
             switch name {
@@ -62,6 +67,8 @@ package final class ReachabilityObject {
             case "IPv6": .boolean(ipv6)
             case "VPN": .string(vpn)
             case "Trust": .string(trust)
+            case "Connectivity": .string(connectivity)
+            case "PortalURL": .string(portalURL)
             default: nil
             }
         }
@@ -83,20 +90,8 @@ package final class ReachabilityObject {
                 let status = reachd_bus_read(message, &destination, nil)
                 guard status >= 0, let destination else { return status }
                 guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
-                let call = sd_bus_message_ref(message)
                 let caller = ReachabilityObject.from(userdata).caller(of: message)
-                delegate.route(to: String(cString: destination), caller: caller) { result in
-                    switch result {
-                    case let .success(document):
-                        _ = reachd_bus_reply_string(call, document)
-                    case let .failure(failure):
-                        var error = sd_bus_error()
-                        _ = sd_bus_error_set(&error, failure.name, failure.message)
-                        _ = sd_bus_reply_method_error(call, &error)
-                        sd_bus_error_free(&error)
-                    }
-                    sd_bus_message_unref(call)
-                }
+                delegate.route(to: String(cString: destination), caller: caller, reply: ReachabilityObject.laterReply(to: message))
                 return 1
             },
             trust_status: { message, userdata, _ in
@@ -120,6 +115,11 @@ package final class ReachabilityObject {
                     return nil
                 }
             },
+            check_connectivity: { message, userdata, _ in
+                guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
+                delegate.checkConnectivity(reply: ReachabilityObject.laterReply(to: message))
+                return 1
+            },
             property: { _, _, _, name, reply, userdata, _ in
                 guard let name, let value = ReachabilityObject.from(userdata).properties.value(of: String(cString: name)) else {
                     return -ENOENT
@@ -142,6 +142,23 @@ package final class ReachabilityObject {
         let bus = sd_bus_message_get_bus(message)
         let uid = connections.first { $0.bus == bus }?.peerUID
         return uid.map { "uid \($0)" } ?? "peer \(UInt(bitPattern: bus))"
+    }
+
+    /// A reply given after the handler returned: the call is kept until it is sent.
+    static func laterReply(to message: OpaquePointer?) -> (Result<String, BusMethodError>) -> Void {
+        let call = sd_bus_message_ref(message)
+        return { result in
+            switch result {
+            case let .success(answer):
+                _ = reachd_bus_reply_string(call, answer)
+            case let .failure(failure):
+                var error = sd_bus_error()
+                _ = sd_bus_error_set(&error, failure.name, failure.message)
+                _ = sd_bus_reply_method_error(call, &error)
+                sd_bus_error_free(&error)
+            }
+            sd_bus_message_unref(call)
+        }
     }
 
     static func from(_ userdata: UnsafeMutableRawPointer?) -> ReachabilityObject {

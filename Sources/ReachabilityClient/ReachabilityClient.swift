@@ -114,6 +114,16 @@ public final class ReachabilityClient: Sendable {
         try call("TrustStatus")
     }
 
+    /// Asks the daemon to probe connectivity now (at most once per 10 s) and returns the
+    /// state it published after the probe. Fails when no `[connectivity] uri` is configured.
+    public func checkConnectivity() throws(Failure) -> Connectivity {
+        let answer = try call("CheckConnectivity")
+        guard let state = Connectivity(rawValue: answer) else {
+            throw Failure(description: "the daemon answered CheckConnectivity with \"\(answer)\"")
+        }
+        return state
+    }
+
     /// Asks the daemon to re-read its config (root only).
     public func reload() throws(Failure) {
         _ = try call("Reload")

@@ -82,6 +82,10 @@ public struct Path: Codable, Sendable, Equatable {
     public var vpn: Interface?
     public var interfaces: [InterfaceState]
     public var trust: TrustSummary
+    /// Whether the path reaches the Internet (CONTRACT.md, Connectivity).
+    public var connectivity: Connectivity
+    /// When `connectivity` is `portal`: the login page, if the probe was redirected to one.
+    public var portal: String?
     /// True on the first document a subscriber receives.
     public var initial: Bool
     /// When this status began.
@@ -95,7 +99,7 @@ public struct Path: Codable, Sendable, Equatable {
     public init(status: ReachabilityStatus, reason: UnreachableReason? = nil, interface: Interface? = nil,
                 gateway: String? = nil, ipv4: Bool = false, ipv6: Bool = false, expensive: Bool = false,
                 vpn: Interface? = nil, interfaces: [InterfaceState] = [], trust: TrustSummary = .none,
-                initial: Bool = false, since: Date = Date(), source: PathSource = .direct,
+                connectivity: Connectivity = .unknown, portal: String? = nil, initial: Bool = false, since: Date = Date(), source: PathSource = .direct,
                 destination: String? = nil, routes: [Route] = []) {
         self.status = status
         self.reason = reason
@@ -107,6 +111,8 @@ public struct Path: Codable, Sendable, Equatable {
         self.vpn = vpn
         self.interfaces = interfaces
         self.trust = trust
+        self.connectivity = connectivity
+        self.portal = portal
         self.initial = initial
         self.since = since
         self.source = source
@@ -128,8 +134,16 @@ public struct Path: Codable, Sendable, Equatable {
         return copy == self
     }
 
+    /// Whether packets would leave the same way: the same status, interface, next hop,
+    /// tunnel and families. Connectivity is probed again when this changes, not when
+    /// an unrelated interface gains an address.
+    public func leavesTheSameWay(as other: Path) -> Bool {
+        status == other.status && interface == other.interface && gateway == other.gateway && vpn == other.vpn
+            && ipv4 == other.ipv4 && ipv6 == other.ipv6
+    }
+
     enum CodingKeys: String, CodingKey {
-        case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, initial, since, source,
+        case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, connectivity, portal, initial, since, source,
              destination, routes
     }
 
@@ -145,6 +159,8 @@ public struct Path: Codable, Sendable, Equatable {
         vpn = try container.decodeIfPresent(Interface.self, forKey: .vpn)
         interfaces = try container.decodeIfPresent([InterfaceState].self, forKey: .interfaces) ?? []
         trust = try container.decodeIfPresent(TrustSummary.self, forKey: .trust) ?? .none
+        connectivity = try container.decodeIfPresent(Connectivity.self, forKey: .connectivity) ?? .unknown
+        portal = try container.decodeIfPresent(String.self, forKey: .portal)
         initial = try container.decodeIfPresent(Bool.self, forKey: .initial) ?? false
         let sinceText = try container.decode(String.self, forKey: .since)
         guard let parsed = try? Date(sinceText, strategy: .iso8601) else {
@@ -169,6 +185,8 @@ public struct Path: Codable, Sendable, Equatable {
         try container.encode(vpn, forKey: .vpn)
         try container.encode(interfaces, forKey: .interfaces)
         try container.encode(trust, forKey: .trust)
+        try container.encode(connectivity, forKey: .connectivity)
+        try container.encode(portal, forKey: .portal)
         try container.encode(initial, forKey: .initial)
         try container.encode(since.formatted(.iso8601), forKey: .since)
         try container.encode(source, forKey: .source)
@@ -199,6 +217,8 @@ public struct Path: Codable, Sendable, Equatable {
                 entry.strings("addresses", state.addresses)
             }
             document.string("trust", trust.rawValue)
+            document.string("connectivity", connectivity.rawValue)
+            document.string("portal", portal)
             document.bool("initial", initial)
             document.string("since", since.formatted(.iso8601))
             document.string("source", source.rawValue)

@@ -51,6 +51,36 @@ public enum TrustSummary: String, Codable, Sendable, CaseIterable {
     case degraded
     /// An enforced pin or chain failure.
     case compromised
+    /// Handshakes failed while connectivity is `portal`: a captive portal, not an attack.
+    case portal
+}
+
+/// Whether the path reaches the Internet (CONTRACT.md, Connectivity), in
+/// NetworkManager's and GLib's vocabulary.
+public enum Connectivity: String, Codable, Sendable, CaseIterable {
+    /// No evidence: no probe configured and no trust host validated on this path yet,
+    /// or the first probe on it has not answered.
+    case unknown
+    /// No usable path.
+    case none
+    /// The probe is answered, but not as configured: a redirect, another status, another body.
+    case portal
+    /// A path, but the probe gets no answer: timeout, refused, name resolution failed.
+    case limited
+    /// The probe answers as configured (or, without a probe, a trust host validated).
+    case full
+
+    /// Of two families' answers the document gives the best: a portal on one says
+    /// more than silence on the other, and one family answering is full.
+    var rank: Int {
+        switch self {
+        case .unknown: 0
+        case .none: 1
+        case .limited: 2
+        case .portal: 3
+        case .full: 4
+        }
+    }
 }
 
 /// Where a path document was computed.

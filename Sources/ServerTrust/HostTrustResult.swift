@@ -39,6 +39,7 @@ public struct HostTrustResult: Sendable, Equatable {
         case .trusted: .ok
         case .unreachable, .pinsExpired: .degraded
         case .pinMismatch where !enforced: .degraded
+        case .portal: .portal
         default: .compromised
         }
     }
@@ -49,7 +50,7 @@ public struct HostTrustResult: Sendable, Equatable {
 /// `ok`, `degraded` (some host unreachable, pins expired, or a report-only pin
 /// mismatch), `compromised` (any enforced pin, chain, name, revocation or TLS failure).
 public enum OverallTrust: String, Sendable, Codable, CaseIterable, Comparable {
-    case none, unknown, ok, degraded, compromised
+    case none, unknown, ok, degraded, portal, compromised
 
     public static func < (lhs: OverallTrust, rhs: OverallTrust) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

@@ -47,8 +47,10 @@ public struct TrustChecker: Sendable {
     }
 
     /// Checks every exact host of the table. `path` goes into pin-failure reports
-    /// (status, interface); `time` replaces now for the evaluation.
-    public func checkAll(path: [String: String] = [:], at time: Date? = nil) async -> Round {
+    /// (status, interface); `time` replaces now for the evaluation. `duringPortal`:
+    /// connectivity is `portal`, so a handshake that fails validation is the portal's
+    /// interception — judged `portal`, neither reported nor counted as compromise.
+    public func checkAll(path: [String: String] = [:], at time: Date? = nil, duringPortal: Bool = false) async -> Round {
         let hosts = configuration.probedHosts
         let outcomes = await withTaskGroup(of: (Int, Outcome).self) { group in
             for (index, host) in hosts.enumerated() {
@@ -57,7 +59,7 @@ public struct TrustChecker: Sendable {
             var outcomes = [Outcome?](repeating: nil, count: hosts.count)
             for await (index, outcome) in group { outcomes[index] = outcome }
             return outcomes.map { $0! }
-        }
+        }.map { duringPortal ? $0.judgedDuringPortal() : $0 }
         var round = Round(overall: OverallTrust(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], reportErrors: [])
         for (host, outcome) in zip(hosts, outcomes) {
             guard let spool, let report = outcome.report(for: host, path: path) else { continue }
@@ -96,8 +98,17 @@ public struct TrustChecker: Sendable {
         var served: [Certificate] = []
         var validated: [Certificate] = []
 
+        /// The same outcome on a network whose connectivity probe found a captive portal.
+        func judgedDuringPortal() -> Outcome {
+            guard result.verdict.isInterception else { return self }
+            var judged = self
+            judged.result.reason = "\(result.verdict.rawValue) while connectivity is portal (a captive portal intercepts TLS; judged again once connectivity is full): \(result.reason)"
+            judged.result.verdict = .portal
+            return judged
+        }
+
         func report(for host: HostTrustConfiguration, path: [String: String]) -> PinFailureReport? {
-            guard host.isPinned, ![.trusted, .unreachable, .pinsExpired].contains(result.verdict) else { return nil }
+            guard host.isPinned, ![.trusted, .unreachable, .pinsExpired, .portal].contains(result.verdict) else { return nil }
             return try? PinFailureReport(
                 dateTime: result.checkedAt, hostname: result.host, port: result.port,
                 notedHostname: host.pattern.domain, includeSubdomains: host.pattern.kind != .exact,

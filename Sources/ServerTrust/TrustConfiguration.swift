@@ -50,12 +50,12 @@ public struct TrustConfiguration: Sendable {
             }
             self.recheck = recheck
         }
-        if let (text, line) = try table.string("interval") {
-            interval = try Self.duration(text, line: line, key: "interval", in: table)
+        if let (value, text, line) = try table.duration("interval") {
+            interval = value
             guard interval >= .seconds(60) else { throw table.error("interval must be at least 1m, not \(text)", line: line) }
         }
-        if let (text, line) = try table.string("timeout") {
-            timeout = try Self.duration(text, line: line, key: "timeout", in: table)
+        if let (value, text, line) = try table.duration("timeout") {
+            timeout = value
             guard timeout > .zero, timeout <= .seconds(300) else { throw table.error("timeout must be more than 0 and at most 5m, not \(text)", line: line) }
         }
         if let (text, _) = try table.string("reports") { reports = Self.resolve(text, in: directory) }
@@ -77,16 +77,6 @@ public struct TrustConfiguration: Sendable {
             }
         }
         try table.finish()
-    }
-
-    /// "250ms", "5s", "10m", "6h", "1d".
-    static func duration(_ text: String, line: Int, key: String, in table: TOMLTableReader) throws(TOMLError) -> Duration {
-        let units: [(String, Duration)] = [("ms", .milliseconds(1)), ("s", .seconds(1)), ("m", .seconds(60)),
-                                           ("h", .seconds(3600)), ("d", .seconds(86400))]
-        for (suffix, unit) in units where text.hasSuffix(suffix) {
-            if let count = Int(text.dropLast(suffix.count)), count >= 0 { return unit * count }
-        }
-        throw table.error("\(key) must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"\(text)\"", line: line)
     }
 
     static func resolve(_ path: String, in directory: String) -> String {

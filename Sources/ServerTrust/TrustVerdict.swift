@@ -9,6 +9,18 @@ public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
     case tlsPolicy = "tls-policy"
     case pinsExpired = "pins-expired"
     case unreachable
+    /// The handshake failed validation while connectivity is `portal`: a captive
+    /// portal intercepting TLS, not an attack — no report, no PinFailure.
+    case portal
+
+    /// The failures a captive portal causes by intercepting TLS; judged `portal`
+    /// while connectivity is `portal`, and as themselves once it is `full`.
+    public var isInterception: Bool {
+        switch self {
+        case .pinMismatch, .chainInvalid, .hostMismatch, .expired, .revoked, .tlsPolicy: true
+        case .trusted, .pinsExpired, .unreachable, .portal: false
+        }
+    }
 }
 
 /// A verdict with the reason behind it, in words a user can act on.

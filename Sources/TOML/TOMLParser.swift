@@ -13,6 +13,11 @@ private struct Parser {
     let file: String
     var position = 0
     var line = 1
+    /// Arrays and inline tables open around the value being parsed. Each level is a
+    /// recursion: without a bound, a file of ten thousand '[' overflowed the stack
+    /// (found by `make fuzz`); no configuration nests beyond a few levels.
+    var depth = 0
+    static let maximumDepth = 64
 
     init(text: String, file: String) {
         bytes = Array(text.utf8)
@@ -171,9 +176,11 @@ private struct Parser {
         case UInt8(ascii: "'"):
             if starts(with: "'''") { return TOMLValue(.string(try parseMultilineString(literal: true)), line: valueLine) }
             return TOMLValue(.string(try parseLiteralString()), line: valueLine)
-        case UInt8(ascii: "["):
-            return TOMLValue(.array(try parseArray()), line: valueLine)
-        case UInt8(ascii: "{"):
+        case UInt8(ascii: "["), UInt8(ascii: "{"):
+            guard depth < Self.maximumDepth else { throw error("arrays and inline tables nest deeper than \(Self.maximumDepth) levels") }
+            depth += 1
+            defer { depth -= 1 }
+            if byte == UInt8(ascii: "[") { return TOMLValue(.array(try parseArray()), line: valueLine) }
             return TOMLValue(.table(try parseInlineTable()), line: valueLine)
         default:
             return TOMLValue(try parseScalar(), line: valueLine)

@@ -44,6 +44,17 @@ public struct TOMLTableReader {
         return number
     }
 
+    /// A duration written as a string: "250ms", "5s", "10m", "6h", "1d".
+    public mutating func duration(_ key: String) throws(TOMLError) -> (value: Duration, text: String, line: Int)? {
+        guard let (text, line) = try string(key) else { return nil }
+        let units: [(String, Duration)] = [("ms", .milliseconds(1)), ("s", .seconds(1)), ("m", .seconds(60)),
+                                           ("h", .seconds(3600)), ("d", .seconds(86400))]
+        for (suffix, unit) in units where text.hasSuffix(suffix) {
+            if let count = Int(text.dropLast(suffix.count)), count >= 0 { return (unit * count, text, line) }
+        }
+        throw error("\(key) must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"\(text)\"", line: line)
+    }
+
     /// An array of strings; a single string is not accepted in its place.
     public mutating func strings(_ key: String) throws(TOMLError) -> [(value: String, line: Int)]? {
         guard let value = value(key) else { return nil }

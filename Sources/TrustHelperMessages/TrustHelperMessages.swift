@@ -26,7 +26,7 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
 
 /// `reachd-trust check FILE [STATUS [INTERFACE]]`: one round's outcome.
 public struct TrustRound: Codable, Sendable {
-    /// none, unknown, ok, degraded or compromised.
+    /// none, unknown, ok, degraded, portal or compromised.
     public var overall: String
     /// The per-host results of the TrustStatus document: a JSON array, as text.
     public var hosts: String
@@ -69,7 +69,7 @@ public struct TrustHostSummary: Codable, Sendable, Equatable {
 
     /// Every per-host verdict (ServerTrust's `TrustVerdict`, which the daemon does not link; a test keeps them equal).
     public static let verdicts = ["trusted", "pin-mismatch", "chain-invalid", "host-mismatch", "expired", "revoked",
-                                  "tls-policy", "pins-expired", "unreachable"]
+                                  "tls-policy", "pins-expired", "unreachable", "portal"]
     /// The verdicts that say a chain validated (for connectivity: the host was reached, unaltered).
     public static let validatedVerdicts: Set<String> = ["trusted", "pins-expired"]
 }

@@ -1,15 +1,15 @@
 import Foundation
 
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
-//                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--scrapes N]
+//                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--scrapes N]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "scrapes": 1000, "idle-seconds": 600]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "scrapes": 1000, "idle-seconds": 600]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--scrapes N]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--scrapes N]")
         exit(2)
     }
     settings[key] = value
@@ -28,6 +28,10 @@ do {
   }
   if settings["only-metrics"] == 1 {
     try runMetricsBenchmark()
+    exit(0)
+  }
+  if settings["only-connectivity"] == 1 {
+    try runConnectivityBenchmark()
     exit(0)
   }
   if settings["only-trust"] == 0 {
@@ -72,6 +76,7 @@ do {
     if settings["only-trust"] == 0 {
         try runDaemonBenchmark()
         try runMetricsBenchmark()
+        try runConnectivityBenchmark()
     }
 } catch {
     print("reachability-bench: \(error)")
@@ -102,4 +107,17 @@ func runMetricsBenchmark() throws {
     }
     print("   idle RSS: \(result.rssWithoutMetricsKiB) KiB without metrics, \(result.rssWithMetricsKiB) KiB with listener and textfile (after one scrape)")
     print("   a scrape every second for \(idle) s (1 host, \(result.idleScrapeBytes) bytes): reachd CPU \(format(result.idleCPUPercent, 4)) %")
+}
+
+@MainActor
+func runConnectivityBenchmark() throws {
+    let repetitions = max(settings["repetitions"]!, 100)
+    let stable = min(settings["idle-seconds"]!, 120)
+    print("\n== 8. Connectivity: path usable → \"connectivity\":\"full\" at a reachctl watch (ms), \(repetitions) link bounces; the probe's HTTP round trip by curl, same server")
+    let result = try ConnectivityBenchmark(reachd: reachd, reachctl: reachctl, repetitions: repetitions, stableSeconds: stable).run()
+    print("   reachd published   p50 \(format(percentile(result.published, 50)))   p99 \(format(percentile(result.published, 99)))")
+    print("   curl round trip    p50 \(format(percentile(result.curl, 50)))   p99 \(format(percentile(result.curl, 99)))")
+    let interval = ConnectivityBenchmark.interval
+    print("   stable path, interval \(interval) s: \(result.stableProbes) probes in \(stable) s = \(format(Double(result.stableProbes) * 3600 / Double(stable), 0)) per hour (goal 3600 / interval = \(3600 / interval))")
+    print("   idle RSS: \(result.rssWithoutKiB) KiB without [connectivity], \(result.rssWithKiB) KiB with the probe (after it answered)")
 }

@@ -13,6 +13,8 @@ enum PathText {
         lines.append(field("ipv4", path.ipv4 ? "yes" : "no"))
         lines.append(field("ipv6", path.ipv6 ? "yes" : "no"))
         lines.append(field("expensive", path.expensive ? "yes" : "no"))
+        lines.append(field("connectivity", path.connectivity.rawValue))
+        if let portal = path.portal { lines.append(field("portal", portal)) }
         lines.append(field("since", path.since.formatted(.iso8601)))
         lines.append(field("source", path.source.rawValue))
         return lines.joined(separator: "\n")
@@ -29,6 +31,8 @@ enum PathText {
         if path.ipv6 { families.append("ipv6") }
         if !families.isEmpty { words.append(families.joined(separator: "+")) }
         if path.expensive { words.append("expensive") }
+        words.append("connectivity \(path.connectivity.rawValue)")
+        if let portal = path.portal { words.append("portal \(portal)") }
         if path.initial { words.append("(initial)") }
         return words.joined(separator: " ")
     }
@@ -54,6 +58,6 @@ enum PathText {
 
     private static func field(_ name: String, _ value: String) -> String {
         let label = name + ":"
-        return label + String(repeating: " ", count: max(1, 13 - label.count)) + value
+        return label + String(repeating: " ", count: max(1, 14 - label.count)) + value
     }
 }

@@ -9,18 +9,23 @@ struct WaitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait",
         abstract: "Block until the path has the wanted status (what boot scripts use).",
-        discussion: "Exits 0 as soon as the status matches (at once if it already does), 1 when the timeout passes first."
+        discussion: "Exits 0 as soon as the status matches (at once if it already does), 1 when the timeout passes first. "
+            + "online waits for connectivity full: the daemon's probe (or a validated trust host) saw the Internet, not a captive portal."
     )
 
     enum Wanted: String, ExpressibleByArgument, CaseIterable {
-        case reachable, wifi, wired, cellular, unreachable
+        case reachable, online, wifi, wired, cellular, unreachable
 
-        func matches(_ status: ReachabilityStatus) -> Bool {
-            self == .reachable ? status.isReachable : status.rawValue == rawValue
+        func matches(_ path: Path) -> Bool {
+            switch self {
+            case .reachable: path.status.isReachable
+            case .online: path.status.isReachable && path.connectivity == .full
+            default: path.status.rawValue == rawValue
+            }
         }
     }
 
-    @Option(name: .customLong("for"), help: "reachable (any of wifi, wired, cellular), wifi, wired, cellular or unreachable.")
+    @Option(name: .customLong("for"), help: "reachable (any of wifi, wired, cellular), online (connectivity full), wifi, wired, cellular or unreachable.")
     var wanted: Wanted = .reachable
 
     @Option(help: ArgumentHelp("How long to wait: 500ms, 30s, 2m, or seconds.", valueName: "duration"))
@@ -36,7 +41,7 @@ struct WaitCommand: AsyncParsableCommand {
         let wanted = wanted
         let met = await withTaskGroup(of: Path?.self) { group in
             group.addTask {
-                for await path in paths where wanted.matches(path.status) { return path }
+                for await path in paths where wanted.matches(path) { return path }
                 return nil
             }
             group.addTask {

@@ -14,8 +14,9 @@ import Glibc
 //
 //   reachd-trust check-config FILE
 //       validates the [trust] table; prints TrustConfigurationSummary; exit 1 with file:line on stderr
-//   reachd-trust check FILE [STATUS [INTERFACE]]
-//       re-validates every host; spools reports, delivers waiting ones; prints TrustRound
+//   reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY]]]
+//       re-validates every host; spools reports, delivers waiting ones; prints TrustRound.
+//       CONNECTIVITY portal: failed handshakes are the portal's, judged `portal`, not reported
 //   reachd-trust deliver FILE
 //       sends the reports waiting in the outbox to their collectors; prints TrustDelivery
 //   reachd-trust ctl check|verify|pin|diagnose …
@@ -49,7 +50,7 @@ if arguments.first == "ctl" {
     exit(0)
 }
 guard arguments.count >= 2, ["check-config", "check", "deliver"].contains(arguments[0]) else {
-    fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE]] | deliver FILE | ctl COMMAND …")
+    fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY]]] | deliver FILE | ctl COMMAND …")
 }
 let file = arguments[1]
 let configuration: TrustConfiguration
@@ -89,7 +90,7 @@ var path: [String: String] = [:]
 if arguments.count > 2 { path["status"] = arguments[2] }
 if arguments.count > 3 { path["interface"] = arguments[3] }
 let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: spool)
-let round = await checker.checkAll(path: path)
+let round = await checker.checkAll(path: path, duringPortal: arguments.count > 4 && arguments[4] == "portal")
 printLine(try json(TrustRound(overall: round.overall.rawValue, hosts: try json(round.hosts),
                               reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
                               warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } },

@@ -16,6 +16,7 @@ import Glibc
 final class Daemon: ReachabilityObjectDelegate {
     enum Message: Sendable {
         case resolved(request: Int, addresses: [IPAddress])
+        case probed(generation: Int, verdict: ConnectivityProbe.Verdict)
     }
 
     let configFile: String
@@ -53,6 +54,13 @@ final class Daemon: ReachabilityObjectDelegate {
     static let firstDeliveryRetry = Duration.seconds(15)
     static let lastDeliveryRetry = Duration.seconds(3600)
 
+    private var connectivity: ConnectivityChecker!
+    /// Without a probe, CONTRACT.md's evidence of `full`: a host's chain validated in the latest round.
+    private var trustValidated = false
+    /// A round asked for while the first probe of a new way out is out: it waits for
+    /// the verdict, so that a portal's interception is not judged an attack.
+    private var trustAfterProbe: String?
+
     private var metrics = DaemonMetrics()
     private var metricsServer: MetricsServer?
     private var metricsTextfile: MetricsTextfile?
@@ -70,6 +78,10 @@ final class Daemon: ReachabilityObjectDelegate {
         recheckTimer = try loop.timer { [unowned self] in recheckDue() }
         trustTimer = try loop.timer { [unowned self] in startTrustCheck(reason: "interval") }
         deliveryTimer = try loop.timer { [unowned self] in startDelivery(reason: "retry") }
+        let mailbox = mailbox
+        connectivity = try ConnectivityChecker(options: configuration.connectivity, loop: loop) {
+            mailbox.post(.probed(generation: $0, verdict: $1))
+        }
         try loop.onReadable(mailbox.descriptor) { [unowned self] in
             for message in mailbox.take() { handle(message) }
         }
@@ -120,20 +132,8 @@ final class Daemon: ReachabilityObjectDelegate {
         path.source = .daemon
         path.trust = trustSummary
         path.initial = false
-        if let current {
-            if current.isSamePath(as: path) { return }
-            if current.status == path.status { path.since = current.since }
-        }
-        current = path
-        object.update(properties(of: path))
-        object.emit("StatusChanged", path.status.rawValue, path.jsonString())
-        metrics.pathChanges += 1
-        metricsChanged()
-        let line = Self.describe(path)
-        // Interface-list changes publish a document too; the log says when the status line moves.
-        if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
-        lastLoggedLine = line
-        notify(isReady ? "STATUS=\(line)" : "READY=1\nSTATUS=\(line)")
+        if current.map({ !$0.leavesTheSameWay(as: path) }) ?? true { connectivity.pathMoved(to: path) }
+        guard publish(path) else { return }
         // The first path starts the first round whatever `recheck` says (with
         // "interval" alone there would be no verdict for an interval); after it,
         // path changes do unless only the interval should.
@@ -147,6 +147,60 @@ final class Daemon: ReachabilityObjectDelegate {
         isReady = true
     }
 
+    /// Publishes `fresh` with its connectivity when the document differs from the
+    /// current one (a connectivity change is one StatusChanged, like any other).
+    @discardableResult
+    private func publish(_ fresh: Path) -> Bool {
+        var path = fresh
+        (path.connectivity, path.portal) = connectivityState(of: path)
+        if let current {
+            if current.isSamePath(as: path) { return false }
+            if current.status == path.status { path.since = current.since }
+        }
+        let before = current?.connectivity
+        current = path
+        object.update(properties(of: path))
+        object.emit("StatusChanged", path.status.rawValue, path.jsonString())
+        metrics.pathChanges += 1
+        metricsChanged()
+        let line = Self.describe(path)
+        // Interface-list changes publish a document too; the log says when the status line moves.
+        if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
+        lastLoggedLine = line
+        if before != path.connectivity, path.status.isReachable {
+            let details = connectivity.verdict.map { " (\($0.details.joined(separator: "; ")))" } ?? ""
+            Log.info("connectivity: \(path.connectivity.rawValue)\(path.portal.map { " at \($0)" } ?? "")\(details)")
+        }
+        notify(isReady ? "STATUS=\(line)" : "READY=1\nSTATUS=\(line)")
+        return true
+    }
+
+    /// What the document says of connectivity now: the probe's verdict on this way
+    /// out, or without a probe, whether a trust host validated in the latest round.
+    private func connectivityState(of path: Path) -> (Connectivity, String?) {
+        guard path.status.isReachable else { return (path.status == .unknown ? .unknown : .none, nil) }
+        if connectivity.probe != nil {
+            guard let verdict = connectivity.verdict else { return (.unknown, nil) }
+            return (verdict.connectivity, verdict.connectivity == .portal ? verdict.portal : nil)
+        }
+        return (trustValidated ? .full : .unknown, nil)
+    }
+
+    /// Connectivity may have changed without the path (a probe answered, a round
+    /// validated): publish it; leaving or entering a portal re-judges trust.
+    private func refreshConnectivity() {
+        guard let path = current else { return }
+        let before = path.connectivity
+        publish(path)
+        let after = current?.connectivity ?? before
+        if let reason = trustAfterProbe, !connectivity.isAwaitingFirstVerdict {
+            trustAfterProbe = nil
+            startTrustCheck(reason: reason)
+        } else if (before == .portal) != (after == .portal), connectivity.probe != nil {
+            startTrustCheck(reason: "connectivity \(after.rawValue)")
+        }
+    }
+
     private func properties(of path: Path) -> ReachabilityObject.Properties {
         var properties = ReachabilityObject.Properties()
         properties.status = path.status.rawValue
@@ -158,6 +212,8 @@ final class Daemon: ReachabilityObjectDelegate {
         properties.ipv6 = path.ipv6
         properties.vpn = path.vpn?.name ?? ""
         properties.trust = path.trust.rawValue
+        properties.connectivity = path.connectivity.rawValue
+        properties.portalURL = path.portal ?? ""
         return properties
     }
 
@@ -192,11 +248,16 @@ final class Daemon: ReachabilityObjectDelegate {
     /// Runs a round in reachd-trust; a round asked for while one runs follows it.
     private func startTrustCheck(reason: String) {
         guard checksTrust, let helper else { return }
+        if connectivity.isAwaitingFirstVerdict {
+            trustAfterProbe = reason
+            return
+        }
         if helperRunning {
             trustAgain = true
             return
         }
-        let path = current.map { [$0.status.rawValue, $0.interface?.name ?? ""] } ?? []
+        trustAfterProbe = nil
+        let path = current.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
         Log.debug("trust: checking \(configuration.trust.hosts) hosts (\(reason))")
         trustGeneration += 1
         let generation = trustGeneration
@@ -215,9 +276,14 @@ final class Daemon: ReachabilityObjectDelegate {
         // A round started before a reload is stale.
         if generation == trustGeneration {
             switch result {
-            case let .success(round): publishTrust(round)
-            case let .failure(failure): forgetTrust(failure)
+            case let .success(round):
+                trustValidated = round.summaries.contains { TrustHostSummary.validatedVerdicts.contains($0.verdict) }
+                publishTrust(round)
+            case let .failure(failure):
+                trustValidated = false
+                forgetTrust(failure)
             }
+            refreshConnectivity()
         }
         if configuration.trust.recheck != "on-change" { trustTimer.arm(after: .seconds(configuration.trust.interval)) }
         if trustAgain {
@@ -310,6 +376,10 @@ final class Daemon: ReachabilityObjectDelegate {
         case let .resolved(request, addresses):
             guard let pending = pendingRoutes.removeValue(forKey: request) else { return }
             answerRoute(pending.destination, addresses: addresses, reply: pending.reply)
+        case let .probed(generation, verdict):
+            guard connectivity.finish(generation, verdict) else { return }
+            refreshConnectivity()
+            connectivity.answerWaiters(with: current?.connectivity)
         }
     }
 
@@ -372,6 +442,10 @@ final class Daemon: ReachabilityObjectDelegate {
         startTrustCheck(reason: "RecheckTrust")
     }
 
+    func checkConnectivity(reply: @escaping (Result<String, BusMethodError>) -> Void) {
+        connectivity.checkNow(reply: reply)
+    }
+
     func reload() throws(BusMethodError) {
         do {
             try reloadConfiguration()
@@ -398,9 +472,14 @@ final class Daemon: ReachabilityObjectDelegate {
         metrics.earlierOverruns += engine.statistics.overruns
         engine = freshEngine
         try watchEngine()
+        if fresh.connectivity != configuration.connectivity {
+            trustAfterProbe = nil
+            connectivity.reconfigure(fresh.connectivity)
+        }
         configuration = fresh
         trustGeneration += 1
         trustRound = nil
+        trustValidated = false
         loggedTrustWarnings = []
         trustTimer.disarm()
         updateReportsPending(fresh.trust.reportsPending)
@@ -430,7 +509,8 @@ final class Daemon: ReachabilityObjectDelegate {
     }
 
     private func metricsFamilies() -> [MetricFamily] {
-        metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, trust: trustSummary, round: checksTrust ? trustRound : nil,
+        metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
+                                             trust: trustSummary, round: checksTrust ? trustRound : nil,
                                              overruns: engine.statistics.overruns, reportsPending: reportsPending))
     }
 

@@ -7,12 +7,13 @@ import TrustHelperMessages
 import Glibc
 #endif
 
-/// Everything reachd reads from its config file: the `[monitor]` and `[metrics]`
-/// tables, and what it needs of `[trust]` (validated by reachd-trust, which owns that table).
+/// Everything reachd reads from its config file: the `[monitor]`, `[connectivity]`
+/// and `[metrics]` tables, and what it needs of `[trust]` (validated by reachd-trust, which owns that table).
 struct DaemonConfiguration {
     var monitor = MonitorOptions()
     var trust = TrustConfigurationSummary.none
     var metrics = MetricsOptions()
+    var connectivity = ConnectivityOptions()
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -26,11 +27,15 @@ struct DaemonConfiguration {
         var root = TOMLTableReader(document, file: file, name: "")
         var metrics = MetricsOptions()
         if var table = try root.table("metrics") { metrics = try MetricsOptions(reading: &table) }
-        if let helper { return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file), metrics: metrics) }
+        var connectivity = ConnectivityOptions()
+        if var table = try root.table("connectivity") { connectivity = try ConnectivityOptions(reading: &table) }
+        if let helper {
+            return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file), metrics: metrics, connectivity: connectivity)
+        }
         // Without the helper a config may still go without trust checks.
         guard document["trust"] == nil else {
             throw Failure(description: "\(file) has a [trust] table, but reachd-trust, which reads it, is not installed beside reachd")
         }
-        return DaemonConfiguration(monitor: monitor, metrics: metrics)
+        return DaemonConfiguration(monitor: monitor, metrics: metrics, connectivity: connectivity)
     }
 }

@@ -28,26 +28,12 @@ struct DaemonMetrics {
     /// What the daemon knows at this moment.
     struct State {
         var status: ReachabilityStatus
+        var connectivity: Connectivity
         var trust: TrustSummary
         var round: TrustRound?
         var overruns: Int
         var reportsPending: Int
     }
-
-    /// Connectivity until an HTTP probe is configured (CONTRACT.md, Connectivity): no
-    /// path is `none`; a trust host whose chain validated in the latest round proves
-    /// `full`; anything else is no evidence.
-    static func connectivity(_ state: State) -> String {
-        switch state.status {
-        case .unreachable: return "none"
-        case .unknown: return "unknown"
-        case .wifi, .wired, .cellular:
-            let validated = state.round?.summaries.contains { TrustHostSummary.validatedVerdicts.contains($0.verdict) } ?? false
-            return validated ? "full" : "unknown"
-        }
-    }
-
-    static let connectivityStates = ["unknown", "none", "portal", "limited", "full"]
 
     func families(_ state: State) -> [MetricFamily] {
         typealias Sample = MetricFamily.Sample
@@ -62,8 +48,8 @@ struct DaemonMetrics {
                                                         states: ReachabilityStatus.allCases.map(\.rawValue), current: state.status.rawValue)),
             .counter("reachd_path_changes_total", help: "Path documents published (each a StatusChanged signal).", pathChanges),
             MetricFamily("reachd_connectivity", .gauge, help: "Whether the path reaches the Internet: 1 for the current state, 0 for the others.",
-                         samples: MetricFamily.stateSet(label: "state", states: Self.connectivityStates,
-                                                        current: Self.connectivity(state))),
+                         samples: MetricFamily.stateSet(label: "state", states: Connectivity.allCases.map(\.rawValue),
+                                                        current: state.connectivity.rawValue)),
             .counter("reachd_netlink_overruns_total", help: "Netlink receive-buffer overruns (ENOBUFS), each recovered by a full re-read.",
                      earlierOverruns + state.overruns),
             MetricFamily("reachd_trust_status", .gauge, help: "The overall trust verdict: 1 for the current one, 0 for the others.",

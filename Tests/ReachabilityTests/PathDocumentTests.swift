@@ -9,7 +9,7 @@ struct PathDocumentTests {
         ipv4: true, ipv6: false, expensive: false, vpn: nil,
         interfaces: [.init(name: "eth0", index: 2, kind: .ethernet, operstate: "up", up: true, carrier: true,
                            addresses: ["192.0.2.10/24"])],
-        trust: .ok, initial: false, since: Date(timeIntervalSince1970: 1_795_341_600), source: .daemon,
+        trust: .ok, connectivity: .full, initial: false, since: Date(timeIntervalSince1970: 1_795_341_600), source: .daemon,
         routes: [.init(destination: "198.41.0.4", status: .wired, interface: "eth0", gateway: "192.0.2.1", source: "192.0.2.10")]
     )
 
@@ -17,12 +17,14 @@ struct PathDocumentTests {
     func encoding() throws {
         let object = try JSONSerialization.jsonObject(with: Data(Self.sample.jsonString().utf8)) as! [String: Any]
         for key in ["status", "reason", "interface", "gateway", "ipv4", "ipv6", "expensive", "vpn", "interfaces",
-                    "trust", "initial", "since", "source"] {
+                    "trust", "connectivity", "portal", "initial", "since", "source"] {
             #expect(object.keys.contains(key), "missing \(key)")
         }
         #expect(object["status"] as? String == "wired")
         #expect(object["reason"] is NSNull)
         #expect(object["vpn"] is NSNull)
+        #expect(object["connectivity"] as? String == "full")
+        #expect(object["portal"] is NSNull)
         #expect(object["since"] as? String == "2026-11-22T10:00:00Z")
         #expect(object["source"] as? String == "daemon")
         #expect((object["interface"] as? [String: Any])?["kind"] as? String == "ethernet")
@@ -34,6 +36,8 @@ struct PathDocumentTests {
         var tricky = Self.sample
         tricky.destination = "quote\" back\\slash \u{01} tab\t é"
         tricky.interfaces[0].addresses.append("line\nbreak")
+        tricky.connectivity = .portal
+        tricky.portal = "http://192.0.2.1/login?next=/\"x\""
         let written = try JSONSerialization.jsonObject(with: Data(tricky.jsonString().utf8)) as! NSDictionary
         let encoder = JSONEncoder()
         let encoded = try JSONSerialization.jsonObject(with: encoder.encode(tricky)) as! NSDictionary

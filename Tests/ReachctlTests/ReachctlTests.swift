@@ -27,12 +27,12 @@ struct ReachctlTests {
             #expect(document["initial"] as? Bool == true)
             #expect(document["gateway"] as? String == "10.1.0.1")
             let human = try ns[0].exec([Self.reachctl, "status"]).output
-            #expect(human.contains("status:      wired"))
-            #expect(human.contains("interface:   eth0 (veth)"))
+            #expect(human.contains("status:       wired"))
+            #expect(human.contains("interface:    eth0 (veth)"))
             try ns[0].ip("link set dev eth0 down")
             let down = try ns[0].exec([Self.reachctl, "status"])
             #expect(down.status == 0, "status exits 0 whatever the status")
-            #expect(down.output.contains("status:      unreachable (link-down)"))
+            #expect(down.output.contains("status:       unreachable (link-down)"))
         }
     }
 

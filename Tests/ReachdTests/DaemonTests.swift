@@ -54,11 +54,11 @@ struct DaemonTests {
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
                 let ctl = DaemonProcess.reachctl
-                #expect(try ns[0].exec([ctl, "status", "--bus", daemon.socket]).output.contains("source:      daemon"))
-                #expect(try ns[0].exec([ctl, "status", "--bus", daemon.socket, "--direct"]).output.contains("source:      direct"))
+                #expect(try ns[0].exec([ctl, "status", "--bus", daemon.socket]).output.contains("source:       daemon"))
+                #expect(try ns[0].exec([ctl, "status", "--bus", daemon.socket, "--direct"]).output.contains("source:       direct"))
                 #expect(try ns[0].exec([ctl, "route", "10.1.0.1", "--bus", daemon.socket, "--json"]).output.contains("\"source\":\"daemon\""))
                 // Without a daemon at that address, the read-only commands compute the path themselves.
-                #expect(try ns[0].exec([ctl, "status", "--bus", scratch.appendingPathComponent("nothing").path]).output.contains("source:      direct"))
+                #expect(try ns[0].exec([ctl, "status", "--bus", scratch.appendingPathComponent("nothing").path]).output.contains("source:       direct"))
 
                 let met = try ns[0].exec([ctl, "wait", "--bus", daemon.socket, "--timeout", "5s"])
                 #expect(met.status == 0, "already reachable: at once")

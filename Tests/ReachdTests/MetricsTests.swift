@@ -65,11 +65,11 @@ struct MetricsTests {
                 for status in ["unknown", "unreachable", "wifi", "wired", "cellular"] {
                     #expect(Self.value("reachd_path_status{status=\"\(status)\"}", in: scrape) == (status == "wired" ? 1 : 0))
                 }
-                for trust in ["none", "unknown", "ok", "degraded", "compromised"] {
+                for trust in ["none", "unknown", "ok", "degraded", "portal", "compromised"] {
                     #expect(Self.value("reachd_trust_status{trust=\"\(trust)\"}", in: scrape) == (trust == "ok" ? 1 : 0))
                 }
                 // Every verdict present, one of them 1.
-                #expect(scrape.split(separator: "\n").filter { $0.hasPrefix("reachd_trust_verdict{host=\"pinned.test\"") }.count == 9)
+                #expect(scrape.split(separator: "\n").filter { $0.hasPrefix("reachd_trust_verdict{host=\"pinned.test\"") }.count == 10)
                 // No probe configured: a host whose chain validated is the evidence of `full`.
                 #expect(Self.value("reachd_connectivity{state=\"full\"}", in: scrape) == 1)
                 #expect(Self.value("reachd_trust_checks_total{host=\"pinned.test\"}", in: scrape) ?? 0 >= 1)

@@ -27,13 +27,14 @@ enum PinnedServer {
         }
     }
 
-    /// `openssl s_server` for pinned.test on 10.1.0.1:8443 in `router`, once it listens.
-    static func serve(in router: TestNamespace, from directory: URL) async throws -> Process {
+    /// `openssl s_server` for pinned.test on 10.1.0.1:8443 in `router`, once it listens,
+    /// presenting `certificate`.pem (and its key): `leaf`, or another made in `directory`.
+    static func serve(in router: TestNamespace, from directory: URL, certificate: String = "leaf") async throws -> Process {
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         server.arguments = ["ip", "netns", "exec", router.name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
-                            "-cert", directory.appendingPathComponent("leaf.pem").path,
-                            "-key", directory.appendingPathComponent("leaf.key").path, "-quiet"]
+                            "-cert", directory.appendingPathComponent("\(certificate).pem").path,
+                            "-key", directory.appendingPathComponent("\(certificate).key").path, "-quiet"]
         server.standardInput = Pipe()
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice

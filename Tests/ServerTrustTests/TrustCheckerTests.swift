@@ -80,6 +80,27 @@ struct TrustCheckerTests {
         #expect(spooled.count == 2)
     }
 
+    @Test("during a captive portal a failed handshake is judged portal: no report; trusted and unreachable hosts keep their verdicts",
+          .timeLimit(.minutes(1)))
+    func duringPortal() async throws {
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        let good: Set = [try PublicKeyPin(certificate: intermediate.certificate), backup]
+        let checker = try checker([try entry("localhost", port: server.port, pins: good),
+                                   try entry("api.test", port: server.port, pins: [wrong, backup]),
+                                   try entry("down.test", port: 9)])
+        let portal = await checker.checkAll(at: TestAuthority.now, duringPortal: true)
+        #expect(portal.hosts.map(\.verdict) == [.trusted, .portal, .unreachable])
+        #expect(portal.overall == .portal)
+        #expect(portal.hosts[1].reason.hasPrefix("pin-mismatch while connectivity is portal"), "\(portal.hosts[1].reason)")
+        #expect(portal.reports.isEmpty)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: spoolDirectory)) ?? []).isEmpty)
+        // The same interception on a network whose probe answers: an attack, reported.
+        let full = await checker.checkAll(at: TestAuthority.now)
+        #expect(full.overall == .compromised && full.reports.map(\.hostname) == ["api.test"])
+    }
+
     @Test("a new report is sent to the entry's report-uri after it is spooled; a dead endpoint is an error, not a crash")
     func reportURI() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }

@@ -93,4 +93,28 @@ struct TOMLParserTests {
         }
         #expect(throws: TOMLError(file: "f", line: 3, message: "unknown key 'c' in [s]")) { try reader.finish() }
     }
+
+    /// `make fuzz` (toml, 2026-11-24): ten thousand '[' overflowed the stack.
+    @Test("nesting is bounded: 64 levels parse, deeper ones are an error, not a stack overflow")
+    func nestingBounded() throws {
+        let deepest = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        #expect(try TOML.parse("a = \(deepest)\n", file: "n.toml")["a"] != nil)
+        #expect(try TOML.parse("a = " + String(repeating: "{ b = ", count: 63) + "1" + String(repeating: " }", count: 63), file: "n.toml")["a"] != nil)
+        for opener in ["[", "{ b = "] {
+            #expect(throws: TOMLError(file: "n.toml", line: 1, message: "arrays and inline tables nest deeper than 64 levels")) {
+                try TOML.parse("metered = " + String(repeating: opener, count: 10_000), file: "n.toml")
+            }
+        }
+    }
+
+    @Test("durations: ms, s, m, h, d; anything else names the key and the line")
+    func durations() throws {
+        let table = try TOML.parse("a = \"250ms\"\nb = \"6h\"\nc = \"5 s\"\n", file: "d.toml")
+        var reader = TOMLTableReader(table, file: "d.toml", name: "[x]")
+        #expect(try reader.duration("a")?.value == .milliseconds(250))
+        #expect(try reader.duration("b")?.value == .seconds(6 * 3600))
+        #expect(throws: TOMLError(file: "d.toml", line: 3, message: "c must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"5 s\"")) {
+            try reader.duration("c")
+        }
+    }
 }

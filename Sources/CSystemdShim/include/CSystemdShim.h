@@ -20,6 +20,7 @@ typedef struct reachd_bus_handlers {
     reachd_method_handler trust_status;
     reachd_method_handler recheck_trust;
     reachd_method_handler reload;
+    reachd_method_handler check_connectivity;
     reachd_property_getter property;
 } reachd_bus_handlers;
 

@@ -1,0 +1,116 @@
+import Foundation
+import NamespaceTesting
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Connectivity: the time from the path becoming usable to `connectivity: full`
+/// published (both seen by one `reachctl watch`, so its own delay cancels out),
+/// beside the probe's bare HTTP round trip measured by curl against the same
+/// server in the same run; the probes a stable path gets; reachd's idle memory
+/// without and with the probe.
+struct ConnectivityBenchmark {
+    let reachd: String
+    let reachctl: String
+    let repetitions: Int
+    let stableSeconds: Int
+    static let interval = 10
+
+    struct Result {
+        var published: [Double] = []
+        var curl: [Double] = []
+        var stableProbes = 0
+        var rssWithoutKiB = 0, rssWithKiB = 0
+    }
+
+    /// Answers 204 on 10.1.0.1:80 and appends a line per request to argv[1].
+    static let server = """
+        import http.server, sys
+        class Probe(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def do_GET(self):
+                with open(sys.argv[1], "a") as log: log.write("x\\n")
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            def log_message(self, *arguments): pass
+        http.server.ThreadingHTTPServer(("10.1.0.1", 80), Probe).serve_forever()
+        """
+
+    func run() throws -> Result {
+        let host = try TestNamespace("bench-con")
+        let router = try TestNamespace("bench-conr")
+        defer { host.remove(); router.remove() }
+        try host.addUplink(router: router)
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bench-connectivity-\(UUID())")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let requests = scratch.appendingPathComponent("requests")
+        _ = FileManager.default.createFile(atPath: requests.path, contents: nil)
+        let server = try BackgroundProcess(["ip", "netns", "exec", router.name, "python3", "-c", Self.server, requests.path])
+        defer { server.stop() }
+        let deadline = Date().addingTimeInterval(10)
+        while (try? host.exec(["curl", "-s", "-o", "/dev/null", "http://10.1.0.1/"], check: false).status) != 0 {
+            guard Date() < deadline else { throw BenchmarkError("the probe server did not start") }
+            usleep(100_000)
+        }
+        func requestCount() -> Int { ((try? String(contentsOf: requests, encoding: .utf8)) ?? "").split(separator: "\n").count }
+
+        var result = Result()
+        let empty = scratch.appendingPathComponent("empty.toml")
+        try "".write(to: empty, atomically: true, encoding: .utf8)
+        let config = scratch.appendingPathComponent("reachd.toml")
+        try "[connectivity]\nuri = \"http://10.1.0.1/generate_204\"\ninterval = \"\(Self.interval)s\"\ntimeout = \"2s\"\n"
+            .write(to: config, atomically: true, encoding: .utf8)
+        let socket = scratch.appendingPathComponent("bus").path
+
+        // Idle memory: the same binary without and with the probe (after it answered).
+        for (file, probing) in [(empty, false), (config, true)] {
+            let daemon = try BackgroundProcess(["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
+                                                "--config", file.path, "--log-level", "warning"])
+            defer { daemon.stop() }
+            let watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
+            defer { watch.stop() }
+            _ = try waitFor(watch, after: 0) { $0.contains(probing ? #""connectivity":"full""# : #""status":"wired""#) }
+            sleep(3)
+            if probing { result.rssWithKiB = residentKiB(of: daemon.pid) } else { result.rssWithoutKiB = residentKiB(of: daemon.pid) }
+        }
+
+        let daemon = try BackgroundProcess(["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
+                                            "--config", config.path, "--log-level", "warning"])
+        defer { daemon.stop() }
+        let watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
+        defer { watch.stop() }
+        _ = try waitFor(watch, after: 0) { $0.contains(#""connectivity":"full""#) }
+        for _ in 0 ..< repetitions {
+            let down = watch.lines.count
+            try host.ip("link set dev eth0 down")
+            _ = try waitFor(watch, after: down) { $0.contains(#""connectivity":"none""#) }
+            let mark = watch.lines.count
+            try host.ip("link set dev eth0 up")
+            try host.ip("route replace default via 10.1.0.1 dev eth0")
+            let usable = try waitFor(watch, after: mark) { $0.contains(#""status":"wired""#) }
+            let full = try waitFor(watch, after: mark) { $0.contains(#""connectivity":"full""#) }
+            result.published.append(milliseconds(full.time - usable.time))
+            let curl = try host.exec(["curl", "-s", "-o", "/dev/null", "-w", "%{time_total}", "http://10.1.0.1/generate_204"]).output
+            result.curl.append((Double(curl) ?? .nan) * 1000)
+        }
+
+        // A stable path: nothing changes; count what reaches the server.
+        sleep(1)
+        let before = requestCount()
+        sleep(UInt32(stableSeconds))
+        result.stableProbes = requestCount() - before
+        return result
+    }
+
+    /// The first line of `watch` from index `after` on that satisfies `condition`, waiting up to 30 s.
+    private func waitFor(_ watch: BackgroundProcess, after: Int, _ condition: (String) -> Bool) throws -> (time: UInt64, line: String) {
+        let deadline = now() + 30_000_000_000
+        while now() < deadline {
+            if let found = watch.lines.dropFirst(after).first(where: { condition($0.line) }) { return found }
+            usleep(500)
+        }
+        throw BenchmarkError("reachctl watch did not print the awaited document within 30 s")
+    }
+}

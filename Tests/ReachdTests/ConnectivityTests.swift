@@ -1,0 +1,251 @@
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// CONTRACT.md's Connectivity: reachd's HTTP probe against a real HTTP server in the
+/// gateway's namespace, and trust judged knowing whether a captive portal is there.
+@Suite("reachd's connectivity probe", .serialized)
+struct ConnectivityTests {
+    /// An HTTP server whose answer is read from a file at each request (so a test can
+    /// turn it into a portal and back), logging every request it gets.
+    static let probeServer = """
+        import http.server, socket, sys, time
+        address, port, mode_file, log_file = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+        class Probe(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def do_GET(self):
+                with open(log_file, "a") as log: log.write("%f %s %s\\n" % (time.time(), self.client_address[0], self.path))
+                mode = open(mode_file).read().strip()
+                if mode == "silent":
+                    time.sleep(30)
+                    return
+                if mode == "204":
+                    self.send_response(204)
+                elif mode == "redirect":
+                    self.send_response(302)
+                    self.send_header("Location", "/login?from=probe")
+                else:
+                    body = b"<html><body>Log in to the hotel Wi-Fi</body></html>"
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            def log_message(self, *arguments): pass
+        class Server(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            daemon_threads = True
+            def server_bind(self):
+                if self.address_family == socket.AF_INET6: self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                super().server_bind()
+        Server((address, port), Probe).serve_forever()
+        """
+
+    /// The probe server in `namespace` on `address`:80, answering as `mode` says.
+    final class ProbeServer {
+        let process = Process()
+        let modeFile: URL
+        let logFile: URL
+
+        init(in namespace: TestNamespace, address: String, directory: URL, mode: String) async throws {
+            let tag = address.contains(":") ? "v6" : "v4"
+            let script = directory.appendingPathComponent("probe-server.py")
+            try ConnectivityTests.probeServer.write(to: script, atomically: true, encoding: .utf8)
+            modeFile = directory.appendingPathComponent("probe-mode-\(tag)")
+            logFile = directory.appendingPathComponent("probe-requests-\(tag).log")
+            try mode.write(to: modeFile, atomically: true, encoding: .utf8)
+            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["ip", "netns", "exec", namespace.name, "/usr/bin/python3", script.path, address, "80", modeFile.path, logFile.path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let shown = address.contains(":") ? "[\(address)]:80" : "\(address):80"
+            #expect(try await eventually { try namespace.exec(["ss", "-Hltn", "src \(shown)"]).output.contains(":80") })
+        }
+
+        func set(_ mode: String) throws { try mode.write(to: modeFile, atomically: true, encoding: .utf8) }
+
+        var requests: Int { ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").count }
+
+        func stop() {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    static func path(_ daemon: DaemonProcess) -> Path? {
+        try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
+    }
+
+    static func connectivity(uri: String, interval: String = "5m", timeout: String = "1s") -> String {
+        "\n[connectivity]\nuri = \"\(uri)\"\ninterval = \"\(interval)\"\ntimeout = \"\(timeout)\"\n"
+    }
+
+    /// A certificate for pinned.test from a CA the pins do not cover: what a portal intercepting TLS presents.
+    static func makePortalCertificate(in directory: URL) throws {
+        try run(["/bin/sh", "-c", """
+            cd '\(directory.path)' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout portal.key \
+              -out portal.pem -days 5 -subj /CN=pinned.test -addext subjectAltName=DNS:pinned.test 2>/dev/null
+            """])
+    }
+
+    static func spooledReports(_ directory: URL) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("reports").path)) ?? [])
+            .filter { $0.hasSuffix(".json") }.count
+    }
+
+    @Test("a captive portal: connectivity portal with its login page, the intercepted pinned host judged portal and nothing reported; once the probe answers, the same interception is compromised with one report",
+          .timeLimit(.minutes(3)))
+    func portalThenFull() async throws {
+        try await withScratch { scratch in
+            try PinnedServer.makePKI(in: scratch)
+            try Self.makePortalCertificate(in: scratch)
+            let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
+            try (String(contentsOf: config, encoding: .utf8) + Self.connectivity(uri: "http://10.1.0.1/generate_204"))
+                .write(to: config, atomically: true, encoding: .utf8)
+            try await withNamespaces("rdportal", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let http = try await ProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "redirect")
+                defer { http.stop() }
+                let tls = try await PinnedServer.serve(in: ns[1], from: scratch, certificate: "portal")
+                defer { kill(tls.processIdentifier, SIGKILL); tls.waitUntilExit() }
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+
+                #expect(await eventually(.seconds(20)) { Self.path(daemon)?.trust == .portal }, "\(daemon.log)")
+                let portal = try #require(Self.path(daemon))
+                #expect(portal.connectivity == .portal)
+                #expect(portal.portal == "http://10.1.0.1/login?from=probe")
+                let status = try ns[0].exec([DaemonProcess.reachctl, "trust", "status", "--json", "--bus", daemon.socket]).output
+                #expect(status.contains(#""verdict":"portal""#) && status.contains(#""trust":"portal""#), "\(status)")
+                #expect(Self.spooledReports(scratch) == 0)
+                #expect(!daemon.log.contains("pin failure"), "\(daemon.log)")
+                let property = try daemon.busctl(["get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1",
+                                                  "io.reachd.Reachability1", "PortalURL"]).output
+                #expect(property.contains("http://10.1.0.1/login?from=probe"), "\(property)")
+                let human = try ns[0].exec([DaemonProcess.reachctl, "status", "--bus", daemon.socket]).output
+                #expect(human.contains("connectivity: portal") && human.contains("portal:       http://10.1.0.1/login?from=probe"), "\(human)")
+                let blocked = try ns[0].exec([DaemonProcess.reachctl, "wait", "--for", "online", "--timeout", "1s", "--bus", daemon.socket], check: false)
+                #expect(blocked.status == 1, "\(blocked)")
+
+                // The guest logged in: the probe answers 204. The path moves (the link
+                // bounces), connectivity is full, and the interception is an attack.
+                try http.set("204")
+                let waiter = Process()
+                waiter.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                waiter.arguments = ["ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "wait", "--for", "online",
+                                    "--timeout", "30s", "--bus", daemon.socket]
+                waiter.standardOutput = FileHandle.nullDevice
+                try waiter.run()
+                try await Task.sleep(for: .milliseconds(300))
+                try ns[0].ip("link set dev eth0 down")
+                #expect(await eventually { Self.path(daemon)?.connectivity == Connectivity.none })
+                try ns[0].ip("link set dev eth0 up")
+                try ns[0].ip("route replace default via 10.1.0.1 dev eth0")
+                #expect(await eventually(.seconds(20)) { Self.path(daemon)?.trust == .compromised }, "\(daemon.log)")
+                waiter.waitUntilExit()
+                #expect(waiter.terminationStatus == 0)
+                #expect(Self.path(daemon)?.connectivity == .full)
+                #expect(Self.path(daemon)?.portal == nil)
+                #expect(await eventually { Self.spooledReports(scratch) == 1 }, "\(daemon.log)")
+                #expect(daemon.log.contains("pin failure for pinned.test"), "\(daemon.log)")
+
+                // CheckConnectivity probes now, then refuses for 10 s.
+                let client = ReachabilityClient(endpoint: .address(daemon.address))
+                #expect(try client.checkConnectivity() == .full)
+                #expect(throws: ReachabilityClient.Failure.self) { try client.checkConnectivity() }
+            }
+        }
+    }
+
+    @Test("limited when the probe is refused or times out, none without a path; unknown with no probe and no trust host, and nothing sent",
+          .timeLimit(.minutes(3)))
+    func limitedNoneUnknown() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdlimited", "router") { ns in
+                // No IPv6: its router solicitations would be packets the daemon did not send.
+                try ns[0].sysctl("net.ipv6.conf.all.disable_ipv6=1")
+                try ns[0].sysctl("net.ipv6.conf.default.disable_ipv6=1")
+                try ns[0].addUplink(router: ns[1])
+
+                let silent = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("silent"), arguments: ["--bus", "none"])
+                try await silent.waitUntilServing()
+                #expect(await eventually { Self.path(silent)?.status == .wired })
+                let before = try ns[0].exec(["cat", "/sys/class/net/eth0/statistics/tx_packets"]).output
+                try await Task.sleep(for: .seconds(3))
+                #expect(Self.path(silent)?.connectivity == .unknown)
+                #expect(try ns[0].exec(["cat", "/sys/class/net/eth0/statistics/tx_packets"]).output == before, "reachd sent packets nobody configured")
+                await silent.stop()
+
+                let config = scratch.appendingPathComponent("reachd.toml")
+                try Self.connectivity(uri: "http://10.1.0.1/generate_204").write(to: config, atomically: true, encoding: .utf8)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                // Nothing listens on port 80: refused.
+                #expect(await eventually { Self.path(daemon)?.connectivity == .limited }, "\(daemon.log)")
+                #expect(daemon.log.contains("Connection refused"), "\(daemon.log)")
+
+                // A server that never answers: the timeout.
+                let http = try await ProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "silent")
+                defer { http.stop() }
+                try ns[0].ip("route del default")
+                #expect(await eventually { Self.path(daemon)?.connectivity == Connectivity.none })
+                try ns[0].ip("route add default via 10.1.0.1 dev eth0")
+                #expect(await eventually { daemon.log.contains("timed out") }, "\(daemon.log)")
+                #expect(Self.path(daemon)?.connectivity == .limited)
+                #expect(http.requests >= 1)
+            }
+        }
+    }
+
+    @Test("dual stack: the best family's answer (IPv6 answers, IPv4 refused); IPv6 only; a stable path probes once per interval",
+          .timeLimit(.minutes(3)))
+    func dualStackAndPolling() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rddual", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                try ns[1].ip("addr add fd00:1::1/64 dev up0 nodad")
+                try ns[0].ip("addr add fd00:1::2/64 dev eth0 nodad")
+                try ns[0].ip("route add default via fd00:1::1 dev eth0")
+                // ip netns exec bind-mounts /etc/netns/NAME/hosts over /etc/hosts: the probe's name has both families.
+                let hosts = URL(fileURLWithPath: "/etc/netns/\(ns[0].name)")
+                try FileManager.default.createDirectory(at: hosts, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: hosts) }
+                try "127.0.0.1 localhost\n10.1.0.1 probe.test\nfd00:1::1 probe.test\n"
+                    .write(to: hosts.appendingPathComponent("hosts"), atomically: true, encoding: .utf8)
+                let http = try await ProbeServer(in: ns[1], address: "fd00:1::1", directory: scratch, mode: "204")
+                defer { http.stop() }
+
+                let config = scratch.appendingPathComponent("reachd.toml")
+                try Self.connectivity(uri: "http://probe.test/generate_204", interval: "10s").write(to: config, atomically: true, encoding: .utf8)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                #expect(await eventually { Self.path(daemon)?.connectivity == .full }, "\(daemon.log)")
+                let dual = try #require(Self.path(daemon))
+                #expect(dual.ipv4 && dual.ipv6)
+                #expect(daemon.log.contains("ipv4 connecting to 10.1.0.1:80: Connection refused") && daemon.log.contains("ipv6 204"), "\(daemon.log)")
+
+                // A stable path: one probe per interval (10 s), nothing in between.
+                let start = http.requests
+                try await Task.sleep(for: .seconds(21))
+                let polled = http.requests - start
+                #expect((1 ... 3).contains(polled), "\(polled) probes in 21 s with interval 10s")
+
+                // IPv6 only.
+                try ns[0].ip("route del default via 10.1.0.1")
+                #expect(await eventually { Self.path(daemon).map { !$0.ipv4 && $0.ipv6 } == true })
+                #expect(await eventually { Self.path(daemon)?.connectivity == .full }, "\(daemon.log)")
+            }
+        }
+    }
+}
