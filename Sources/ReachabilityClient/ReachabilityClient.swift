@@ -109,8 +109,18 @@ public final class ReachabilityClient: Sendable {
         try Self.decode(try call("Route", destination))
     }
 
-    /// The latest trust verdicts as JSON: `{"trust": "ok", "hosts": [...]}` (like `reachctl trust status --json`).
-    public func trustStatus() throws(Failure) -> String {
+    /// The latest trust round: the overall verdict, each host's verdict and reason.
+    public func trustStatus() throws(Failure) -> TrustStatus {
+        let document = try trustStatusDocument()
+        do {
+            return try JSONDecoder().decode(TrustStatus.self, from: Data(document.utf8))
+        } catch {
+            throw Failure(description: "the daemon's trust status does not parse: \(error)")
+        }
+    }
+
+    /// The same as JSON, as the daemon wrote it (what `reachctl trust status --json` prints).
+    public func trustStatusDocument() throws(Failure) -> String {
         try call("TrustStatus")
     }
 

@@ -13,9 +13,10 @@ private struct Parser {
     let file: String
     var position = 0
     var line = 1
-    /// Arrays and inline tables open around the value being parsed. Each level is a
-    /// recursion: without a bound, a file of ten thousand '[' overflowed the stack
-    /// (found by `make fuzz`); no configuration nests beyond a few levels.
+    /// Arrays and inline tables open around the value being parsed, and the parts of
+    /// a dotted key: each level is a recursion. Without a bound, ten thousand '[' or
+    /// a header of ten thousand dotted parts overflowed the stack (found by `make fuzz`);
+    /// no configuration nests beyond a few levels.
     var depth = 0
     static let maximumDepth = 64
 
@@ -160,6 +161,7 @@ private struct Parser {
             }
             skipWhitespace()
             guard peek() == UInt8(ascii: ".") else { return parts }
+            guard parts.count < Self.maximumDepth else { throw error("a dotted key has more than \(Self.maximumDepth) parts") }
             position += 1
         }
     }

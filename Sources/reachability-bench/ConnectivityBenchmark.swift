@@ -69,6 +69,7 @@ struct ConnectivityBenchmark {
             let daemon = try BackgroundProcess(["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
                                                 "--config", file.path, "--log-level", "warning"])
             defer { daemon.stop() }
+            try waitForDaemon(in: host, socket: socket)
             let watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
             defer { watch.stop() }
             _ = try waitFor(watch, after: 0) { $0.contains(probing ? #""connectivity":"full""# : #""status":"wired""#) }
@@ -79,6 +80,7 @@ struct ConnectivityBenchmark {
         let daemon = try BackgroundProcess(["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
                                             "--config", config.path, "--log-level", "warning"])
         defer { daemon.stop() }
+        try waitForDaemon(in: host, socket: socket)
         let watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
         defer { watch.stop() }
         _ = try waitFor(watch, after: 0) { $0.contains(#""connectivity":"full""#) }
@@ -104,6 +106,17 @@ struct ConnectivityBenchmark {
         return result
     }
 
+    /// Until reachd answers on `socket` (a watch started earlier would compute the path itself).
+    private func waitForDaemon(in host: TestNamespace, socket: String) throws {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let answer = (try? host.exec([reachctl, "status", "--json", "--bus", socket], check: false).output) ?? ""
+            if answer.contains(#""source":"daemon""#) { return }
+            usleep(50_000)
+        }
+        throw BenchmarkError("reachd did not answer on \(socket) within 20 s")
+    }
+
     /// The first line of `watch` from index `after` on that satisfies `condition`, waiting up to 30 s.
     private func waitFor(_ watch: BackgroundProcess, after: Int, _ condition: (String) -> Bool) throws -> (time: UInt64, line: String) {
         let deadline = now() + 30_000_000_000
@@ -111,6 +124,6 @@ struct ConnectivityBenchmark {
             if let found = watch.lines.dropFirst(after).first(where: { condition($0.line) }) { return found }
             usleep(500)
         }
-        throw BenchmarkError("reachctl watch did not print the awaited document within 30 s")
+        throw BenchmarkError("reachctl watch did not print the awaited document within 30 s; its last: \(watch.lines.last?.line ?? "nothing")")
     }
 }

@@ -126,6 +126,9 @@ struct ConnectivityTests {
                 #expect(portal.portal == "http://10.1.0.1/login?from=probe")
                 let status = try ns[0].exec([DaemonProcess.reachctl, "trust", "status", "--json", "--bus", daemon.socket]).output
                 #expect(status.contains(#""verdict":"portal""#) && status.contains(#""trust":"portal""#), "\(status)")
+                let typed = try ReachabilityClient(endpoint: .address(daemon.address)).trustStatus()
+                #expect(typed.overall == .portal && typed.hosts.map(\.verdict) == [.portal] && typed.reportsPending == 0)
+                #expect(typed.hosts.first?.reason.contains("while connectivity is portal") == true)
                 #expect(Self.spooledReports(scratch) == 0)
                 #expect(!daemon.log.contains("pin failure"), "\(daemon.log)")
                 let property = try daemon.busctl(["get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1",
@@ -158,8 +161,10 @@ struct ConnectivityTests {
                 #expect(await eventually { Self.spooledReports(scratch) == 1 }, "\(daemon.log)")
                 #expect(daemon.log.contains("pin failure for pinned.test"), "\(daemon.log)")
 
-                // CheckConnectivity probes now, then refuses for 10 s.
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
+                // The portal's certificate is from no configured anchor: the chain fails before the pins are compared.
+                #expect(try client.trustStatus().hosts.first?.verdict == .chainInvalid)
+                // CheckConnectivity probes now, then refuses for 10 s.
                 #expect(try client.checkConnectivity() == .full)
                 #expect(throws: ReachabilityClient.Failure.self) { try client.checkConnectivity() }
             }

@@ -94,12 +94,19 @@ struct TOMLParserTests {
         #expect(throws: TOMLError(file: "f", line: 3, message: "unknown key 'c' in [s]")) { try reader.finish() }
     }
 
-    /// `make fuzz` (toml, 2026-11-24): ten thousand '[' overflowed the stack.
-    @Test("nesting is bounded: 64 levels parse, deeper ones are an error, not a stack overflow")
+    /// `make fuzz` (toml, 2026-11-24): ten thousand '[', and a table header of ten thousand dotted parts, overflowed the stack.
+    @Test("nesting is bounded: 64 levels and 64 key parts parse, more are an error, not a stack overflow")
     func nestingBounded() throws {
         let deepest = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
         #expect(try TOML.parse("a = \(deepest)\n", file: "n.toml")["a"] != nil)
         #expect(try TOML.parse("a = " + String(repeating: "{ b = ", count: 63) + "1" + String(repeating: " }", count: 63), file: "n.toml")["a"] != nil)
+        let parts = (0 ..< 64).map { "k\($0)" }.joined(separator: ".")
+        #expect(try TOML.parse("[\(parts)]\n\(parts) = 1\n", file: "n.toml")["k0"] != nil)
+        for key in ["[" + String(repeating: "a.", count: 10_000) + "a]", String(repeating: "a.", count: 10_000) + "a = 1"] {
+            #expect(throws: TOMLError(file: "n.toml", line: 1, message: "a dotted key has more than 64 parts")) {
+                try TOML.parse(key, file: "n.toml")
+            }
+        }
         for opener in ["[", "{ b = "] {
             #expect(throws: TOMLError(file: "n.toml", line: 1, message: "arrays and inline tables nest deeper than 64 levels")) {
                 try TOML.parse("metered = " + String(repeating: opener, count: 10_000), file: "n.toml")

@@ -15,40 +15,24 @@ struct TrustStatusCommand: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
-    struct Status: Decodable {
-        struct Host: Decodable {
-            var host: String
-            var port: Int
-            var verdict: String
-            var reason: String
-            var enforced: Bool
-        }
-        var trust: String
-        var hosts: [Host]
-        /// Absent from a daemon older than the outbox.
-        var reportsPending: Int?
-
-        enum CodingKeys: String, CodingKey { case trust, hosts, reportsPending = "reports-pending" }
-    }
-
     func run() throws {
         let client = ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic)
         let document: String
         do {
-            document = try client.trustStatus()
+            document = try client.trustStatusDocument()
         } catch {
             throw fail("asking the daemon for the trust status", error)
         }
         if json { return write(line: document) }
-        guard let status = try? JSONDecoder().decode(Status.self, from: Data(document.utf8)) else {
+        guard let status = try? JSONDecoder().decode(TrustStatus.self, from: Data(document.utf8)) else {
             throw fail("reading the daemon's trust status", "it does not parse")
         }
-        write(line: "trust: \(status.trust)")
+        write(line: "trust: \(status.overall.rawValue)")
         for host in status.hosts {
             write(line: "  \(host.host):\(host.port)  \(host.verdict)\(host.enforced ? "" : " (report-only)")  \(host.reason)")
         }
-        if let pending = status.reportsPending, pending > 0 {
-            write(line: "reports: \(pending) waiting for their collectors (retried with back-off and on every path change)")
+        if status.reportsPending > 0 {
+            write(line: "reports: \(status.reportsPending) waiting for their collectors (retried with back-off and on every path change)")
         }
     }
 }
