@@ -64,26 +64,22 @@ struct ConnectivityBenchmark {
             .write(to: config, atomically: true, encoding: .utf8)
         let socket = scratch.appendingPathComponent("bus").path
 
-        // Idle memory: the same binary without and with the probe (after it answered).
+        // Idle memory: the same binary without and with the probe (after it answered);
+        // the second daemon stays for the rest.
+        var daemon: BackgroundProcess!, watch: BackgroundProcess!
         for (file, probing) in [(empty, false), (config, true)] {
-            let daemon = try BackgroundProcess(["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
-                                                "--config", file.path, "--log-level", "warning"])
-            defer { daemon.stop() }
+            daemon?.stop()
+            watch?.stop()
+            daemon = try BackgroundProcess(["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
+                                            "--config", file.path, "--log-level", "warning"])
             try waitForDaemon(in: host, socket: socket)
-            let watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
-            defer { watch.stop() }
+            watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
             _ = try waitFor(watch, after: 0) { $0.contains(probing ? #""connectivity":"full""# : #""status":"wired""#) }
             sleep(3)
             if probing { result.rssWithKiB = residentKiB(of: daemon.pid) } else { result.rssWithoutKiB = residentKiB(of: daemon.pid) }
         }
+        defer { watch.stop(); daemon.stop() }
 
-        let daemon = try BackgroundProcess(["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
-                                            "--config", config.path, "--log-level", "warning"])
-        defer { daemon.stop() }
-        try waitForDaemon(in: host, socket: socket)
-        let watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
-        defer { watch.stop() }
-        _ = try waitFor(watch, after: 0) { $0.contains(#""connectivity":"full""#) }
         for _ in 0 ..< repetitions {
             let down = watch.lines.count
             try host.ip("link set dev eth0 down")

@@ -26,8 +26,6 @@ final class ConnectivityChecker {
     /// A path that flaps must not hold more threads than this in resolvers and connects.
     static let maximumRunning = 4
 
-    /// Probes run so far (for the benchmark of a stable path, and the log).
-    private(set) var probes = 0
     private var lastCheckRequest: ContinuousClock.Instant?
     private var waiters: [(Result<String, BusMethodError>) -> Void] = []
 
@@ -69,7 +67,6 @@ final class ConnectivityChecker {
             return
         }
         running += 1
-        probes += 1
         let generation = generation
         let post = post
         DispatchQueue.global().async { post(generation, probe.probe(path)) }
