@@ -113,7 +113,7 @@ public final class ReachabilityClient: Sendable {
     public func trustStatus() throws(Failure) -> TrustStatus {
         let document = try trustStatusDocument()
         do {
-            return try JSONDecoder().decode(TrustStatus.self, from: Data(document.utf8))
+            return try TrustStatus(json: document)
         } catch {
             throw Failure(description: "the daemon's trust status does not parse: \(error)")
         }

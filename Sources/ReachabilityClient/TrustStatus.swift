@@ -79,6 +79,11 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
         public static let portal = Verdict(rawValue: "portal")
     }
 
+    /// Reads the daemon's `TrustStatus()` document.
+    public init(json: String) throws {
+        self = try JSONDecoder().decode(TrustStatus.self, from: Data(json.utf8))
+    }
+
     enum CodingKeys: String, CodingKey { case overall = "trust", hosts, reportsPending = "reports-pending" }
 
     public init(from decoder: any Decoder) throws {

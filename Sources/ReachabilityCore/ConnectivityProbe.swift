@@ -1,5 +1,6 @@
 import Dispatch
 import Netlink
+import Synchronization
 
 /// CONTRACT.md's connectivity probe: an HTTP GET of the configured URL over the
 /// path's own interface, one per address family, no redirect followed. Blocks
@@ -46,11 +47,12 @@ package struct ConnectivityProbe: Sendable {
         guard path.status.isReachable else { return Verdict(connectivity: .none, portal: nil, details: []) }
         let families = [path.ipv4 ? IPAddress.Family.v4 : nil, path.ipv6 ? .v6 : nil].compactMap { $0 }
         let device = path.vpn?.name ?? path.interface?.name
-        let answers = Answers(count: families.count)
+        let answers = Mutex([Answer?](repeating: nil, count: families.count))
         DispatchQueue.concurrentPerform(iterations: families.count) { index in
-            answers.set(index, probe(families[index], device: device))
+            let answer = probe(families[index], device: device)
+            answers.withLock { $0[index] = answer }
         }
-        let found = answers.values
+        let found = answers.withLock { $0.map { $0! } }
         let best = found.max { $0.connectivity.rank < $1.connectivity.rank }
         return Verdict(connectivity: best?.connectivity ?? .limited, portal: best?.portal,
                        details: zip(families, found).map { "\($0 == .v4 ? "ipv4" : "ipv6") \($1.detail)" })
@@ -109,17 +111,5 @@ package struct ConnectivityProbe: Sendable {
         guard !location.isEmpty, location.count <= Self.portalURLLimit, location.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
         let text = String(decoding: location, as: UTF8.self)
         return location.first == UInt8(ascii: "/") && location.dropFirst().first != UInt8(ascii: "/") ? "http://\(uri.hostHeader)\(text)" : text
-    }
-
-    /// Results written by concurrent probes, one slot each.
-    private final class Answers: @unchecked Sendable {
-        private let lock = DispatchQueue(label: "io.reachd.connectivity.answers")
-        private var slots: [Answer?]
-
-        init(count: Int) { slots = Array(repeating: nil, count: count) }
-
-        func set(_ index: Int, _ answer: Answer) { lock.sync { slots[index] = answer } }
-
-        var values: [Answer] { lock.sync { slots.map { $0! } } }
     }
 }

@@ -48,7 +48,8 @@ public struct HostTrustResult: Sendable, Equatable {
 /// The overall verdict over every probed host (CONTRACT.md): `none` (no host
 /// configured), `unknown` (not checked yet, or no host could be reached),
 /// `ok`, `degraded` (some host unreachable, pins expired, or a report-only pin
-/// mismatch), `compromised` (any enforced pin, chain, name, revocation or TLS failure).
+/// mismatch), `portal` (a host judged `portal`: a captive portal intercepts TLS),
+/// `compromised` (any enforced pin, chain, name, revocation or TLS failure).
 public enum OverallTrust: String, Sendable, Codable, CaseIterable, Comparable {
     case none, unknown, ok, degraded, portal, compromised
 

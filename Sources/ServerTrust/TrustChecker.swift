@@ -108,7 +108,7 @@ public struct TrustChecker: Sendable {
         }
 
         func report(for host: HostTrustConfiguration, path: [String: String]) -> PinFailureReport? {
-            guard host.isPinned, ![.trusted, .unreachable, .pinsExpired, .portal].contains(result.verdict) else { return nil }
+            guard host.isPinned, result.verdict.isInterception else { return nil }
             return try? PinFailureReport(
                 dateTime: result.checkedAt, hostname: result.host, port: result.port,
                 notedHostname: host.pattern.domain, includeSubdomains: host.pattern.kind != .exact,

@@ -13,8 +13,8 @@ public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
     /// portal intercepting TLS, not an attack — no report, no PinFailure.
     case portal
 
-    /// The failures a captive portal causes by intercepting TLS; judged `portal`
-    /// while connectivity is `portal`, and as themselves once it is `full`.
+    /// The failures an interception causes — what a pinned host's report is written
+    /// for; judged `portal` while connectivity is `portal`, as themselves otherwise.
     public var isInterception: Bool {
         switch self {
         case .pinMismatch, .chainInvalid, .hostMismatch, .expired, .revoked, .tlsPolicy: true

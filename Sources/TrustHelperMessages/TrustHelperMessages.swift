@@ -24,7 +24,7 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
     public static let none = TrustConfigurationSummary(recheck: "on-change", interval: 6 * 3600, hosts: 0, reportsPending: 0)
 }
 
-/// `reachd-trust check FILE [STATUS [INTERFACE]]`: one round's outcome.
+/// `reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY]]]`: one round's outcome.
 public struct TrustRound: Codable, Sendable {
     /// none, unknown, ok, degraded, portal or compromised.
     public var overall: String

@@ -97,6 +97,6 @@ printLine(try json(TrustRound(overall: round.overall.rawValue, hosts: try json(r
                               reportsPending: round.reportsPending,
                               summaries: zip(configuration.probedHosts, round.hosts).map { host, result in
                                   TrustHostSummary(host: result.host, verdict: result.verdict.rawValue,
-                                                   pinFailure: host.isPinned && result.enforced && !result.allowsConnection && result.verdict != .unreachable,
+                                                   pinFailure: host.isPinned && result.enforced && result.verdict.isInterception,
                                                    certificateExpires: result.certificateExpires.map { Int64($0.timeIntervalSince1970.rounded(.down)) })
                               })))

@@ -196,7 +196,7 @@ final class Daemon: ReachabilityObjectDelegate {
         if let reason = trustAfterProbe, !connectivity.isAwaitingFirstVerdict {
             trustAfterProbe = nil
             startTrustCheck(reason: reason)
-        } else if (before == .portal) != (after == .portal), connectivity.probe != nil {
+        } else if (before == .portal) != (after == .portal) {
             startTrustCheck(reason: "connectivity \(after.rawValue)")
         }
     }

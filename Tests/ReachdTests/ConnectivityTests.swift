@@ -108,7 +108,8 @@ struct ConnectivityTests {
             try PinnedServer.makePKI(in: scratch)
             try Self.makePortalCertificate(in: scratch)
             let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
-            try (String(contentsOf: config, encoding: .utf8) + Self.connectivity(uri: "http://10.1.0.1/generate_204"))
+            try (String(contentsOf: config, encoding: .utf8) + Self.connectivity(uri: "http://10.1.0.1/generate_204")
+                 + "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n")
                 .write(to: config, atomically: true, encoding: .utf8)
             try await withNamespaces("rdportal", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
@@ -130,6 +131,10 @@ struct ConnectivityTests {
                 #expect(typed.overall == .portal && typed.hosts.map(\.verdict) == [.portal] && typed.reportsPending == 0)
                 #expect(typed.hosts.first?.reason.contains("while connectivity is portal") == true)
                 #expect(Self.spooledReports(scratch) == 0)
+                let failures = "reachd_pin_failures_total{host=\"pinned.test\"}"
+                let during = MetricsTests.scrape(in: ns[0])
+                #expect(MetricsTests.value(failures, in: during) == 0, "a portal is not a pin failure:\n\(during)")
+                #expect(MetricsTests.value("reachd_connectivity{state=\"portal\"}", in: during) == 1)
                 #expect(!daemon.log.contains("pin failure"), "\(daemon.log)")
                 let property = try daemon.busctl(["get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1",
                                                   "io.reachd.Reachability1", "PortalURL"]).output
@@ -160,6 +165,7 @@ struct ConnectivityTests {
                 #expect(Self.path(daemon)?.portal == nil)
                 #expect(await eventually { Self.spooledReports(scratch) == 1 }, "\(daemon.log)")
                 #expect(daemon.log.contains("pin failure for pinned.test"), "\(daemon.log)")
+                #expect(MetricsTests.value(failures, in: MetricsTests.scrape(in: ns[0])) ?? 0 >= 1)
 
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
                 // The portal's certificate is from no configured anchor: the chain fails before the pins are compared.

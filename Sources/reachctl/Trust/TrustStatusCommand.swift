@@ -24,7 +24,7 @@ struct TrustStatusCommand: ParsableCommand {
             throw fail("asking the daemon for the trust status", error)
         }
         if json { return write(line: document) }
-        guard let status = try? JSONDecoder().decode(TrustStatus.self, from: Data(document.utf8)) else {
+        guard let status = try? TrustStatus(json: document) else {
             throw fail("reading the daemon's trust status", "it does not parse")
         }
         write(line: "trust: \(status.overall.rawValue)")
