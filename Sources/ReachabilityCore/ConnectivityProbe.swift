@@ -9,13 +9,17 @@ package struct ConnectivityProbe: Sendable {
     package let uri: ConnectivityOptions.ProbeURI
     package let response: [UInt8]
     package let timeout: Duration
+    /// Where the probe's sockets are made: nil for this process's namespace; a monitor
+    /// watching another namespace probes from inside it, or it would test the wrong network.
+    package let namespace: NetworkNamespace?
 
     /// nil when `options` names no URL: then nothing is ever contacted.
-    package init?(_ options: ConnectivityOptions) {
+    package init?(_ options: ConnectivityOptions, namespace: NetworkNamespace? = nil) {
         guard let uri = options.uri else { return nil }
         self.uri = uri
         response = Array(options.response.utf8)
         timeout = options.timeout
+        self.namespace = namespace
     }
 
     /// What one family's probe found.
@@ -49,13 +53,22 @@ package struct ConnectivityProbe: Sendable {
         let device = path.vpn?.name ?? path.interface?.name
         let answers = Mutex([Answer?](repeating: nil, count: families.count))
         DispatchQueue.concurrentPerform(iterations: families.count) { index in
-            let answer = probe(families[index], device: device)
+            let answer = inNamespace { probe(families[index], device: device) }
             answers.withLock { $0[index] = answer }
         }
         let found = answers.withLock { $0.map { $0! } }
         let best = found.max { $0.connectivity.rank < $1.connectivity.rank }
         return Verdict(connectivity: best?.connectivity ?? .limited, portal: best?.portal,
                        details: zip(families, found).map { "\($0 == .v4 ? "ipv4" : "ipv6") \($1.detail)" })
+    }
+
+    private func inNamespace(_ body: () -> Answer) -> Answer {
+        guard let namespace else { return body() }
+        do {
+            return try namespace.perform(body)
+        } catch {
+            return Answer(connectivity: .limited, portal: nil, detail: "\(error)")
+        }
     }
 
     /// One family's answer.

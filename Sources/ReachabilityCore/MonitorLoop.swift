@@ -10,7 +10,8 @@ import Glibc
 /// polls the netlink socket (and a pipe for stop requests and name
 /// resolutions), drains every queued event, then evaluates the path once.
 /// It sleeps in `poll` with no timeout while the network is quiet; the only
-/// timed wake-ups are the re-checks after an IPv4 route removal.
+/// timed wake-ups are the re-checks after an IPv4 route removal and, when a
+/// connectivity probe is configured, its schedule.
 package final class MonitorLoop: @unchecked Sendable {
     // Touched only by the loop thread once it runs (and by `start` before that).
     private let engine: PathEngine
@@ -25,8 +26,13 @@ package final class MonitorLoop: @unchecked Sendable {
     private let resolved = Mutex<[IPAddress]?>(nil)
     private var thread: DedicatedThread?
     private let resolving = Atomic<Bool>(false)
+    /// nil without a probe URL. Its timer is `probeDue`; verdicts come back through `probed` and the pipe.
+    private var connectivity: ConnectivityScheduler?
+    private var probeDue: ContinuousClock.Instant?
+    private let probed = Mutex<[(generation: Int, verdict: ConnectivityProbe.Verdict)]>([])
 
-    init(engine: PathEngine, target: ReachabilityMonitor.Target, monitor: ReachabilityMonitor) throws {
+    init(engine: PathEngine, target: ReachabilityMonitor.Target, connectivity options: ConnectivityOptions,
+         monitor: ReachabilityMonitor) throws {
         self.engine = engine
         self.target = target
         self.monitor = monitor
@@ -38,6 +44,14 @@ package final class MonitorLoop: @unchecked Sendable {
             _ = fcntl(end, F_SETFL, O_NONBLOCK)
         }
         wake = (ends[0], ends[1])
+        guard options.uri != nil else { return }
+        connectivity = ConnectivityScheduler(
+            options: options, namespace: engine.options.networkNamespace.map(NetworkNamespace.init(path:)), arm: { [unowned self] in probeDue = .now + $0 }, disarm: { [unowned self] in probeDue = nil },
+            post: { [weak self] generation, verdict in
+                guard let self else { return }
+                probed.withLock { $0.append((generation, verdict)) }
+                signalWake()
+            })
     }
 
     deinit {
@@ -71,7 +85,11 @@ package final class MonitorLoop: @unchecked Sendable {
     }
 
     func publishCurrentPath() {
-        let path = Self.evaluate(engine, target: target, addresses: addresses)
+        var path = Self.evaluate(engine, target: target, addresses: addresses)
+        if let connectivity {
+            connectivity.observe(path)
+            (path.connectivity, path.portal) = connectivity.state(of: path) ?? (.unknown, nil)
+        }
         if let published = monitor?.publish(path, statistics: engine.statistics) {
             resolveAgainIfNeeded(after: published)
         }
@@ -100,7 +118,7 @@ package final class MonitorLoop: @unchecked Sendable {
             // Sleep until told, unless a re-check is due, or the state is unknown
             // (then the dump is retried every second).
             var timeout: Duration? = engine.isSynchronized ? nil : .seconds(1)
-            if let next = rechecks.first {
+            for next in [rechecks.first, probeDue].compactMap({ $0 }) {
                 let remaining = max(.zero, ContinuousClock.now.duration(to: next))
                 timeout = min(timeout ?? remaining, remaining)
             }
@@ -115,6 +133,20 @@ package final class MonitorLoop: @unchecked Sendable {
                     addresses = fresh
                     evaluate = true
                 }
+                let verdicts = probed.withLock { value in
+                    defer { value = [] }
+                    return value
+                }
+                for (generation, verdict) in verdicts {
+                    if connectivity?.finish(generation, verdict) == true {
+                        monitor?.countProbe()
+                        evaluate = true
+                    }
+                }
+            }
+            if let due = probeDue, ContinuousClock.now >= due {
+                probeDue = nil
+                connectivity?.timerFired()
             }
             if descriptors[0].revents != 0 {
                 let outcome = engine.processEvents()

@@ -43,6 +43,9 @@ public final class ReachabilityMonitor: Sendable {
 
     public let options: MonitorOptions
     public let target: Target
+    /// The in-process connectivity probe; without a `uri` (the default) nothing is
+    /// contacted and `Path.connectivity` stays `unknown`.
+    public let connectivity: ConnectivityOptions
     private let shared = Mutex(Shared())
 
     private struct Shared: ~Copyable {
@@ -67,16 +70,24 @@ public final class ReachabilityMonitor: Sendable {
         public var dumps = 0
         /// Paths published.
         public var published = 0
+        /// Connectivity probe verdicts taken (each covers every family the path has).
+        public var probes = 0
     }
 
-    public init(options: MonitorOptions = MonitorOptions(), target: Target = .defaultPath) {
+    /// - Parameter connectivity: opt-in: with a `uri`, the path's `connectivity` and
+    ///   `portal` come from the same HTTP probe reachd runs (CONTRACT.md, Connectivity),
+    ///   sent over the path's interface when the way out changes, then on its schedule.
+    public init(options: MonitorOptions = MonitorOptions(), target: Target = .defaultPath,
+                connectivity: ConnectivityOptions = ConnectivityOptions()) {
         self.options = options
         self.target = target
+        self.connectivity = connectivity
     }
 
     /// A monitor of the path to one host name or address.
-    public convenience init(host: String, options: MonitorOptions = MonitorOptions()) {
-        self.init(options: options, target: .host(host))
+    public convenience init(host: String, options: MonitorOptions = MonitorOptions(),
+                            connectivity: ConnectivityOptions = ConnectivityOptions()) {
+        self.init(options: options, target: .host(host), connectivity: connectivity)
     }
 
     deinit { stop() }
@@ -91,7 +102,7 @@ public final class ReachabilityMonitor: Sendable {
     public func start(queue: DispatchQueue? = nil) throws {
         if isRunning { return }
         let engine = try PathEngine(options: options)
-        let loop = try MonitorLoop(engine: engine, target: target, monitor: self)
+        let loop = try MonitorLoop(engine: engine, target: target, connectivity: connectivity, monitor: self)
         let started = shared.withLock { shared -> Bool in
             guard shared.loop == nil else { return false }
             shared.loop = loop
@@ -181,6 +192,8 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     // MARK: Publishing (called by the loop)
+
+    func countProbe() { shared.withLock { $0.statistics.probes += 1 } }
 
     /// Publishes `candidate` if it differs from the current path. Returns the published path.
     @discardableResult

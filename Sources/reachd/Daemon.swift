@@ -132,7 +132,7 @@ final class Daemon: ReachabilityObjectDelegate {
         path.source = .daemon
         path.trust = trustSummary
         path.initial = false
-        if current.map({ !$0.leavesTheSameWay(as: path) }) ?? true { connectivity.pathMoved(to: path) }
+        connectivity.observe(path)
         guard publish(path) else { return }
         // The first path starts the first round whatever `recheck` says (with
         // "interval" alone there would be no verdict for an interval); after it,
@@ -168,7 +168,7 @@ final class Daemon: ReachabilityObjectDelegate {
         if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
         lastLoggedLine = line
         if before != path.connectivity, path.status.isReachable {
-            let details = connectivity.verdict.map { " (\($0.details.joined(separator: "; ")))" } ?? ""
+            let details = connectivity.schedule.verdict.map { " (\($0.details.joined(separator: "; ")))" } ?? ""
             Log.info("connectivity: \(path.connectivity.rawValue)\(path.portal.map { " at \($0)" } ?? "")\(details)")
         }
         notify(isReady ? "STATUS=\(line)" : "READY=1\nSTATUS=\(line)")
@@ -178,11 +178,8 @@ final class Daemon: ReachabilityObjectDelegate {
     /// What the document says of connectivity now: the probe's verdict on this way
     /// out, or without a probe, whether a trust host validated in the latest round.
     private func connectivityState(of path: Path) -> (Connectivity, String?) {
+        if let probed = connectivity.schedule.state(of: path) { return probed }
         guard path.status.isReachable else { return (path.status == .unknown ? .unknown : .none, nil) }
-        if connectivity.probe != nil {
-            guard let verdict = connectivity.verdict else { return (.unknown, nil) }
-            return (verdict.connectivity, verdict.connectivity == .portal ? verdict.portal : nil)
-        }
         return (trustValidated ? .full : .unknown, nil)
     }
 
@@ -193,7 +190,7 @@ final class Daemon: ReachabilityObjectDelegate {
         let before = path.connectivity
         publish(path)
         let after = current?.connectivity ?? before
-        if let reason = trustAfterProbe, !connectivity.isAwaitingFirstVerdict {
+        if let reason = trustAfterProbe, !connectivity.schedule.isAwaitingFirstVerdict {
             trustAfterProbe = nil
             startTrustCheck(reason: reason)
         } else if (before == .portal) != (after == .portal) {
@@ -248,7 +245,7 @@ final class Daemon: ReachabilityObjectDelegate {
     /// Runs a round in reachd-trust; a round asked for while one runs follows it.
     private func startTrustCheck(reason: String) {
         guard checksTrust, let helper else { return }
-        if connectivity.isAwaitingFirstVerdict {
+        if connectivity.schedule.isAwaitingFirstVerdict {
             trustAfterProbe = reason
             return
         }
@@ -377,7 +374,7 @@ final class Daemon: ReachabilityObjectDelegate {
             guard let pending = pendingRoutes.removeValue(forKey: request) else { return }
             answerRoute(pending.destination, addresses: addresses, reply: pending.reply)
         case let .probed(generation, verdict):
-            guard connectivity.finish(generation, verdict) else { return }
+            guard connectivity.schedule.finish(generation, verdict) else { return }
             refreshConnectivity()
             connectivity.answerWaiters(with: current?.connectivity)
         }

@@ -10,76 +10,6 @@ import Glibc
 /// gateway's namespace, and trust judged knowing whether a captive portal is there.
 @Suite("reachd's connectivity probe", .serialized)
 struct ConnectivityTests {
-    /// An HTTP server whose answer is read from a file at each request (so a test can
-    /// turn it into a portal and back), logging every request it gets.
-    static let probeServer = """
-        import http.server, socket, sys, time
-        address, port, mode_file, log_file = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-        class Probe(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            def do_GET(self):
-                with open(log_file, "a") as log: log.write("%f %s %s\\n" % (time.time(), self.client_address[0], self.path))
-                mode = open(mode_file).read().strip()
-                if mode == "silent":
-                    time.sleep(30)
-                    return
-                if mode == "204":
-                    self.send_response(204)
-                elif mode == "redirect":
-                    self.send_response(302)
-                    self.send_header("Location", "/login?from=probe")
-                else:
-                    body = b"<html><body>Log in to the hotel Wi-Fi</body></html>"
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                    return
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-            def log_message(self, *arguments): pass
-        class Server(http.server.ThreadingHTTPServer):
-            address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-            daemon_threads = True
-            def server_bind(self):
-                if self.address_family == socket.AF_INET6: self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                super().server_bind()
-        Server((address, port), Probe).serve_forever()
-        """
-
-    /// The probe server in `namespace` on `address`:80, answering as `mode` says.
-    final class ProbeServer {
-        let process = Process()
-        let modeFile: URL
-        let logFile: URL
-
-        init(in namespace: TestNamespace, address: String, directory: URL, mode: String) async throws {
-            let tag = address.contains(":") ? "v6" : "v4"
-            let script = directory.appendingPathComponent("probe-server.py")
-            try ConnectivityTests.probeServer.write(to: script, atomically: true, encoding: .utf8)
-            modeFile = directory.appendingPathComponent("probe-mode-\(tag)")
-            logFile = directory.appendingPathComponent("probe-requests-\(tag).log")
-            try mode.write(to: modeFile, atomically: true, encoding: .utf8)
-            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["ip", "netns", "exec", namespace.name, "/usr/bin/python3", script.path, address, "80", modeFile.path, logFile.path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let shown = address.contains(":") ? "[\(address)]:80" : "\(address):80"
-            #expect(try await eventually { try namespace.exec(["ss", "-Hltn", "src \(shown)"]).output.contains(":80") })
-        }
-
-        func set(_ mode: String) throws { try mode.write(to: modeFile, atomically: true, encoding: .utf8) }
-
-        var requests: Int { ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").count }
-
-        func stop() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
     static func path(_ daemon: DaemonProcess) -> Path? {
         try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
     }
@@ -113,7 +43,7 @@ struct ConnectivityTests {
                 .write(to: config, atomically: true, encoding: .utf8)
             try await withNamespaces("rdportal", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
-                let http = try await ProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "redirect")
+                let http = try await HTTPProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "redirect")
                 defer { http.stop() }
                 let tls = try await PinnedServer.serve(in: ns[1], from: scratch, certificate: "portal")
                 defer { kill(tls.processIdentifier, SIGKILL); tls.waitUntilExit() }
@@ -206,7 +136,7 @@ struct ConnectivityTests {
                 #expect(daemon.log.contains("Connection refused"), "\(daemon.log)")
 
                 // A server that never answers: the timeout.
-                let http = try await ProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "silent")
+                let http = try await HTTPProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "silent")
                 defer { http.stop() }
                 try ns[0].ip("route del default")
                 #expect(await eventually { Self.path(daemon)?.connectivity == Connectivity.none })
@@ -233,7 +163,7 @@ struct ConnectivityTests {
                 defer { try? FileManager.default.removeItem(at: hosts) }
                 try "127.0.0.1 localhost\n10.1.0.1 probe.test\nfd00:1::1 probe.test\n"
                     .write(to: hosts.appendingPathComponent("hosts"), atomically: true, encoding: .utf8)
-                let http = try await ProbeServer(in: ns[1], address: "fd00:1::1", directory: scratch, mode: "204")
+                let http = try await HTTPProbeServer(in: ns[1], address: "fd00:1::1", directory: scratch, mode: "204")
                 defer { http.stop() }
 
                 let config = scratch.appendingPathComponent("reachd.toml")

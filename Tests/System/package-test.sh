@@ -19,7 +19,7 @@ set -uo pipefail
 
 deb=$(realpath "${1:?usage: $0 PATH/TO/reachd_VERSION_ARCH.deb}")
 [ "$(id -u)" -eq 0 ] || { echo "package-test: needs root (systemd-nspawn, network namespaces)" >&2; exit 1; }
-for tool in mmdebstrap systemd-nspawn nsenter openssl dpkg-deb ip; do
+for tool in mmdebstrap systemd-nspawn nsenter openssl dpkg-deb ip python3; do
     command -v "$tool" >/dev/null || { echo "package-test: $tool is missing (make deps installs it)" >&2; exit 1; }
 done
 
@@ -35,6 +35,7 @@ failed=0
 spawn=
 leader=
 tls_server=
+probe_server=
 
 # MARK: reporting
 
@@ -91,6 +92,7 @@ cleanup() {
         wait "$spawn" 2>/dev/null
     fi
     [ -n "$tls_server" ] && kill "$tls_server" 2>/dev/null
+    [ -n "$probe_server" ] && kill "$probe_server" 2>/dev/null
     ip netns delete "$gateway" 2>/dev/null
     rm -rf "/run/systemd/nspawn/propagate/$machine"
     if [ "${REACHD_SYSTEST_KEEP:-0}" = 1 ]; then
@@ -229,6 +231,28 @@ serve_tls() {
     return 1
 }
 
+# The connectivity check's endpoint on the gateway: 204 to every GET, one line per request.
+serve_probe() {
+    ip netns exec "$gateway" python3 -c '
+import http.server, sys
+class Probe(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        with open(sys.argv[1], "a") as log: log.write(self.path + "\n")
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *arguments): pass
+http.server.ThreadingHTTPServer(("10.77.0.1", 8080), Probe).serve_forever()
+' "$work/probe-requests.log" > "$work/probe-server.log" 2>&1 < /dev/null &
+    probe_server=$!
+    for _ in $(seq 50); do
+        ip netns exec "$gateway" ss -Hltn 'sport = :8080' | grep -q . && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 good_config() {
     cat > "$root/etc/reachd/reachd.toml" <<EOF
 # written by package-test.sh
@@ -243,6 +267,10 @@ connect = "10.77.0.1"
 mode = "public-key"
 pins = ["sha256/$pin", "sha256/$backup_pin"]
 anchors = ["test-ca.pem"]
+
+[connectivity]
+uri = "http://10.77.0.1:8080/generate_204"
+timeout = "3s"
 
 [metrics]
 listen = "127.0.0.1:9748"
@@ -295,12 +323,18 @@ expect "nobody: busctl reads the Status property" output_has '^s "wired"$' as_no
 log "reload: a pinned TLS host, then a broken config"
 make_certificates || fail "test certificates (openssl)"
 serve_tls || fail "openssl s_server on the gateway (10.77.0.1:8443)"
+serve_probe || fail "the connectivity probe's HTTP server on the gateway (10.77.0.1:8080)"
 cp "$work/pki/ca.pem" "$root/etc/reachd/test-ca.pem"
 good_config
 expect "systemctl reload reachd with a good config succeeds" inside systemctl reload reachd.service
 eventually 15 "the pinned host is trusted" output_has '"verdict":"trusted"' inside reachctl trust status --json
 expect "the path's trust is ok" output_has '"trust":"ok"' inside reachctl status --json
 expect "GET /metrics answers under the sandbox, with the pinned host's verdict" output_has 'reachd_trust_verdict\{host="pinned.test",verdict="trusted"\} 1' scrape
+eventually 10 "the probe gets through the sandbox (SO_BINDTODEVICE without capabilities): connectivity full" \
+    output_has '"connectivity":"full"' inside reachctl status --json
+expect "the probe reached the gateway's server" grep -q '^/generate_204$' "$work/probe-requests.log"
+expect "reachctl wait --for online returns at once" inside reachctl wait --for online --timeout 5s
+expect "GET /metrics says connectivity full" output_has 'reachd_connectivity\{state="full"\} 1' scrape
 eventually 10 "the textfile is written into node_exporter's directory" grep -q '^reachd_path_up 1$' "$root/var/lib/prometheus/node-exporter/reachd.prom"
 expect "the textfile is readable by node_exporter (0644), and alone there" output_has '^644 reachd.prom $' \
     bash -c "cd '$root/var/lib/prometheus/node-exporter' && stat -c '%a %n' .[!.]* * 2>/dev/null | tr '\\n' ' '"

@@ -1,0 +1,130 @@
+import Dispatch
+import Netlink
+
+/// When the connectivity probe runs, and what it found on the current way out
+/// (CONTRACT.md, Connectivity): at once when the way out changes; then, while
+/// not full, 1 s later doubling up to `interval`; every `interval` while full.
+///
+/// Shared by reachd (an sd-event timer) and the in-process monitor (its poll
+/// deadline): the owner supplies the timer and calls back on its own thread,
+/// which is the only thread that touches the scheduler. Each probe blocks a
+/// Dispatch thread for at most its timeout and hands its verdict to `post`,
+/// which must bring it back to the owner's thread and into `finish`.
+package final class ConnectivityScheduler {
+    /// nil when no `uri` is configured: nothing is contacted.
+    package private(set) var probe: ConnectivityProbe?
+    package private(set) var interval: Duration
+    /// The latest verdict on the current way out; nil until its first probe answers.
+    package private(set) var verdict: ConnectivityProbe.Verdict?
+
+    private let arm: (Duration) -> Void
+    private let disarm: () -> Void
+    private let post: @Sendable (_ generation: Int, _ verdict: ConnectivityProbe.Verdict) -> Void
+
+    /// The way out being probed, and a number that changes with it (and with each
+    /// verdict): a verdict of an earlier one is dropped.
+    private var path: Path?
+    private var generation = 0
+    private var backoff = Duration.seconds(1)
+    /// Probes still running (a verdict not waited for any more still holds its thread).
+    private var running = 0
+    private var probeAgain = false
+    /// A path that flaps must not hold more threads than this in resolvers and connects.
+    package static let maximumRunning = 4
+
+    private let namespace: NetworkNamespace?
+
+    package init(options: ConnectivityOptions, namespace: NetworkNamespace? = nil, arm: @escaping (Duration) -> Void,
+                 disarm: @escaping () -> Void, post: @escaping @Sendable (_ generation: Int, _ verdict: ConnectivityProbe.Verdict) -> Void) {
+        self.namespace = namespace
+        probe = ConnectivityProbe(options, namespace: namespace)
+        interval = options.interval
+        self.arm = arm
+        self.disarm = disarm
+        self.post = post
+    }
+
+    /// The options changed: what was found no longer holds; probe again.
+    package func reconfigure(_ options: ConnectivityOptions) {
+        probe = ConnectivityProbe(options, namespace: namespace)
+        interval = options.interval
+        if let path { pathMoved(to: path) }
+    }
+
+    /// Whether the current way out is reachable, as far as the scheduler was told.
+    package var isPathReachable: Bool { path?.status.isReachable == true }
+
+    /// Whether a probe of the current way out has yet to answer: a trust round waits
+    /// for it, or a portal's interception would be judged an attack.
+    package var isAwaitingFirstVerdict: Bool { probe != nil && verdict == nil && isPathReachable }
+
+    /// Tells the scheduler about a freshly evaluated path: when it leaves another way
+    /// than the last one (or is the first), what was found is forgotten and a probe starts.
+    /// Returns whether it moved.
+    @discardableResult
+    package func observe(_ fresh: Path) -> Bool {
+        if let path, path.leavesTheSameWay(as: fresh) { return false }
+        pathMoved(to: fresh)
+        return true
+    }
+
+    private func pathMoved(to fresh: Path) {
+        path = fresh
+        verdict = nil
+        backoff = .seconds(1)
+        generation += 1
+        disarm()
+        startProbe()
+    }
+
+    /// The timer fired: the next probe of the same way out.
+    package func timerFired() { startProbe() }
+
+    /// Probes now; a verdict of a probe already running is not waited for.
+    package func probeNow() {
+        generation += 1
+        disarm()
+        startProbe()
+    }
+
+    private func startProbe() {
+        guard let probe, let path, path.status.isReachable else { return }
+        guard running < Self.maximumRunning else {
+            probeAgain = true
+            return
+        }
+        running += 1
+        let generation = generation
+        let post = post
+        DispatchQueue.global().async { post(generation, probe.probe(path)) }
+    }
+
+    /// A probe answered. Returns false for a verdict on an earlier way out (or superseded).
+    package func finish(_ finished: Int, _ found: ConnectivityProbe.Verdict) -> Bool {
+        running -= 1
+        if probeAgain, running < Self.maximumRunning {
+            probeAgain = false
+            startProbe()
+        }
+        guard finished == generation else { return false }
+        generation += 1
+        verdict = found
+        if found.connectivity == .full {
+            backoff = .seconds(1)
+            arm(interval)
+        } else {
+            arm(backoff)
+            backoff = min(backoff * 2, interval)
+        }
+        return true
+    }
+
+    /// What the published document says of connectivity on `path` when a probe is
+    /// configured: nil without one (the owner decides from what else it knows).
+    package func state(of path: Path) -> (connectivity: Connectivity, portal: String?)? {
+        guard probe != nil else { return nil }
+        guard path.status.isReachable else { return (path.status == .unknown ? .unknown : .none, nil) }
+        guard let verdict else { return (.unknown, nil) }
+        return (verdict.connectivity, verdict.connectivity == .portal ? verdict.portal : nil)
+    }
+}
