@@ -1,5 +1,7 @@
 import Foundation
 import NamespaceTesting
+import ReachabilityCore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,7 +10,8 @@ import Glibc
 /// published (both seen by one `reachctl watch`, so its own delay cancels out),
 /// beside the probe's bare HTTP round trip measured by curl against the same
 /// server in the same run; the probes a stable path gets; reachd's idle memory
-/// without and with the probe.
+/// without and with the probe; and the same latency for the library's in-process
+/// probe (`ReachabilityMonitor(connectivity:)`, timed in its `onChange`).
 struct ConnectivityBenchmark {
     let reachd: String
     let reachctl: String
@@ -18,6 +21,7 @@ struct ConnectivityBenchmark {
 
     struct Result {
         var published: [Double] = []
+        var library: [Double] = []
         var curl: [Double] = []
         var stableProbes = 0
         var rssWithoutKiB = 0, rssWithKiB = 0
@@ -64,6 +68,13 @@ struct ConnectivityBenchmark {
             .write(to: config, atomically: true, encoding: .utf8)
         let socket = scratch.appendingPathComponent("bus").path
 
+        try measureDaemon(host: host, config: config, empty: empty, socket: socket, requestCount: requestCount, into: &result)
+        try measureLibrary(host: host, into: &result)
+        return result
+    }
+
+    private func measureDaemon(host: TestNamespace, config: URL, empty: URL, socket: String, requestCount: () -> Int,
+                               into result: inout Result) throws {
         // Idle memory: the same binary without and with the probe (after it answered);
         // the second daemon stays for the rest.
         var daemon: BackgroundProcess!, watch: BackgroundProcess!
@@ -99,7 +110,36 @@ struct ConnectivityBenchmark {
         let before = requestCount()
         sleep(UInt32(stableSeconds))
         result.stableProbes = requestCount() - before
-        return result
+    }
+
+    /// The library's probe, with reachd stopped: the same bounces, seen by `onChange`.
+    private func measureLibrary(host: TestNamespace, into result: inout Result) throws {
+        let seen = Mutex<[(time: UInt64, path: Path)]>([])
+        let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: host.path),
+                                          connectivity: ConnectivityOptions(uri: .init("http://10.1.0.1/generate_204"),
+                                                                            interval: .seconds(Int64(Self.interval)), timeout: .seconds(2)))
+        monitor.onChange = { path in seen.withLock { $0.append((now(), path)) } }
+        try monitor.start()
+        defer { monitor.stop() }
+        func first(after mark: Int, _ condition: (Path) -> Bool) throws -> UInt64 {
+            let deadline = now() + 30_000_000_000
+            while now() < deadline {
+                if let found = seen.withLock({ $0.dropFirst(mark).first { condition($0.path) } }) { return found.time }
+                usleep(500)
+            }
+            throw BenchmarkError("the library's monitor did not publish the awaited path within 30 s")
+        }
+        _ = try first(after: 0) { $0.connectivity == .full }
+        for _ in 0 ..< repetitions {
+            try host.ip("link set dev eth0 down")
+            _ = try first(after: seen.withLock(\.count) - 1) { $0.connectivity == .none }
+            let mark = seen.withLock(\.count)
+            try host.ip("link set dev eth0 up")
+            try host.ip("route replace default via 10.1.0.1 dev eth0")
+            let usable = try first(after: mark) { $0.status == .wired }
+            let full = try first(after: mark) { $0.connectivity == .full }
+            result.library.append(milliseconds(full - usable))
+        }
     }
 
     /// Until reachd answers on `socket` (a watch started earlier would compute the path itself).

@@ -116,6 +116,7 @@ func runConnectivityBenchmark() throws {
     print("\n== 8. Connectivity: path usable → \"connectivity\":\"full\" at a reachctl watch (ms), \(repetitions) link bounces; the probe's HTTP round trip by curl, same server")
     let result = try ConnectivityBenchmark(reachd: reachd, reachctl: reachctl, repetitions: repetitions, stableSeconds: stable).run()
     print("   reachd published   p50 \(format(percentile(result.published, 50)))   p99 \(format(percentile(result.published, 99)))")
+    print("   library (onChange) p50 \(format(percentile(result.library, 50)))   p99 \(format(percentile(result.library, 99)))")
     print("   curl round trip    p50 \(format(percentile(result.curl, 50)))   p99 \(format(percentile(result.curl, 99)))")
     let interval = ConnectivityBenchmark.interval
     print("   stable path, interval \(interval) s: \(result.stableProbes) probes in \(stable) s = \(format(Double(result.stableProbes) * 3600 / Double(stable), 0)) per hour (goal 3600 / interval = \(3600 / interval))")
