@@ -224,8 +224,13 @@ serve_tls() {
         -cert "$work/pki/server.pem" -key "$work/pki/server.key" -cert_chain "$work/pki/ca.pem" \
         > "$work/s_server.log" 2>&1 < /dev/null &
     tls_server=$!
+    gateway_listens 8443
+}
+
+# Waits up to 5 s for a listener on PORT in the gateway namespace.
+gateway_listens() {
     for _ in $(seq 50); do
-        ip netns exec "$gateway" ss -Hltn 'sport = :8443' | grep -q . && return 0
+        ip netns exec "$gateway" ss -Hltn "sport = :$1" | grep -q . && return 0
         sleep 0.1
     done
     return 1
@@ -246,11 +251,7 @@ class Probe(http.server.BaseHTTPRequestHandler):
 http.server.ThreadingHTTPServer(("10.77.0.1", 8080), Probe).serve_forever()
 ' "$work/probe-requests.log" > "$work/probe-server.log" 2>&1 < /dev/null &
     probe_server=$!
-    for _ in $(seq 50); do
-        ip netns exec "$gateway" ss -Hltn 'sport = :8080' | grep -q . && return 0
-        sleep 0.1
-    done
-    return 1
+    gateway_listens 8080
 }
 
 good_config() {
