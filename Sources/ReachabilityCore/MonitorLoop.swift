@@ -46,7 +46,9 @@ package final class MonitorLoop: @unchecked Sendable {
         wake = (ends[0], ends[1])
         guard options.uri != nil else { return }
         connectivity = ConnectivityScheduler(
-            options: options, namespace: engine.options.networkNamespace.map(NetworkNamespace.init(path:)), arm: { [unowned self] in probeDue = .now + $0 }, disarm: { [unowned self] in probeDue = nil },
+            options: options, namespace: engine.options.networkNamespace.map(NetworkNamespace.init(path:)),
+            arm: { [unowned self] in probeDue = .now + $0 },
+            disarm: { [unowned self] in probeDue = nil },
             post: { [weak self] generation, verdict in
                 guard let self else { return }
                 probed.withLock { $0.append((generation, verdict)) }
