@@ -6,15 +6,14 @@ import ReachabilityCore
 /// loop thread.
 final class ConnectivityChecker {
     let schedule: ConnectivityScheduler
-    private var timer: EventLoop.Timer!
     private var lastCheckRequest: ContinuousClock.Instant?
     private var waiters: [(Result<String, BusMethodError>) -> Void] = []
 
     init(options: ConnectivityOptions, loop: EventLoop, post: @escaping @Sendable (Int, ConnectivityProbe.Verdict) -> Void) throws {
+        // The schedule's arm/disarm closures hold the timer; the timer's callback only a reference back.
         var timer: EventLoop.Timer?
         schedule = ConnectivityScheduler(options: options, arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() }, post: post)
         timer = try loop.timer { [unowned schedule] in schedule.timerFired() }
-        self.timer = timer
     }
 
     /// A reload changed `[connectivity]`: what was found no longer holds; probe again.
