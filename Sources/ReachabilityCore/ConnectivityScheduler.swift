@@ -119,11 +119,12 @@ package final class ConnectivityScheduler {
         return true
     }
 
-    /// What the published document says of connectivity on `path` when a probe is
-    /// configured: nil without one (the owner decides from what else it knows).
-    package func state(of path: Path) -> (connectivity: Connectivity, portal: String?)? {
-        guard probe != nil else { return nil }
+    /// What the published document says of connectivity on `path`: `none` without a
+    /// usable path, else the probe's verdict on this way out (`unknown` until it
+    /// answers) — or without a probe, `unprobed`: what the owner knows otherwise.
+    package func state(of path: Path, unprobed: Connectivity = .unknown) -> (connectivity: Connectivity, portal: String?) {
         guard path.status.isReachable else { return (path.status == .unknown ? .unknown : .none, nil) }
+        guard probe != nil else { return (unprobed, nil) }
         guard let verdict else { return (.unknown, nil) }
         return (verdict.connectivity, verdict.connectivity == .portal ? verdict.portal : nil)
     }

@@ -1,6 +1,7 @@
+import Netlink
+
 /// The head of an HTTP/1.x response, read from bytes (what the connectivity probe
-/// needs: status, Location, how the body is framed). Bytes, not Strings: this runs
-/// in the daemon, where Unicode processing would stay resident for nothing.
+/// needs: status, Location, how the body is framed), as bytes (`HTTPHeadBytes`).
 struct HTTPResponseHead: Equatable {
     var status: Int
     var location: [UInt8]?
@@ -12,7 +13,7 @@ struct HTTPResponseHead: Equatable {
     /// nil until the head is complete, or when the bytes are not an HTTP response.
     init?(_ bytes: [UInt8]) {
         guard let end = Self.endOfHead(bytes) else { return nil }
-        var lines = Self.lines(bytes[..<end.head])
+        var lines = HTTPHeadBytes.lines(bytes[..<end.head])
         guard let statusLine = lines.first, statusLine.starts(with: Array("HTTP/1.".utf8)), statusLine.count >= 12,
               statusLine[statusLine.startIndex + 8] == UInt8(ascii: " ") else { return nil }
         let digits = statusLine[(statusLine.startIndex + 9) ..< (statusLine.startIndex + 12)]
@@ -23,14 +24,14 @@ struct HTTPResponseHead: Equatable {
         lines.removeFirst()
         for line in lines {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
-            let name = line[..<colon].map { $0 | 0x20 }
-            let value = Self.trimmed(line[(colon + 1)...])
+            let name = HTTPHeadBytes.lowercased(line[..<colon])
+            let value = HTTPHeadBytes.trimmed(line[(colon + 1)...])
             switch name {
             case Array("location".utf8): location = Array(value)
             case Array("content-length".utf8):
                 guard !value.isEmpty, value.count <= 12, value.allSatisfy({ (48 ... 57).contains($0) }) else { return nil }
                 contentLength = value.reduce(0) { $0 * 10 + Int($1 - 48) }
-            case Array("transfer-encoding".utf8): chunked = value.map { $0 | 0x20 }.suffix(7).elementsEqual("chunked".utf8)
+            case Array("transfer-encoding".utf8): chunked = HTTPHeadBytes.lowercased(value).suffix(7).elementsEqual("chunked".utf8)
             default: break
             }
         }
@@ -65,19 +66,6 @@ struct HTTPResponseHead: Equatable {
             index += 1
         }
         return nil
-    }
-
-    private static func lines(_ bytes: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
-        bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
-            line.last == UInt8(ascii: "\r") ? line.dropLast() : line
-        }
-    }
-
-    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var value = bytes
-        while let first = value.first, first == 0x20 || first == 0x09 { value.removeFirst() }
-        while let last = value.last, last == 0x20 || last == 0x09 { value.removeLast() }
-        return value
     }
 
     /// The data of the chunks received so far, and whether the last (empty) chunk came.

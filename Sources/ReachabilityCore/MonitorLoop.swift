@@ -90,7 +90,7 @@ package final class MonitorLoop: @unchecked Sendable {
         var path = Self.evaluate(engine, target: target, addresses: addresses)
         if let connectivity {
             connectivity.observe(path)
-            (path.connectivity, path.portal) = connectivity.state(of: path) ?? (.unknown, nil)
+            (path.connectivity, path.portal) = connectivity.state(of: path)
         }
         if let published = monitor?.publish(path, statistics: engine.statistics) {
             resolveAgainIfNeeded(after: published)

@@ -1,6 +1,8 @@
+import Netlink
+
 /// What the metrics server needs of an HTTP/1.x request head: the method, the
 /// target and the `Accept` header. Everything else (other headers, a body) is ignored.
-/// Parsed as bytes, ASCII only: the String algorithms that would do it in a line
+/// Parsed as bytes (`HTTPHeadBytes`): the String algorithms that would do it in a line
 /// (Unicode case mapping, `firstRange(of:)`) touched half a megabyte more of the
 /// daemon's code pages — resident memory of every idle reachd.
 enum HTTPRequest: Equatable {
@@ -14,7 +16,7 @@ enum HTTPRequest: Equatable {
             self = .incomplete
             return
         }
-        var lines = Self.lines(bytes[..<end])[...]
+        var lines = HTTPHeadBytes.lines(bytes[..<end])[...]
         let requestLine = lines.popFirst().map { $0.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false) } ?? []
         guard requestLine.count == 3, requestLine[2].starts(with: "HTTP/1.".utf8), !requestLine[0].isEmpty,
               requestLine[1].first == UInt8(ascii: "/") else {
@@ -27,8 +29,8 @@ enum HTTPRequest: Equatable {
                 self = .malformed
                 return
             }
-            if Self.lowercased(line[..<colon]) == Array("accept".utf8) {
-                let value = String(decoding: line[(colon + 1)...].drop { $0 == UInt8(ascii: " ") }, as: UTF8.self)
+            if HTTPHeadBytes.lowercased(line[..<colon]) == Array("accept".utf8) {
+                let value = String(decoding: HTTPHeadBytes.trimmed(line[(colon + 1)...]), as: UTF8.self)
                 accept = accept.map { "\($0), \(value)" } ?? value
             }
         }
@@ -46,11 +48,4 @@ enum HTTPRequest: Equatable {
         return nil
     }
 
-    static func lines(_ head: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
-        head.split(separator: 10, omittingEmptySubsequences: false).map { $0.last == 13 ? $0.dropLast() : $0 }
-    }
-
-    static func lowercased<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
-        bytes.map { (65 ... 90).contains($0) ? $0 + 32 : $0 }
-    }
 }

@@ -1,3 +1,5 @@
+import Netlink
+
 /// The two text formats a scraper may ask for.
 package enum MetricsFormat: Sendable, Equatable {
     /// Prometheus text format 0.0.4: what every scraper reads.
@@ -16,7 +18,7 @@ package enum MetricsFormat: Sendable, Equatable {
     /// (Prometheus sends both, OpenMetrics first, when it scrapes with it enabled).
     package init(accept: String?) {
         let wanted = Array("application/openmetrics-text".utf8)
-        let header = HTTPRequest.lowercased(accept?.utf8 ?? "".utf8)
+        let header = HTTPHeadBytes.lowercased(accept?.utf8 ?? "".utf8)
         let found = header.count >= wanted.count && (0 ... header.count - wanted.count).contains { header[$0 ..< $0 + wanted.count].elementsEqual(wanted) }
         self = found ? .openMetrics : .prometheus
     }

@@ -152,7 +152,8 @@ final class Daemon: ReachabilityObjectDelegate {
     @discardableResult
     private func publish(_ fresh: Path) -> Bool {
         var path = fresh
-        (path.connectivity, path.portal) = connectivityState(of: path)
+        // Without a probe, CONTRACT.md's evidence of `full` is a host validated in the latest round.
+        (path.connectivity, path.portal) = connectivity.schedule.state(of: path, unprobed: trustValidated ? .full : .unknown)
         if let current {
             if current.isSamePath(as: path) { return false }
             if current.status == path.status { path.since = current.since }
@@ -173,14 +174,6 @@ final class Daemon: ReachabilityObjectDelegate {
         }
         notify(isReady ? "STATUS=\(line)" : "READY=1\nSTATUS=\(line)")
         return true
-    }
-
-    /// What the document says of connectivity now: the probe's verdict on this way
-    /// out, or without a probe, whether a trust host validated in the latest round.
-    private func connectivityState(of path: Path) -> (Connectivity, String?) {
-        if let probed = connectivity.schedule.state(of: path) { return probed }
-        guard path.status.isReachable else { return (path.status == .unknown ? .unknown : .none, nil) }
-        return (trustValidated ? .full : .unknown, nil)
     }
 
     /// Connectivity may have changed without the path (a probe answered, a round

@@ -24,6 +24,9 @@ struct ConnectivityProbeTests {
         // Not decided before the body's framing says so.
         #expect(judge("HTTP/1.0 200 OK\r\n\r\n", atEnd: false) == nil)
         #expect(judge("HTTP/1.1 204 No Cont", atEnd: false) == nil)
+        // Header names compare as ASCII without case, and only so ("\r" is not "-").
+        #expect(judge("HTTP/1.1 200 OK\r\nCONTENT-length: 0\r\n\r\n", atEnd: false)?.connectivity == .full)
+        #expect(judge("HTTP/1.1 200 OK\r\nContent\rLength: 0\r\n\r\n", atEnd: false) == nil)
     }
 
     @Test("a redirect, another status or another body is a portal; a relative Location is made absolute")
