@@ -99,13 +99,14 @@ int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, co
 }
 
 int reachd_bus_call(sd_bus *bus, const char *destination, const char *member, const char *argument,
-                    uint64_t timeout_usec, char **result, sd_bus_error *error) {
+                    uint64_t timeout_usec, char **result, uint64_t *reply_cookie, sd_bus_error *error) {
     sd_bus_message *call = NULL, *reply = NULL;
     *result = NULL;
     int r = sd_bus_message_new_method_call(bus, &call, destination, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, member);
     if (r < 0) return r;
     if (argument) r = sd_bus_message_append(call, "s", argument);
     if (r >= 0) r = sd_bus_call(bus, call, timeout_usec, error, &reply);
+    if (r >= 0 && reply_cookie) r = sd_bus_message_get_cookie(reply, reply_cookie);
     if (r >= 0 && !sd_bus_message_is_empty(reply)) {
         const char *text = NULL;
         r = sd_bus_message_read(reply, "s", &text);

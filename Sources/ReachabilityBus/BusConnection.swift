@@ -119,17 +119,25 @@ package final class BusConnection {
     /// returning zero or one string.
     package func call(_ member: String, _ argument: String? = nil, destination: String?,
                       timeout: Duration = .seconds(25)) throws(BusError) -> String? {
+        try callWithSerial(member, argument, destination: destination, timeout: timeout).answer
+    }
+
+    /// `call`, with the reply's serial: a signal of the same sender with a lower
+    /// serial was sent before the reply, and is older than the answer.
+    package func callWithSerial(_ member: String, _ argument: String? = nil, destination: String?,
+                                timeout: Duration = .seconds(25)) throws(BusError) -> (answer: String?, serial: UInt64) {
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var result: UnsafeMutablePointer<CChar>?
-        let status = reachd_bus_call(bus, destination, member, argument, timeout.microseconds, &result, &error)
+        var serial: UInt64 = 0
+        let status = reachd_bus_call(bus, destination, member, argument, timeout.microseconds, &result, &serial, &error)
         guard status >= 0 else {
             let name = error.name.map { String(cString: $0) }
             let message = error.message.map { String(cString: $0) }
             throw BusError(member, code: -status, name: name, message: message)
         }
         defer { free(result) }
-        return result.map { String(cString: $0) }
+        return (result.map { String(cString: $0) }, serial)
     }
 
     /// Processes what is queued (clients without an event loop); true when something was.
@@ -159,15 +167,15 @@ package final class BusConnection {
     }
 
     final class SignalHandler {
-        let body: (String, String?) -> Void
-        init(_ body: @escaping (String, String?) -> Void) { self.body = body }
+        let body: (String, String?, UInt64) -> Void
+        init(_ body: @escaping (String, String?, UInt64) -> Void) { self.body = body }
     }
     private var signalHandlers: [SignalHandler] = []
 
     /// Calls `body` with the first one or two string arguments of each matching
-    /// signal (`twoArguments`: the signal carries at least two strings).
+    /// signal (`twoArguments`: the signal carries at least two strings), and its serial.
     package func onSignal(sender: String?, path: String, interface: String, member: String, twoArguments: Bool,
-                          _ body: @escaping (String, String?) -> Void) throws(BusError) {
+                          _ body: @escaping (String, String?, UInt64) -> Void) throws(BusError) {
         let handler = SignalHandler(body)
         signalHandlers.append(handler)
         var slot: OpaquePointer?
@@ -175,17 +183,25 @@ package final class BusConnection {
             ? { message, userdata, _ in
                 var first: UnsafePointer<CChar>?, second: UnsafePointer<CChar>?
                 guard reachd_bus_read(message, &first, &second) >= 0, let first, let second else { return 0 }
-                Unmanaged<SignalHandler>.fromOpaque(userdata!).takeUnretainedValue().body(String(cString: first), String(cString: second))
+                Unmanaged<SignalHandler>.fromOpaque(userdata!).takeUnretainedValue().body(String(cString: first), String(cString: second),
+                                                                                           BusConnection.serial(of: message))
                 return 0
             }
             : { message, userdata, _ in
                 var first: UnsafePointer<CChar>?
                 guard reachd_bus_read(message, &first, nil) >= 0, let first else { return 0 }
-                Unmanaged<SignalHandler>.fromOpaque(userdata!).takeUnretainedValue().body(String(cString: first), nil)
+                Unmanaged<SignalHandler>.fromOpaque(userdata!).takeUnretainedValue().body(String(cString: first), nil,
+                                                                                           BusConnection.serial(of: message))
                 return 0
             }
         try check(sd_bus_match_signal(bus, &slot, sender, path, interface, member, callback,
                                       Unmanaged.passUnretained(handler).toOpaque()), "subscribing to \(member)")
         slots.append(slot!)
+    }
+
+    static func serial(of message: OpaquePointer?) -> UInt64 {
+        var serial: UInt64 = 0
+        _ = sd_bus_message_get_cookie(message, &serial)
+        return serial
     }
 }

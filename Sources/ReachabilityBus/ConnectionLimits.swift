@@ -16,9 +16,14 @@ package struct ConnectionLimits: Sendable {
     package var reservedDescriptors = 64
     /// A peer must finish the D-Bus authentication within this.
     package var authenticationTimeout: Duration = .seconds(5)
-    /// Messages waiting to be written to one peer before it is judged not to
-    /// read and is dropped (the kernel's socket buffer holds as many again).
+    /// Messages (method replies: state signals are never queued behind each
+    /// other) waiting to be written to one peer before it is judged not to read
+    /// and is dropped.
     package var queuedMessages = 64
+    /// A peer whose socket stays full this long, so that it cannot be sent the
+    /// current state, is judged not to read and is dropped. One that reads, however
+    /// slowly, drains its socket buffer and is sent the latest state long before.
+    package var catchUpTimeout: Duration = .seconds(10)
 
     package init() {}
 

@@ -107,6 +107,26 @@ package final class EventLoop {
         package func disarm() { _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF)) }
     }
 
+    /// Calls `body` after every loop iteration that dispatched something, while
+    /// switched on (it starts off): the moment to look at what the iteration's
+    /// handlers did, such as a connection that has written out its queue.
+    package func afterEachIteration(_ body: @escaping () -> Void) throws(BusError) -> Switch {
+        var source: OpaquePointer?
+        try check(sd_event_add_post(event, &source, { _, userdata in
+            Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+            return 0
+        }, keep(Handler(body))), "adding a post-iteration source")
+        sources.append(source!)
+        _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
+        return Switch(source: source!)
+    }
+
+    package struct Switch {
+        let source: OpaquePointer
+
+        package func turn(on: Bool) { _ = sd_event_source_set_enabled(source, Int32(on ? SD_EVENT_ON : SD_EVENT_OFF)) }
+    }
+
     /// Sends `WATCHDOG=1` from this loop when the service manager asked for it.
     package func enableWatchdog() { _ = sd_event_set_watchdog(event, 1) }
 

@@ -63,7 +63,7 @@ package final class PrivateSocket {
                        log: @escaping (String) -> Void) throws(BusError) {
         let admission = Admission(limits: limits, descriptorLimit: limits.raiseDescriptorLimit(), log: log)
         admission.sweep = try loop.timer { admission.dropUnauthenticated() }
-        object.maximumQueuedMessages = limits.queuedMessages
+        object.limits = limits
         object.log = log
         try loop.onReadable(descriptor) { [descriptor] in
             while true {

@@ -76,11 +76,31 @@ package final class ReachabilityObject {
         enum Value: Equatable { case string(String), boolean(Bool) }
     }
 
-    package private(set) var properties = Properties()
-    package private(set) var connections: [BusConnection] = []
+    /// Everything a subscriber holds of the object: the property values and the
+    /// latest arguments of the signals that carry state. Signals that carry events
+    /// (PinFailure) are not state: each is sent to every connection.
+    package struct State: Equatable, Sendable {
+        package var properties = Properties()
+        /// StatusChanged's arguments: the status and the path document.
+        package var status: [String] = []
+        /// TrustChanged's arguments: the verdict and the trust status document.
+        package var trust: [String] = []
+    }
+
+    package private(set) var state = State()
+    var properties: Properties { state.properties }
+    private var subscribers: [Subscriber] = []
+    package var connections: [BusConnection] { subscribers.map(\.connection) }
     package weak var delegate: (any ReachabilityObjectDelegate)?
 
-    package init() {
+    /// Brings subscribers that were behind up to date once they drained; switched on while any is.
+    private var catchUp: EventLoop.Switch!
+    /// Drops peers that stay behind for longer than `limits.catchUpTimeout`.
+    private var stallTimer: EventLoop.Timer!
+
+    package init(loop: EventLoop) throws(BusError) {
+        catchUp = try loop.afterEachIteration { [unowned self] in bringUpToDate() }
+        stallTimer = try loop.timer { [unowned self] in bringUpToDate() }
         reachd_bus_set_handlers(reachd_bus_handlers(
             describe: { message, userdata, _ in
                 ReachabilityObject.from(userdata).reply(message) { $0.describe() }
@@ -181,7 +201,8 @@ package final class ReachabilityObject {
         }
     }
 
-    /// Serves the object on `connection` (and, on a peer, the broker stub bus clients need).
+    /// Serves the object on `connection` (and, on a peer, the broker stub bus
+    /// clients need). It holds the current state: only changes from now on are sent.
     package func serve(on connection: BusConnection) throws(BusError) {
         var slot: OpaquePointer?
         try check(reachd_bus_add_object(connection.bus, &slot, Unmanaged.passUnretained(self).toOpaque()), "serving the object")
@@ -191,48 +212,99 @@ package final class ReachabilityObject {
             try check(reachd_bus_add_broker(connection.bus, &broker), "serving the broker stub")
             connection.slots.append(broker!)
         }
-        connections.append(connection)
+        subscribers.append(Subscriber(connection: connection, holding: state))
     }
 
-    /// A peer with more messages than this waiting to be written does not read: it
-    /// is dropped. The private socket sets it from its `ConnectionLimits`, and `log`.
-    var maximumQueuedMessages = ConnectionLimits().queuedMessages
+    /// What a peer of the private socket may hold of the daemon (the private
+    /// socket sets them from its `ConnectionLimits`), and where drops are said.
+    var limits = ConnectionLimits()
     var log: (String) -> Void = { _ in }
 
     /// Drops connections whose peer went away.
     package func pruneClosedConnections() {
-        connections.removeAll { !$0.isOpen }
+        subscribers.removeAll { !$0.connection.isOpen }
     }
 
-    /// The connections a message goes to now. A peer that stopped reading is
-    /// closed instead, so it cannot grow the daemon's memory; the others are not
-    /// held up by it (every socket is non-blocking).
-    private func receivers() -> [BusConnection] {
-        for connection in connections where connection.isOpen && connection.isPeerToPeer
-            && connection.queuedOutgoing >= maximumQueuedMessages {
+    /// A new path document: its property values and StatusChanged, on every connection.
+    package func publish(_ properties: Properties, status: String, document: String) {
+        state.properties = properties
+        state.status = [status, document]
+        bringUpToDate()
+    }
+
+    /// A new trust verdict: TrustChanged, on every connection.
+    package func publishTrust(_ verdict: String, document: String) {
+        state.trust = [verdict, document]
+        bringUpToDate()
+    }
+
+    /// Emits a signal that carries an event, not state, on every connection.
+    package func emit(_ member: String, _ argument: String) {
+        enforceLimits()
+        for subscriber in subscribers { _ = reachd_bus_emit(subscriber.connection.bus, nil, member, argument, nil) }
+    }
+
+    /// Sends each connection that can take more what changed since it was last sent
+    /// anything; marks the others behind, to be brought up to date once they drained.
+    /// Runs on every change, and after every loop iteration while any is behind.
+    private func bringUpToDate() {
+        let now = ContinuousClock.now
+        for subscriber in subscribers where subscriber.sent != state {
+            if subscriber.canTakeMore {
+                send(to: subscriber)
+            } else if subscriber.behindSince == nil {
+                subscriber.behindSince = now
+            }
+        }
+        enforceLimits()
+        let behind = subscribers.compactMap { $0.connection.isPeerToPeer ? $0.behindSince : nil }
+        catchUp.turn(on: subscribers.contains(where: \.isBehind))
+        if let first = behind.min() {
+            stallTimer.arm(after: max(.zero, now.duration(to: first + limits.catchUpTimeout)))
+        } else {
+            stallTimer.disarm()
+        }
+    }
+
+    /// PropertiesChanged for the values that differ from what it holds, then the state signals that do.
+    private func send(to subscriber: Subscriber) {
+        let bus = subscriber.connection.bus
+        let changed = Properties.names.filter { subscriber.sent.properties.value(of: $0) != state.properties.value(of: $0) }
+        if !changed.isEmpty {
+            var names = changed.map { strdup($0) } + [nil]
+            defer { names.forEach { free($0) } }
+            _ = sd_bus_emit_properties_changed_strv(bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
+        }
+        if subscriber.sent.status != state.status, state.status.count == 2 {
+            _ = reachd_bus_emit(bus, nil, "StatusChanged", state.status[0], state.status[1])
+        }
+        if subscriber.sent.trust != state.trust, state.trust.count == 2 {
+            _ = reachd_bus_emit(bus, nil, "TrustChanged", state.trust[0], state.trust[1])
+        }
+        subscriber.sent = state
+        subscriber.behindSince = nil
+    }
+
+    /// A peer that lets replies pile up, or stays behind for `catchUpTimeout`, does
+    /// not read: it is closed, so it cannot grow the daemon's memory (a client that
+    /// reconnects reads the current state). The bus is never dropped: the broker
+    /// reads for its clients and applies its own limits.
+    private func enforceLimits() {
+        let now = ContinuousClock.now
+        for subscriber in subscribers where subscriber.connection.isOpen && subscriber.connection.isPeerToPeer {
+            let connection = subscriber.connection
+            let queued = connection.queuedOutgoing
+            let why: String
+            if queued >= limits.queuedMessages {
+                why = "\(queued) messages waiting"
+            } else if let since = subscriber.behindSince, since.duration(to: now) >= limits.catchUpTimeout {
+                why = "behind for \(limits.catchUpTimeout)"
+            } else {
+                continue
+            }
             connection.close()
-            log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that does not read (\(maximumQueuedMessages) messages waiting)")
+            log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that does not read (\(why))")
         }
         pruneClosedConnections()
-        return connections
-    }
-
-    /// New values: PropertiesChanged for those that changed, on every connection.
-    package func update(_ new: Properties) {
-        let changed = Properties.names.filter { properties.value(of: $0) != new.value(of: $0) }
-        properties = new
-        guard !changed.isEmpty else { return }
-        var names = changed.map { strdup($0) } + [nil]
-        defer { names.forEach { free($0) } }
-        for connection in receivers() {
-            _ = sd_bus_emit_properties_changed_strv(connection.bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
-        }
-    }
-
-    /// Emits a signal of the interface on every connection.
-    package func emit(_ member: String, _ first: String, _ second: String? = nil) {
-        for connection in receivers() {
-            _ = reachd_bus_emit(connection.bus, nil, member, first, second)
-        }
     }
 }

@@ -59,6 +59,10 @@ public final class ReachabilityClient: Sendable {
 
     static let name = "io.reachd.Reachability1"
 
+    /// How many paths a `paths` stream holds for a consumer that does not keep up
+    /// (as `ReachabilityMonitor.paths`).
+    public static let bufferedPaths = 4096
+
     /// A connection to the daemon. Calls always name the daemon (a peer ignores
     /// the destination); signals are taken only from the name's owner on the
     /// system and session buses, and from anyone on an address, which may be the
@@ -69,8 +73,11 @@ public final class ReachabilityClient: Sendable {
         let signalSender: String?
     }
 
-    /// Tries the endpoints in order; the first that answers Describe wins.
-    func connect() throws(Failure) -> (Session, String) {
+    /// Tries the endpoints in order; the first that answers Describe wins. Returns
+    /// the document and its reply's serial (the daemon's signals with a lower one are older).
+    /// `subscribe` runs on each connection before Describe: on a bus, a match added
+    /// after it could miss a change made between the answer and the match.
+    func connect(subscribe: (Session) throws -> Void = { _ in }) throws(Failure) -> (Session, document: String, serial: UInt64) {
         var attempts: [(BusConnection.Endpoint, String?)]
         switch endpoint {
         case .automatic: attempts = [(.system, Self.name), (.address("unix:path=\(Self.defaultSocketPath)"), nil)]
@@ -81,9 +88,10 @@ public final class ReachabilityClient: Sendable {
         var reasons: [String] = []
         for (endpoint, sender) in attempts {
             do {
-                let connection = try BusConnection.connect(endpoint)
-                let document = try connection.call("Describe", destination: Self.name, timeout: .seconds(5)) ?? ""
-                return (Session(connection: connection, signalSender: sender), document)
+                let session = Session(connection: try BusConnection.connect(endpoint), signalSender: sender)
+                try subscribe(session)
+                let (document, serial) = try session.connection.callWithSerial("Describe", destination: Self.name, timeout: .seconds(5))
+                return (session, document ?? "", serial)
             } catch {
                 reasons.append("\(endpoint): \(error)")
             }
@@ -101,7 +109,7 @@ public final class ReachabilityClient: Sendable {
 
     /// The daemon's current path.
     public func currentPath() throws(Failure) -> Path {
-        try Self.decode(try connect().1)
+        try Self.decode(try connect().document)
     }
 
     /// The daemon's path to a host name or address (like `reachctl route`).
@@ -141,7 +149,7 @@ public final class ReachabilityClient: Sendable {
 
     /// Calls a method of the daemon's object.
     func call(_ member: String, _ argument: String? = nil) throws(Failure) -> String {
-        let (session, _) = try connect()
+        let (session, _, _) = try connect()
         do {
             return try session.connection.call(member, argument, destination: session.destination) ?? ""
         } catch {
@@ -162,8 +170,12 @@ public final class ReachabilityClient: Sendable {
     private let subscribers = Mutex(Subscribers())
 
     /// The current path (marked initial), then every change. Ends when the task is cancelled.
+    ///
+    /// A consumer that keeps up gets every change. One that falls more than
+    /// `bufferedPaths` behind skips the oldest it has not read: the latest path is
+    /// always the last it gets.
     public var paths: AsyncStream<Path> {
-        AsyncStream { continuation in
+        AsyncStream(bufferingPolicy: .bufferingNewest(Self.bufferedPaths)) { continuation in
             let id = subscribers.withLock { subscribers in
                 subscribers.nextID += 1
                 subscribers.streams[subscribers.nextID] = continuation
@@ -283,27 +295,42 @@ public final class ReachabilityClient: Sendable {
         }
 
         /// One connection's life: returns when it ends.
+        ///
+        /// Signals that arrived while Describe was answered are queued behind its
+        /// reply but were sent before it: they are older than the document, and are
+        /// skipped (by serial), or the subscriber would end on an earlier state.
         private func follow() throws {
-            let (session, document) = try client.connect()
-            let connection = session.connection
+            var answered = UInt64.max
             var refresh = false
-            try connection.onSignal(sender: session.signalSender, path: "/io/reachd/Reachability1", interface: ReachabilityClient.name,
-                                    member: "StatusChanged", twoArguments: true) { [self] _, document in
-                if let document, let path = try? ReachabilityClient.decode(document) { offer(path) }
+            let (session, document, serial) = try client.connect { [self] session in
+                try session.connection.onSignal(sender: session.signalSender, path: "/io/reachd/Reachability1",
+                                                interface: ReachabilityClient.name, member: "StatusChanged",
+                                                twoArguments: true) { [self] _, document, serial in
+                    guard serial > answered, let document, let path = try? ReachabilityClient.decode(document) else { return }
+                    offer(path)
+                }
+                // On a bus the daemon can restart behind the same connection: read the path again.
+                // (On the private socket this never comes: a restart closes the connection.)
+                try session.connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                                twoArguments: false) { name, _, _ in
+                    guard name == ReachabilityClient.name else { return }
+                    // A new daemon numbers its messages from 1 again.
+                    answered = 0
+                    refresh = true
+                }
             }
-            // On a bus the daemon can restart behind the same connection: read the path again.
-            // (On the private socket this never comes: a restart closes the connection.)
-            try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                    member: "NameOwnerChanged", twoArguments: false) { name, _ in
-                if name == ReachabilityClient.name { refresh = true }
-            }
+            answered = serial
+            let connection = session.connection
             offer(try ReachabilityClient.decode(document))
             while !isStopped {
                 while try connection.process() {}
                 if refresh {
                     refresh = false
                     // The name may have no owner for a moment: failing here means reconnecting.
-                    offer(try ReachabilityClient.decode(try connection.call("Describe", destination: session.destination, timeout: .seconds(5)) ?? ""))
+                    let (fresh, serial) = try connection.callWithSerial("Describe", destination: session.destination, timeout: .seconds(5))
+                    answered = serial
+                    offer(try ReachabilityClient.decode(fresh ?? ""))
                 }
                 guard connection.isOpen else { throw ReachabilityClient.Failure(description: "the connection closed") }
                 let request = connection.pollRequest

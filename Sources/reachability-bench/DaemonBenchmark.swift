@@ -133,7 +133,7 @@ final class SignalSubscriber: @unchecked Sendable {
         Thread.detachNewThread { [self] in
             do {
                 try connection.onSignal(sender: nil, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1",
-                                        member: "StatusChanged", twoArguments: true) { [self] status, _ in received(status) }
+                                        member: "StatusChanged", twoArguments: true) { [self] status, _, _ in received(status) }
             } catch {
                 print("reachability-bench: subscribing: \(error)")
             }

@@ -1,15 +1,17 @@
 import Foundation
+import NamespaceTesting
 
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
-//                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--scrapes N]
+//                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N]
+//                    [--soak-changes N]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "scrapes": 1000, "idle-seconds": 600]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--scrapes N]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N]")
         exit(2)
     }
     settings[key] = value
@@ -32,6 +34,10 @@ do {
   }
   if settings["only-connectivity"] == 1 {
     try runConnectivityBenchmark()
+    exit(0)
+  }
+  if settings["only-soak"] == 1 {
+    try await runSoakBenchmark()
     exit(0)
   }
   if settings["only-trust"] == 0 {
@@ -77,6 +83,7 @@ do {
         try runDaemonBenchmark()
         try runMetricsBenchmark()
         try runConnectivityBenchmark()
+        try await runSoakBenchmark()
     }
 } catch {
     print("reachability-bench: \(error)")
@@ -121,4 +128,20 @@ func runConnectivityBenchmark() throws {
     let interval = ConnectivityBenchmark.interval
     print("   stable path, interval \(interval) s: \(result.stableProbes) probes in \(stable) s = \(format(Double(result.stableProbes) * 3600 / Double(stable), 0)) per hour (goal 3600 / interval = \(3600 / interval))")
     print("   idle RSS: \(result.rssWithoutKiB) KiB without [connectivity], \(result.rssWithKiB) KiB with the probe (after it answered)")
+}
+
+@MainActor
+func runSoakBenchmark() async throws {
+    let changes = settings["soak-changes"]!
+    print("\n== 9. Soak: \(changes) kernel changes in bursts of about 2,100 (address, route, link), a probe, a pinned host, /metrics scraped every 200 ms,")
+    print("   three reachctl watch --json on the private socket, one stopped and resumed every 500 ms")
+    let result = try await DaemonSoak(changes: changes, warmUpChanges: max(changes / 10, 2_100), reachd: reachd, reachctl: reachctl).run()
+    print("   churn: \(format(result.churnSeconds, 1)) s, \(result.scrapes) scrapes; the daemon settled (probe and trust round) \(format(result.settleMilliseconds, 0)) ms after the last change")
+    print("   reachd after the warm-up: \(result.warm)")
+    print("   reachd at the end:        \(result.end)")
+    print("   growth: anonymous \(result.end.anonymousKiB - result.warm.anonymousKiB) KiB (goal < 1024), descriptors \(result.end.descriptors - result.warm.descriptors), threads \(result.end.threads - result.warm.threads) (goal 0 each)")
+    print("   subscriber   documents   holds the daemon's last document (ms after the last change)")
+    for subscriber in result.subscribers {
+        print("   \(subscriber.name.padding(toLength: 11, withPad: " ", startingAt: 0))  \(String(subscriber.documents).padding(toLength: 10, withPad: " ", startingAt: 0))  \(subscriber.lastStateMilliseconds.map { format($0, 0) } ?? "NEVER (stale)")")
+    }
 }

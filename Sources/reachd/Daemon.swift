@@ -1,4 +1,5 @@
 import CSystemd
+import DaemonCore
 import Dispatch
 import FoundationEssentials
 import Netlink
@@ -21,7 +22,7 @@ final class Daemon: ReachabilityObjectDelegate {
 
     let configFile: String
     let loop: EventLoop
-    let object = ReachabilityObject()
+    let object: ReachabilityObject
     let mailbox = Mailbox<Message>()
 
     private var configuration: DaemonConfiguration
@@ -35,31 +36,17 @@ final class Daemon: ReachabilityObjectDelegate {
     private var recheckTimer: EventLoop.Timer!
 
     private let helper: TrustHelper?
+    /// When rounds and report deliveries run in reachd-trust.
+    private var trust: TrustScheduler!
     private var trustRound: TrustRound?
-    private var trustGeneration = 0
-    /// A round or a delivery runs in reachd-trust: one at a time (both send reports).
-    private var helperRunning = false
-    private var trustAgain = false
     private var lastRecheckRequest: ContinuousClock.Instant?
-    private var trustTimer: EventLoop.Timer!
     /// Warnings about the config (a pin set with no backup key) come with every
     /// round; the log says each once per config loaded.
     private var loggedTrustWarnings: Set<String> = []
 
-    /// Pin-failure reports waiting for their collectors, and when they are tried
-    /// again: 15 s after a new one, doubling to an hour (and on every path change).
-    private var reportsPending = 0
-    private var deliveryTimer: EventLoop.Timer!
-    private var deliveryBackoff = Daemon.firstDeliveryRetry
-    static let firstDeliveryRetry = Duration.seconds(15)
-    static let lastDeliveryRetry = Duration.seconds(3600)
-
     private var connectivity: ConnectivityChecker!
     /// Without a probe, CONTRACT.md's evidence of `full`: a host's chain validated in the latest round.
     private var trustValidated = false
-    /// A round asked for while the first probe of a new way out is out: it waits for
-    /// the verdict, so that a portal's interception is not judged an attack.
-    private var trustAfterProbe: String?
 
     private var metrics = DaemonMetrics()
     private var metricsServer: MetricsServer?
@@ -74,20 +61,37 @@ final class Daemon: ReachabilityObjectDelegate {
         self.helper = helper
         self.loop = loop
         engine = try PathEngine(options: configuration.monitor)
+        object = try ReachabilityObject(loop: loop)
         object.delegate = self
         recheckTimer = try loop.timer { [unowned self] in recheckDue() }
-        trustTimer = try loop.timer { [unowned self] in startTrustCheck(reason: "interval") }
-        deliveryTimer = try loop.timer { [unowned self] in startDelivery(reason: "retry") }
         let mailbox = mailbox
         connectivity = try ConnectivityChecker(options: configuration.connectivity, loop: loop) {
             mailbox.post(.probed(generation: $0, verdict: $1))
         }
+        let roundTimer = try loop.timer { [unowned self] in trust.requestRound("interval") }
+        let deliveryTimer = try loop.timer { [unowned self] in trust.requestDelivery("retry") }
+        trust = TrustScheduler(
+            isEnabled: Self.checksTrust(configuration, helper), canDeliver: helper != nil,
+            recheck: Self.recheck(configuration), interval: .seconds(configuration.trust.interval),
+            roundTimer: .init(arm: { roundTimer.arm(after: $0) }, disarm: { roundTimer.disarm() }),
+            deliveryTimer: .init(arm: { deliveryTimer.arm(after: $0) }, disarm: { deliveryTimer.disarm() }),
+            isAwaitingProbe: { [unowned self] in connectivity.schedule.isAwaitingFirstVerdict },
+            start: { [unowned self] job, reason in startHelper(job, reason: reason) })
         try loop.onReadable(mailbox.descriptor) { [unowned self] in
             for message in mailbox.take() { handle(message) }
         }
         try watchEngine()
         try startMetrics(configuration.metrics)
         updateReportsPending(configuration.trust.reportsPending)
+    }
+
+    /// Whether trust is checked at all: hosts configured and the helper there.
+    private static func checksTrust(_ configuration: DaemonConfiguration, _ helper: TrustHelper?) -> Bool {
+        configuration.trust.hosts > 0 && helper != nil
+    }
+
+    private static func recheck(_ configuration: DaemonConfiguration) -> TrustScheduler.Recheck {
+        TrustScheduler.Recheck(rawValue: configuration.trust.recheck) ?? .onChange
     }
 
     private func watchEngine() throws {
@@ -120,8 +124,7 @@ final class Daemon: ReachabilityObjectDelegate {
         }
     }
 
-    /// Whether trust is checked at all: hosts configured and the helper there.
-    private var checksTrust: Bool { configuration.trust.hosts > 0 && helper != nil }
+    private var checksTrust: Bool { trust.isEnabled }
 
     // MARK: The path
 
@@ -130,28 +133,21 @@ final class Daemon: ReachabilityObjectDelegate {
     func publishCurrentPath() {
         var path = engine.evaluateDefaultPath()
         path.source = .daemon
-        path.trust = trustSummary
         path.initial = false
         connectivity.observe(path)
         guard publish(path) else { return }
-        // The first path starts the first round whatever `recheck` says (with
-        // "interval" alone there would be no verdict for an interval); after it,
-        // path changes do unless only the interval should.
-        if !isReady {
-            startTrustCheck(reason: "start")
-        } else if configuration.trust.recheck != "interval" {
-            startTrustCheck(reason: "path change")
-        } else {
-            startDelivery(reason: "path change")
-        }
+        trust.pathChanged(first: !isReady)
         isReady = true
     }
 
-    /// Publishes `fresh` with its connectivity when the document differs from the
-    /// current one (a connectivity change is one StatusChanged, like any other).
+    /// Publishes `fresh` with the current trust verdict and connectivity when the
+    /// document differs from the current one. Every change of the document goes
+    /// through here — a path, connectivity or trust change is one StatusChanged —
+    /// so that what subscribers hold is always what `Describe()` answers.
     @discardableResult
     private func publish(_ fresh: Path) -> Bool {
         var path = fresh
+        path.trust = trustSummary
         // Without a probe, CONTRACT.md's evidence of `full` is a host validated in the latest round.
         (path.connectivity, path.portal) = connectivity.schedule.state(of: path, unprobed: trustValidated ? .full : .unknown)
         if let current {
@@ -160,8 +156,7 @@ final class Daemon: ReachabilityObjectDelegate {
         }
         let before = current?.connectivity
         current = path
-        object.update(properties(of: path))
-        object.emit("StatusChanged", path.status.rawValue, path.jsonString())
+        object.publish(properties(of: path), status: path.status.rawValue, document: path.jsonString())
         metrics.pathChanges += 1
         metricsChanged()
         let line = Self.describe(path)
@@ -176,19 +171,14 @@ final class Daemon: ReachabilityObjectDelegate {
         return true
     }
 
-    /// Connectivity may have changed without the path (a probe answered, a round
-    /// validated): publish it; leaving or entering a portal re-judges trust.
-    private func refreshConnectivity() {
+    /// Connectivity or trust may have changed without the path (a probe answered, a
+    /// round ended): publish the document; leaving or entering a portal re-judges trust.
+    private func republish() {
         guard let path = current else { return }
         let before = path.connectivity
         publish(path)
         let after = current?.connectivity ?? before
-        if let reason = trustAfterProbe, !connectivity.schedule.isAwaitingFirstVerdict {
-            trustAfterProbe = nil
-            startTrustCheck(reason: reason)
-        } else if (before == .portal) != (after == .portal) {
-            startTrustCheck(reason: "connectivity \(after.rawValue)")
-        }
+        trust.connectivityPublished(portalChanged: (before == .portal) != (after == .portal), connectivity: after.rawValue)
     }
 
     private func properties(of path: Path) -> ReachabilityObject.Properties {
@@ -235,36 +225,29 @@ final class Daemon: ReachabilityObjectDelegate {
         return TrustSummary(rawValue: trustRound.overall) ?? .unknown
     }
 
-    /// Runs a round in reachd-trust; a round asked for while one runs follows it.
-    private func startTrustCheck(reason: String) {
-        guard checksTrust, let helper else { return }
-        if connectivity.schedule.isAwaitingFirstVerdict {
-            trustAfterProbe = reason
-            return
-        }
-        if helperRunning {
-            trustAgain = true
-            return
-        }
-        trustAfterProbe = nil
-        let path = current.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
-        Log.debug("trust: checking \(configuration.trust.hosts) hosts (\(reason))")
-        trustGeneration += 1
-        let generation = trustGeneration
+    /// Starts reachd-trust for what the scheduler asks; false when it could not start.
+    private func startHelper(_ job: TrustScheduler.Job, reason: String) -> Bool {
+        guard let helper else { return false }
         do {
-            try helper.startCheck(configFile, path: path, on: loop) { [unowned self] result in
-                finishTrustCheck(result, generation: generation)
+            switch job {
+            case .round:
+                Log.debug("trust: checking \(configuration.trust.hosts) hosts (\(reason))")
+                let path = current.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
+                try helper.startCheck(configFile, path: path, on: loop) { [unowned self] result in finishRound(job, result) }
+            case .delivery:
+                Log.debug("trust: delivering \(trust.reportsPending) waiting reports (\(reason))")
+                try helper.startDelivery(configFile, on: loop) { [unowned self] result in finishDelivery(result) }
             }
-            helperRunning = true
+            return true
         } catch {
             Log.error("trust: \(error)")
+            return false
         }
     }
 
-    private func finishTrustCheck(_ result: Result<TrustRound, TrustHelper.Failure>, generation: Int) {
-        helperRunning = false
+    private func finishRound(_ job: TrustScheduler.Job, _ result: Result<TrustRound, TrustHelper.Failure>) {
         // A round started before a reload is stale.
-        if generation == trustGeneration {
+        if trust.finished(job) {
             switch result {
             case let .success(round):
                 trustValidated = round.summaries.contains { TrustHostSummary.validatedVerdicts.contains($0.verdict) }
@@ -273,54 +256,28 @@ final class Daemon: ReachabilityObjectDelegate {
                 trustValidated = false
                 forgetTrust(failure)
             }
-            refreshConnectivity()
+            republish()
         }
-        if configuration.trust.recheck != "on-change" { trustTimer.arm(after: .seconds(configuration.trust.interval)) }
-        if trustAgain {
-            trustAgain = false
-            startTrustCheck(reason: "changed while checking")
-        }
+        trust.runWaitingRound(after: job)
     }
 
-    /// Sends the waiting reports (a round does it too, so none runs beside one).
-    private func startDelivery(reason: String) {
-        guard reportsPending > 0, let helper, !helperRunning else { return }
-        Log.debug("trust: delivering \(reportsPending) waiting reports (\(reason))")
-        do {
-            try helper.startDelivery(configFile, on: loop) { [unowned self] result in
-                helperRunning = false
-                switch result {
-                case let .success(delivery):
-                    if delivery.delivered > 0 { Log.notice("trust: \(delivery.delivered) waiting reports delivered") }
-                    for warning in delivery.warnings { Log.info("trust: \(warning)") }
-                    updateReportsPending(delivery.reportsPending)
-                case let .failure(failure):
-                    Log.error("trust: \(failure)")
-                    updateReportsPending(reportsPending)
-                }
-                if trustAgain {
-                    trustAgain = false
-                    startTrustCheck(reason: "changed while delivering")
-                }
-            }
-            helperRunning = true
-        } catch {
-            Log.error("trust: \(error)")
+    private func finishDelivery(_ result: Result<TrustDelivery, TrustHelper.Failure>) {
+        trust.finished(.delivery)
+        switch result {
+        case let .success(delivery):
+            if delivery.delivered > 0 { Log.notice("trust: \(delivery.delivered) waiting reports delivered") }
+            for warning in delivery.warnings { Log.info("trust: \(warning)") }
+            updateReportsPending(delivery.reportsPending)
+        case let .failure(failure):
+            Log.error("trust: \(failure)")
+            updateReportsPending(trust.reportsPending)
         }
+        trust.runWaitingRound(after: .delivery)
     }
 
-    /// Re-arms the retry: sooner when a new report arrived, later after each
-    /// attempt that left reports waiting, not at all when none wait.
     private func updateReportsPending(_ count: Int) {
-        if count > reportsPending { deliveryBackoff = Self.firstDeliveryRetry }
-        reportsPending = count
+        trust.reportsPending(count)
         metricsChanged()
-        guard count > 0, helper != nil else {
-            deliveryBackoff = Self.firstDeliveryRetry
-            return deliveryTimer.disarm()
-        }
-        deliveryTimer.arm(after: deliveryBackoff)
-        deliveryBackoff = min(deliveryBackoff * 2, Self.lastDeliveryRetry)
     }
 
     private func publishTrust(_ round: TrustRound) {
@@ -349,15 +306,11 @@ final class Daemon: ReachabilityObjectDelegate {
         announceTrust()
     }
 
-    /// The verdict changed: the log, the Trust property, TrustChanged and the metrics.
+    /// The verdict changed: the log, TrustChanged and the metrics. The path
+    /// document carries the verdict too: the caller republishes it.
     private func announceTrust() {
         Log.notice("trust: \(trustSummary.rawValue)")
-        if var path = current {
-            path.trust = trustSummary
-            current = path
-            object.update(properties(of: path))
-        }
-        object.emit("TrustChanged", trustSummary.rawValue, trustStatus())
+        object.publishTrust(trustSummary.rawValue, document: trustStatus())
         metricsChanged()
     }
 
@@ -368,7 +321,7 @@ final class Daemon: ReachabilityObjectDelegate {
             answerRoute(pending.destination, addresses: addresses, reply: pending.reply)
         case let .probed(generation, verdict):
             guard connectivity.schedule.finish(generation, verdict) else { return }
-            refreshConnectivity()
+            republish()
             connectivity.answerWaiters(with: current?.connectivity)
         }
     }
@@ -420,7 +373,7 @@ final class Daemon: ReachabilityObjectDelegate {
 
     /// `{"hosts": [...], "reports-pending": N, "trust": "..."}` (keys sorted, as reachd-trust writes them).
     func trustStatus() -> String {
-        "{\"hosts\":\(trustRound?.hosts ?? "[]"),\"reports-pending\":\(reportsPending),\"trust\":\"\(trustSummary.rawValue)\"}"
+        "{\"hosts\":\(trustRound?.hosts ?? "[]"),\"reports-pending\":\(trust.reportsPending),\"trust\":\"\(trustSummary.rawValue)\"}"
     }
 
     func recheckTrust() throws(BusMethodError) {
@@ -429,7 +382,7 @@ final class Daemon: ReachabilityObjectDelegate {
             throw .limitsExceeded("RecheckTrust is rate-limited to once per 10 s")
         }
         lastRecheckRequest = .now
-        startTrustCheck(reason: "RecheckTrust")
+        trust.requestRound("RecheckTrust")
     }
 
     func checkConnectivity(reply: @escaping (Result<String, BusMethodError>) -> Void) {
@@ -462,20 +415,18 @@ final class Daemon: ReachabilityObjectDelegate {
         metrics.earlierOverruns += engine.statistics.overruns
         engine = freshEngine
         try watchEngine()
-        if fresh.connectivity != configuration.connectivity {
-            trustAfterProbe = nil
-            connectivity.reconfigure(fresh.connectivity)
-        }
+        let connectivityChanged = fresh.connectivity != configuration.connectivity
+        trust.reconfigure(isEnabled: Self.checksTrust(fresh, helper), canDeliver: helper != nil, recheck: Self.recheck(fresh),
+                          interval: .seconds(fresh.trust.interval), connectivityChanged: connectivityChanged)
+        if connectivityChanged { connectivity.reconfigure(fresh.connectivity) }
         configuration = fresh
-        trustGeneration += 1
         trustRound = nil
         trustValidated = false
         loggedTrustWarnings = []
-        trustTimer.disarm()
         updateReportsPending(fresh.trust.reportsPending)
         Log.notice("reloaded \(configFile)")
         publishCurrentPath()
-        startTrustCheck(reason: "reload")
+        trust.requestRound("reload")
     }
 
     // MARK: Metrics
@@ -501,7 +452,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func metricsFamilies() -> [MetricFamily] {
         metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
                                              trust: trustSummary, round: checksTrust ? trustRound : nil,
-                                             overruns: engine.statistics.overruns, reportsPending: reportsPending))
+                                             overruns: engine.statistics.overruns, reportsPending: trust.reportsPending))
     }
 
     /// The textfile follows every change (the listener renders at each scrape).

@@ -41,9 +41,10 @@ int reachd_bus_reply_empty(sd_bus_message *call);
 int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, const char *first, const char *second);
 
 /* Client side: calls a method of the interface taking zero or one string, returning zero or one string.
- * *result is malloc'ed (free it) or NULL when the method returns nothing. */
+ * *result is malloc'ed (free it) or NULL when the method returns nothing. *reply_cookie (unless NULL) is
+ * the reply's serial: the daemon's signals with a lower one were sent before the reply. */
 int reachd_bus_call(sd_bus *bus, const char *destination, const char *member, const char *argument,
-                    uint64_t timeout_usec, char **result, sd_bus_error *error);
+                    uint64_t timeout_usec, char **result, uint64_t *reply_cookie, sd_bus_error *error);
 
 /* Reads one or two strings of a message (second may be NULL). */
 int reachd_bus_read(sd_bus_message *message, const char **first, const char **second);

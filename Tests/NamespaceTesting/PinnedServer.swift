@@ -1,12 +1,13 @@
 import Foundation
-import NamespaceTesting
-import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// pinned.test: a CA and a server certificate made by openssl, served by
 /// `openssl s_server` from a router namespace (an independent TLS peer).
-enum PinnedServer {
+public enum PinnedServer {
     /// A CA and a server certificate for pinned.test, made by openssl in `directory`.
-    static func makePKI(in directory: URL) throws {
+    public static func makePKI(in directory: URL) throws {
         let script = """
             set -e
             cd '\(directory.path)'
@@ -20,7 +21,7 @@ enum PinnedServer {
     }
 
     /// The SPKI pins (`sha256/…`) of the server's and the CA's key.
-    static func pins(in directory: URL) throws -> [String] {
+    public static func pins(in directory: URL) throws -> [String] {
         try ["leaf.pem", "ca.pem"].map { file in
             "sha256/" + (try run(["/bin/sh", "-c", "openssl x509 -in '\(directory.appendingPathComponent(file).path)' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64"]).output
                 .trimmingCharacters(in: .whitespacesAndNewlines))
@@ -29,7 +30,7 @@ enum PinnedServer {
 
     /// `openssl s_server` for pinned.test on 10.1.0.1:8443 in `router`, once it listens,
     /// presenting `certificate`.pem (and its key): `leaf`, or another made in `directory`.
-    static func serve(in router: TestNamespace, from directory: URL, certificate: String = "leaf") async throws -> Process {
+    public static func serve(in router: TestNamespace, from directory: URL, certificate: String = "leaf") async throws -> Process {
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         server.arguments = ["ip", "netns", "exec", router.name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
@@ -39,12 +40,20 @@ enum PinnedServer {
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
         try server.run()
-        #expect(try await eventually { !(try router.exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty) })
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try router.exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty {
+            guard ContinuousClock.now < deadline else {
+                kill(server.processIdentifier, SIGKILL)
+                server.waitUntilExit()
+                throw CommandFailure(command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
         return server
     }
 
     /// A reachd.toml in `directory` whose one host is pinned.test on 10.1.0.1:8443 with `pins`.
-    static func config(pins: [String], in directory: URL) throws -> URL {
+    public static func config(pins: [String], in directory: URL) throws -> URL {
         let config = directory.appendingPathComponent("reachd.toml")
         try """
             [trust]

@@ -1,0 +1,28 @@
+/// One connection the object is served on (the bus, or a peer of the private
+/// socket), and what it has been sent of the object's state.
+///
+/// The object's signals carry state, not history: a connection that cannot take
+/// more now — its socket is full, or it has not finished authenticating — is not
+/// queued further. Once it can, it is sent what changed since, in one go. So
+/// whatever a subscriber missed in between, the last thing it holds is the
+/// object's current state, and a slow reader costs the daemon a socket buffer
+/// and one partly written message, never a backlog.
+final class Subscriber {
+    let connection: BusConnection
+    /// What the connection holds, as far as the daemon is concerned: it was
+    /// handed to sd-bus (and so reaches the peer in order, or not at all).
+    var sent: ReachabilityObject.State
+    /// Since when a change is waiting for the connection to take more; nil while it keeps up.
+    var behindSince: ContinuousClock.Instant?
+
+    init(connection: BusConnection, holding state: ReachabilityObject.State) {
+        self.connection = connection
+        sent = state
+    }
+
+    /// Nothing of it waits in sd-bus's queue: what is sent now goes straight to
+    /// the kernel. A message is queued in user space only when the socket is full.
+    var canTakeMore: Bool { connection.isReady && connection.queuedOutgoing == 0 }
+
+    var isBehind: Bool { behindSince != nil }
+}

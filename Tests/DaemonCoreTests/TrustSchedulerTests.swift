@@ -1,0 +1,124 @@
+import DaemonCore
+import Testing
+
+/// The trust schedule without a loop: a fake helper that records what was
+/// started, and timers that record how they were armed.
+@Suite("trust schedule")
+struct TrustSchedulerTests {
+    final class Harness {
+        var started: [(TrustScheduler.Job, String)] = []
+        var roundTimer: [Duration?] = []
+        var deliveryTimer: [Duration?] = []
+        var awaitingProbe = false
+        var helperStarts = true
+        var scheduler: TrustScheduler!
+
+        init(enabled: Bool = true, recheck: TrustScheduler.Recheck = .onChange) {
+            scheduler = TrustScheduler(
+                isEnabled: enabled, canDeliver: true, recheck: recheck, interval: .seconds(60),
+                roundTimer: .init(arm: { [unowned self] in roundTimer.append($0) }, disarm: { [unowned self] in roundTimer.append(nil) }),
+                deliveryTimer: .init(arm: { [unowned self] in deliveryTimer.append($0) }, disarm: { [unowned self] in deliveryTimer.append(nil) }),
+                isAwaitingProbe: { [unowned self] in awaitingProbe },
+                start: { [unowned self] job, reason in
+                    started.append((job, reason))
+                    return helperStarts
+                })
+        }
+
+        var reasons: [String] { started.map(\.1) }
+    }
+
+    @Test("the first path starts a round whatever recheck says; later ones follow it")
+    func firstPath() {
+        let harness = Harness(recheck: .interval)
+        harness.scheduler.pathChanged(first: true)
+        #expect(harness.reasons == ["start"])
+        #expect(harness.scheduler.finished(.round(generation: 1)))
+        #expect(harness.roundTimer == [.seconds(60)], "interval: the next round an interval later")
+        harness.scheduler.pathChanged(first: false)
+        #expect(harness.reasons == ["start"], "interval only: a path change runs no round, and no delivery with none waiting")
+    }
+
+    @Test("one helper at a time: a round asked for while one runs follows it, once")
+    func oneAtATime() {
+        let harness = Harness()
+        harness.scheduler.requestRound("path change")
+        harness.scheduler.requestRound("path change")
+        harness.scheduler.requestRound("RecheckTrust")
+        #expect(harness.started.count == 1)
+        let job = harness.started[0].0
+        #expect(harness.scheduler.finished(job))
+        #expect(harness.roundTimer.isEmpty, "on-change: no interval round")
+        harness.scheduler.runWaitingRound(after: job)
+        #expect(harness.reasons == ["path change", "changed while checking"])
+        harness.scheduler.runWaitingRound(after: job)
+        #expect(harness.started.count == 2)
+    }
+
+    @Test("a round waits for the first connectivity verdict of a new way out")
+    func waitsForProbe() {
+        let harness = Harness()
+        harness.awaitingProbe = true
+        harness.scheduler.requestRound("path change")
+        #expect(harness.started.isEmpty)
+        harness.scheduler.connectivityPublished(portalChanged: false, connectivity: "unknown")
+        #expect(harness.started.isEmpty, "still waiting")
+        harness.awaitingProbe = false
+        harness.scheduler.connectivityPublished(portalChanged: true, connectivity: "portal")
+        #expect(harness.reasons == ["path change"], "the round that waited, not a second one")
+        _ = harness.scheduler.finished(harness.started[0].0)
+        harness.scheduler.connectivityPublished(portalChanged: true, connectivity: "full")
+        #expect(harness.reasons == ["path change", "connectivity full"])
+    }
+
+    @Test("a round of an earlier config is stale")
+    func staleAfterReload() {
+        let harness = Harness()
+        harness.scheduler.requestRound("start")
+        harness.scheduler.reconfigure(isEnabled: true, canDeliver: true, recheck: .both, interval: .seconds(30), connectivityChanged: false)
+        #expect(!harness.scheduler.finished(harness.started[0].0))
+        #expect(harness.roundTimer == [nil, .seconds(30)])
+        harness.scheduler.requestRound("reload")
+        #expect(harness.scheduler.finished(harness.started[1].0))
+    }
+
+    @Test("waiting reports: retried 15 s after a new one, doubling to an hour, never beside a round")
+    func deliveryBackoff() {
+        let harness = Harness()
+        harness.scheduler.reportsPending(1)
+        harness.scheduler.reportsPending(1)
+        harness.scheduler.reportsPending(1)
+        #expect(harness.deliveryTimer == [.seconds(15), .seconds(30), .seconds(60)])
+        harness.scheduler.reportsPending(2)
+        #expect(harness.deliveryTimer.last == .seconds(15), "a new report: soon again")
+        for _ in 0..<12 { harness.scheduler.reportsPending(2) }
+        #expect(harness.deliveryTimer.last == .seconds(3600))
+        harness.scheduler.requestRound("path change")
+        harness.scheduler.requestDelivery("retry")
+        #expect(harness.reasons == ["path change"], "the helper is busy: the round delivers too")
+        _ = harness.scheduler.finished(harness.started[0].0)
+        harness.scheduler.requestDelivery("retry")
+        #expect(harness.started.last?.0 == .delivery)
+        harness.scheduler.requestRound("path change")
+        harness.scheduler.finished(.delivery)
+        harness.scheduler.runWaitingRound(after: .delivery)
+        #expect(harness.reasons.last == "changed while delivering")
+        harness.scheduler.reportsPending(0)
+        #expect(harness.deliveryTimer.last == .some(nil), "none waiting: no retry")
+    }
+
+    @Test("without hosts no round runs; a helper that cannot start is not running")
+    func disabledAndFailures() {
+        let disabled = Harness(enabled: false)
+        disabled.scheduler.pathChanged(first: true)
+        disabled.scheduler.requestRound("RecheckTrust")
+        #expect(disabled.started.isEmpty)
+        let failing = Harness()
+        failing.helperStarts = false
+        failing.scheduler.requestRound("start")
+        #expect(failing.scheduler.running == nil)
+        failing.helperStarts = true
+        failing.scheduler.requestRound("start")
+        #expect(failing.scheduler.running != nil)
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// DESIGN.md principle 5: coalescing is allowed, a stale last state is not. Every
+/// kind of subscriber — `reachctl watch` and `ReachabilityClient` on the private
+/// socket and on a bus broker, some paused while the kernel churns so that their
+/// sockets fill — ends on the document `Describe()` answers, whatever the last
+/// change was: the path, connectivity alone, or trust alone.
+@Suite("the publish path converges", .serialized)
+struct PublishConvergenceTests {
+    /// One `reachctl watch --json`, its lines in a file.
+    final class Watcher {
+        let process = Process()
+        let file: URL
+        let name: String
+
+        init(_ name: String, endpoint: String, in directory: URL) throws {
+            self.name = name
+            file = directory.appendingPathComponent("watch-\(name).jsonl")
+            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+            process.executableURL = URL(fileURLWithPath: DaemonProcess.reachctl)
+            process.arguments = ["watch", "--json", "--bus", endpoint]
+            process.standardOutput = try FileHandle(forWritingTo: file)
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+
+        var lines: [Substring] { ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n") }
+        var last: Path? { lines.last.flatMap { try? JSONDecoder().decode(Path.self, from: Data($0.utf8)) } }
+        func pause() { kill(process.processIdentifier, SIGSTOP) }
+        func resume() { kill(process.processIdentifier, SIGCONT) }
+
+        func stop() {
+            resume()
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// An in-process `ReachabilityClient`: its `paths` stream and an `onChange` callback.
+    final class InProcess: Sendable {
+        final class Latest: Sendable {
+            private let value = Mutex<Path?>(nil)
+            var path: Path? { value.withLock { $0 } }
+            func set(_ path: Path) { value.withLock { $0 = path } }
+        }
+
+        let client: ReachabilityClient
+        let fromStream = Latest()
+        let fromCallback = Latest()
+        let task: Task<Void, Never>
+        let token: Int
+
+        init(address: String) {
+            let client = ReachabilityClient(endpoint: .address(address))
+            self.client = client
+            let fromStream = fromStream
+            task = Task.detached {
+                for await path in client.paths { fromStream.set(path) }
+            }
+            let fromCallback = fromCallback
+            token = client.onChange(queue: DispatchQueue(label: "convergence")) { fromCallback.set($0) }
+        }
+
+        func stop() {
+            task.cancel()
+            client.cancel(token)
+        }
+    }
+
+    /// 1,500 changes in one go: the route, the address and the link bounce, as
+    /// fast as `ip -batch` makes them (enough to overrun netlink now and then and
+    /// to fill a paused subscriber's socket), ending with the default route there or not
+    /// (`ip -force` goes on past the commands the kernel refuses: a route on a link that is down).
+    static func burst(_ namespace: TestNamespace, routeAtEnd: Bool) throws {
+        // The previous burst's /32s go first, so that this one changes the document again.
+        var commands = (0..<250).map { "addr del 10.9.\($0 / 250).\($0 % 250 + 1)/32 dev eth0" }
+        for round in 0..<250 {
+            commands += ["route del default", "addr del 10.1.0.2/24 dev eth0", "addr add 10.1.0.2/24 dev eth0",
+                         "link set dev eth0 down", "link set dev eth0 up", "addr add 10.9.\(round / 250).\(round % 250 + 1)/32 dev eth0",
+                         "route add default via 10.1.0.1 dev eth0"]
+        }
+        if !routeAtEnd { commands.append("route del default") }
+        _ = try run(["ip", "-n", namespace.name, "-force", "-batch", "-"], check: false, input: commands.joined(separator: "\n") + "\n")
+    }
+
+    @Test("every subscriber ends on Describe(): after a path change, a connectivity-only change and a trust-only change, through bursts with paused readers",
+          .timeLimit(.minutes(5)))
+    func convergence() async throws {
+        try await withScratch { scratch in
+            chmod(scratch.path, 0o755)
+            try PinnedServer.makePKI(in: scratch)
+            let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
+            let handle = try FileHandle(forWritingTo: config)
+            handle.seekToEndOfFile()
+            handle.write(Data(ConnectivityTests.connectivity(uri: "http://10.1.0.1/generate_204", interval: "10s").utf8))
+            try handle.close()
+            let bus = try TestSystemBus(directory: scratch)
+            defer { bus.stop() }
+            try await withNamespaces("rdconv", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let http = try await HTTPProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "204")
+                defer { http.stop() }
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--config", config.path, "--bus", bus.address])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                let describe = { ConnectivityTests.path(daemon) }
+                #expect(await eventually(.seconds(20)) { describe()?.connectivity == .full })
+
+                let watchers = try [Watcher("socket", endpoint: daemon.socket, in: scratch),
+                                    Watcher("socket-paused", endpoint: daemon.socket, in: scratch),
+                                    Watcher("bus", endpoint: bus.address, in: scratch),
+                                    Watcher("bus-paused", endpoint: bus.address, in: scratch)]
+                defer { watchers.forEach { $0.stop() } }
+                let inProcess = [InProcess(address: daemon.address), InProcess(address: bus.address)]
+                defer { inProcess.forEach { $0.stop() } }
+                #expect(await eventually { watchers.allSatisfy { !$0.lines.isEmpty } })
+                let paused = watchers.filter { $0.name.hasSuffix("paused") }
+
+                /// Every subscriber's last path is the daemon's, within 1 s of the
+                /// kernel going quiet (of being resumed, for the paused ones).
+                func expectConverged(_ kind: String, sourceLocation: SourceLocation = #_sourceLocation) async {
+                    guard let want = describe() else {
+                        Issue.record("\(kind): Describe() did not answer", sourceLocation: sourceLocation)
+                        return
+                    }
+                    func holds(_ path: Path?) -> Bool { path.map { $0.isSamePath(as: want) } ?? false }
+                    let converged = await eventually(.seconds(1)) {
+                        watchers.allSatisfy { holds($0.last) }
+                            && inProcess.allSatisfy { holds($0.fromStream.path) && holds($0.fromCallback.path) }
+                    }
+                    let stale = watchers.filter { !holds($0.last) }.map { "\($0.name): \(PathSummary.of($0.last))" }
+                        + inProcess.enumerated().flatMap { index, client in
+                            [("stream", client.fromStream.path), ("onChange", client.fromCallback.path)]
+                                .filter { !holds($0.1) }.map { "client \(index) \($0.0): \(PathSummary.of($0.1))" }
+                        }
+                    #expect(converged, "\(kind): stale subscribers \(stale); daemon \(PathSummary(want)); \(daemon.log.suffix(1500))",
+                            sourceLocation: sourceLocation)
+                }
+
+                // 1. The last change is the path: the default route goes.
+                paused.forEach { $0.pause() }
+                try Self.burst(ns[0], routeAtEnd: false)
+                #expect(await eventually { describe()?.status == .unreachable })
+                try await Task.sleep(for: .milliseconds(600))  // the IPv4 re-checks after a removal
+                paused.forEach { $0.resume() }
+                await expectConverged("path")
+
+                // 2. The last change is connectivity alone: the route comes back, the
+                // probe answers a moment later (trust stays unknown: its server is down).
+                paused.forEach { $0.pause() }
+                try Self.burst(ns[0], routeAtEnd: true)
+                #expect(await eventually(.seconds(20)) { describe()?.connectivity == .full })
+                try await Task.sleep(for: .seconds(3))  // the trust round that follows the probe
+                paused.forEach { $0.resume() }
+                await expectConverged("connectivity")
+                let keepingUp = watchers[0].lines.suffix(2).compactMap { try? JSONDecoder().decode(Path.self, from: Data($0.utf8)) }
+                #expect(keepingUp.count == 2 && keepingUp[0].connectivity != .full && keepingUp[1].connectivity == .full
+                        && keepingUp[0].trust == keepingUp[1].trust && keepingUp[0].interfaces == keepingUp[1].interfaces,
+                        "the last change was connectivity alone: \(keepingUp.map(PathSummary.init))")
+
+                // 3. The last change is trust alone: the pinned server comes up, a recheck validates it.
+                let tls = try await PinnedServer.serve(in: ns[1], from: scratch)
+                defer { kill(tls.processIdentifier, SIGKILL); tls.waitUntilExit() }
+                paused.forEach { $0.pause() }
+                try daemon.busctl(["call", "io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1", "RecheckTrust"])
+                #expect(await eventually(.seconds(20)) { describe()?.trust == .ok }, "\(daemon.log.suffix(1500))")
+                paused.forEach { $0.resume() }
+                await expectConverged("trust")
+                let last = watchers[0].last
+                #expect(last?.trust == .ok && last?.connectivity == .full, "a trust-only change is a StatusChanged too")
+            }
+        }
+    }
+}
+
+extension PublishConvergenceTests {
+    /// The short form of `reachability-bench --only-soak 1` (BENCHMARKS.md): it
+    /// fails on a subscriber left on a stale state and on anything reachd keeps.
+    @Test("soak: 20,000 changes with a probe, a pinned host, scrapes and a paused subscriber; every subscriber converges, nothing leaks",
+          .timeLimit(.minutes(5)))
+    func soak() async throws {
+        let result = try await DaemonSoak(changes: 20_000, warmUpChanges: 4_000, reachd: DaemonProcess.binary,
+                                          reachctl: DaemonProcess.reachctl).run()
+        print("soak: \(result.changes) changes in \(result.churnSeconds) s, \(result.scrapes) scrapes; warm \(result.warm); end \(result.end); "
+              + "settled \(result.settleMilliseconds) ms after the last change; "
+              + result.subscribers.map { "\($0.name) \($0.documents) documents, last state after \($0.lastStateMilliseconds.map { "\($0) ms" } ?? "never")" }.joined(separator: "; "))
+        #expect(result.converged, "a subscriber was left on a stale state: \(result.subscribers)")
+        #expect(result.end.anonymousKiB - result.warm.anonymousKiB < 1024, "anonymous memory grew: \(result.warm) → \(result.end)")
+        #expect(result.end.descriptors == result.warm.descriptors, "descriptors: \(result.warm) → \(result.end)")
+        #expect(result.end.threads <= result.warm.threads, "threads: \(result.warm) → \(result.end)")
+        #expect(result.scrapes > 0)
+    }
+}
+
+/// What a failure message shows of a path.
+struct PathSummary: CustomStringConvertible {
+    let path: Path
+    init(_ path: Path) { self.path = path }
+    static func of(_ path: Path?) -> String { path.map { "\(PathSummary($0))" } ?? "none" }
+    var description: String {
+        "\(path.status.rawValue)/\(path.connectivity.rawValue)/trust \(path.trust.rawValue)/\(path.interfaces.flatMap(\.addresses).count) addresses"
+    }
+}
