@@ -115,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "reachability-bench",
             dependencies: [
-                "ReachabilityCore", "ReachabilityBus", "Netlink", "NamespaceTesting", "ServerTrust",
+                "ReachabilityCore", "ReachabilityBus", "ReachabilityClient", "Netlink", "NamespaceTesting", "ServerTrust",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

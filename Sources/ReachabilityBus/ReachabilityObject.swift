@@ -266,20 +266,22 @@ package final class ReachabilityObject {
         }
     }
 
-    /// PropertiesChanged for the values that differ from what it holds, then the state signals that do.
+    /// The state signals that differ from what it holds, then PropertiesChanged for
+    /// the values that do. StatusChanged goes first: it is what subscribers wait
+    /// for, and every message before it costs them a socket write and a wake-up.
     private func send(to subscriber: Subscriber) {
         let bus = subscriber.connection.bus
-        let changed = Properties.names.filter { subscriber.sent.properties.value(of: $0) != state.properties.value(of: $0) }
-        if !changed.isEmpty {
-            var names = changed.map { strdup($0) } + [nil]
-            defer { names.forEach { free($0) } }
-            _ = sd_bus_emit_properties_changed_strv(bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
-        }
         if subscriber.sent.status != state.status, state.status.count == 2 {
             _ = reachd_bus_emit(bus, nil, "StatusChanged", state.status[0], state.status[1])
         }
         if subscriber.sent.trust != state.trust, state.trust.count == 2 {
             _ = reachd_bus_emit(bus, nil, "TrustChanged", state.trust[0], state.trust[1])
+        }
+        let changed = Properties.names.filter { subscriber.sent.properties.value(of: $0) != state.properties.value(of: $0) }
+        if !changed.isEmpty {
+            var names = changed.map { strdup($0) } + [nil]
+            defer { names.forEach { free($0) } }
+            _ = sd_bus_emit_properties_changed_strv(bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
         }
         subscriber.sent = state
         subscriber.behindSince = nil

@@ -163,7 +163,7 @@ public struct Path: Codable, Sendable, Equatable {
         portal = try container.decodeIfPresent(String.self, forKey: .portal)
         initial = try container.decodeIfPresent(Bool.self, forKey: .initial) ?? false
         let sinceText = try container.decode(String.self, forKey: .since)
-        guard let parsed = try? Date(sinceText, strategy: .iso8601) else {
+        guard let parsed = UTCTimestamp.parse(sinceText) else {
             throw DecodingError.dataCorruptedError(forKey: .since, in: container, debugDescription: "not ISO 8601: \(sinceText)")
         }
         since = parsed
@@ -188,7 +188,7 @@ public struct Path: Codable, Sendable, Equatable {
         try container.encode(connectivity, forKey: .connectivity)
         try container.encode(portal, forKey: .portal)
         try container.encode(initial, forKey: .initial)
-        try container.encode(since.formatted(.iso8601), forKey: .since)
+        try container.encode(UTCTimestamp.format(since), forKey: .since)
         try container.encode(source, forKey: .source)
         try container.encode(destination, forKey: .destination)
         try container.encode(routes, forKey: .routes)
@@ -220,7 +220,7 @@ public struct Path: Codable, Sendable, Equatable {
             document.string("connectivity", connectivity.rawValue)
             document.string("portal", portal)
             document.bool("initial", initial)
-            document.string("since", since.formatted(.iso8601))
+            document.string("since", UTCTimestamp.format(since))
             document.string("source", source.rawValue)
             document.string("destination", destination)
             document.array("routes", routes) { entry, route in

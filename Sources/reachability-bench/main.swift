@@ -3,15 +3,15 @@ import NamespaceTesting
 
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
 //                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N]
-//                    [--soak-changes N]
+//                    [--soak-changes N] [--only-subscribers 1]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000, "only-subscribers": 0]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1]")
         exit(2)
     }
     settings[key] = value
@@ -34,6 +34,10 @@ do {
   }
   if settings["only-connectivity"] == 1 {
     try runConnectivityBenchmark()
+    exit(0)
+  }
+  if settings["only-subscribers"] == 1 {
+    try runSubscriberLatencyBenchmark()
     exit(0)
   }
   if settings["only-soak"] == 1 {
@@ -84,6 +88,7 @@ do {
         try runMetricsBenchmark()
         try runConnectivityBenchmark()
         try await runSoakBenchmark()
+        try runSubscriberLatencyBenchmark()
     }
 } catch {
     print("reachability-bench: \(error)")
@@ -144,4 +149,25 @@ func runSoakBenchmark() async throws {
     for subscriber in result.subscribers {
         print("   \(subscriber.name.padding(toLength: 11, withPad: " ", startingAt: 0))  \(String(subscriber.documents).padding(toLength: 10, withPad: " ", startingAt: 0))  \(subscriber.lastStateMilliseconds.map { format($0, 0) } ?? "NEVER (stale)")")
     }
+}
+
+@MainActor
+func runSubscriberLatencyBenchmark() throws {
+    let repetitions = settings["repetitions"]!
+    print("\n== 10. Kernel → subscriber, per stage (ms): \(repetitions) of each change, every stage watching the same changes")
+    let result = try SubscriberLatencyBenchmark(repetitions: repetitions, reachd: reachd, reachctl: reachctl).run()
+    for (change, stages) in result.changes {
+        print("   \(change)")
+        for stage in SubscriberLatencyBenchmark.stages {
+            let sample = stages[stage] ?? []
+            print("     \(stage.padding(toLength: 22, withPad: " ", startingAt: 0)) p50 \(format(percentile(sample, 50)))   p99 \(format(percentile(sample, 99)))")
+        }
+        func gap(_ stage: String, _ reference: String) -> String {
+            let a = stages[stage] ?? [], b = stages[reference] ?? []
+            return "Δp50 \(format(percentile(a, 50) - percentile(b, 50))) ms, p99 \(format(percentile(a, 99) / percentile(b, 99), 2))×"
+        }
+        print("     reachctl watch vs ip monitor: \(gap("reachctl watch", "ip monitor")); ReachabilityClient vs ip monitor: \(gap("ReachabilityClient", "ip monitor"))")
+        print("     StatusChanged vs raw listener: \(gap("reachd StatusChanged", "raw listener"))")
+    }
+    print("   CPU per change (restores included): " + result.cpuMicroseconds.map { "\($0.process) \(format($0.microseconds, 1)) µs" }.joined(separator: ", "))
 }

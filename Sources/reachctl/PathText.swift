@@ -15,14 +15,14 @@ enum PathText {
         lines.append(field("expensive", path.expensive ? "yes" : "no"))
         lines.append(field("connectivity", path.connectivity.rawValue))
         if let portal = path.portal { lines.append(field("portal", portal)) }
-        lines.append(field("since", path.since.formatted(.iso8601)))
+        lines.append(field("since", UTCTimestamp.format(path.since)))
         lines.append(field("source", path.source.rawValue))
         return lines.joined(separator: "\n")
     }
 
     /// `reachctl watch`: one line per path.
     static func line(_ path: Path) -> String {
-        var words = [path.since.formatted(.iso8601), statusText(path)]
+        var words = [UTCTimestamp.format(path.since), statusText(path)]
         if let interface = path.interface { words.append("dev \(interface.name)") }
         if let gateway = path.gateway { words.append("via \(gateway)") }
         if let vpn = path.vpn { words.append("vpn \(vpn.name)") }

@@ -13,6 +13,22 @@ struct PathDocumentTests {
         routes: [.init(destination: "198.41.0.4", status: .wired, interface: "eth0", gateway: "192.0.2.1", source: "192.0.2.10")]
     )
 
+    @Test("since: written as FoundationEssentials writes ISO 8601, read back to the second; other ISO 8601 forms still read")
+    func sinceTimestamps() throws {
+        for seconds in [0, 951_782_400, 1_795_341_599, 1_795_341_600, 4_102_444_799] as [TimeInterval] {
+            let date = Date(timeIntervalSince1970: seconds + 0.75)
+            var path = Self.sample
+            path.since = date
+            let object = try JSONSerialization.jsonObject(with: Data(path.jsonString().utf8)) as! [String: Any]
+            #expect(object["since"] as? String == Date(timeIntervalSince1970: seconds).formatted(.iso8601))
+            #expect(try Path(json: path.jsonString()).since == Date(timeIntervalSince1970: seconds))
+        }
+        var document = Self.sample.jsonString()
+        document = document.replacingOccurrences(of: "2026-11-22T10:00:00Z", with: "2026-11-22T12:00:00+02:00")
+        #expect(try Path(json: document).since == Date(timeIntervalSince1970: 1_795_341_600))
+        #expect(throws: (any Error).self) { try Path(json: Self.sample.jsonString().replacingOccurrences(of: "2026-11-22T10:00:00Z", with: "2026-13-22T10:00:00Z")) }
+    }
+
     @Test("encodes to CONTRACT.md's document, nulls included")
     func encoding() throws {
         let object = try JSONSerialization.jsonObject(with: Data(Self.sample.jsonString().utf8)) as! [String: Any]

@@ -1,0 +1,194 @@
+import Dispatch
+import Foundation
+import NamespaceTesting
+import Netlink
+import ReachabilityClient
+import ReachabilityCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// From just before the netlink request that makes a change to each stage that
+/// carries it to a subscriber of reachd, all in the same run, on the same changes:
+/// the raw netlink listener; `ip monitor` through a pipe (the reference a shell
+/// script would use); an in-process `ReachabilityMonitor` (what reachd computes,
+/// without the bus); reachd's `StatusChanged` at a bare sd-bus client of the
+/// private socket; a `ReachabilityClient` callback; `reachctl watch --json`
+/// through a pipe. Each stage's difference to the one before it is the cost of
+/// what it adds.
+struct SubscriberLatencyBenchmark {
+    static let stages = ["raw listener", "ip monitor", "in-process monitor", "reachd StatusChanged", "ReachabilityClient", "reachctl watch"]
+    let repetitions: Int
+    let reachd: String
+    let reachctl: String
+
+    struct Result {
+        /// Per change, per stage, milliseconds.
+        var changes: [(change: String, stages: [String: [Double]])] = []
+        /// CPU per change (the restores included), µs: where the time goes between the stages.
+        var cpuMicroseconds: [(process: String, microseconds: Double)] = []
+    }
+
+    func run() throws -> Result {
+        let host = try TestNamespace("bench-sub")
+        let router = try TestNamespace("bench-subr")
+        defer { host.remove(); router.remove() }
+        try host.addUplink(router: router)
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bench-subscribers-\(UUID())")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let socket = scratch.appendingPathComponent("bus").path
+
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        daemon.arguments = ["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket, "--config", "/nonexistent",
+                            "--log-level", "info"]
+        daemon.standardError = FileHandle.nullDevice
+        try daemon.run()
+        defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
+        let signal = try SignalSubscriber(socket: socket)
+        let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
+        let clientWaiter = PathWaiter()
+        let token = client.onChange(queue: DispatchQueue(label: "bench.client")) { clientWaiter.received($0) }
+        defer { client.cancel(token) }
+        let watch = try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
+        defer { watch.stop() }
+        let ipMonitor = try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"])
+        defer { ipMonitor.stop() }
+        guard let first = watch.firstLine(timeout: 10), first.contains("\"source\":\"daemon\"") else {
+            throw BenchmarkError("reachctl watch is not following reachd")
+        }
+
+        let namespace = NetworkNamespace(name: host.name)
+        let (control, query, listener) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery(), try RtnetlinkSubscription()) }
+        guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else { throw BenchmarkError("no eth0") }
+        let raw = RawListener(listener)
+        let (monitor, monitorWaiter) = try PathWaiter.monitor(host)
+        defer { monitor.stop() }
+        let gateway = IPAddress("10.1.0.1")!, local = IPAddress("10.1.0.2")!, any = IPAddress("0.0.0.0")!
+
+        var samples: [String: [String: [Double]]] = [:]
+        func measure(_ name: String, carriedBy message: @escaping (RtnetlinkMessage) -> Bool, _ change: () throws -> Void) throws {
+            let unreachable: @Sendable (Path) -> Bool = { $0.status == .unreachable }
+            raw.arm(message)
+            monitorWaiter.arm(unreachable)
+            clientWaiter.arm(unreachable)
+            signal.arm("unreachable")
+            ipMonitor.arm { _ in true }
+            watch.arm { $0.contains("\"status\":\"unreachable\"") }
+            let start = now()
+            try change()
+            let times = [raw.wait(), ipMonitor.wait(), monitorWaiter.wait(), signal.wait(), clientWaiter.wait(), watch.wait()]
+            for (stage, time) in zip(Self.stages, times) {
+                guard let time else { throw BenchmarkError("\(name): \(stage) saw nothing within 5 s") }
+                samples[name, default: [:]][stage, default: []].append(milliseconds(time - start))
+            }
+        }
+        func restore() throws {
+            clientWaiter.arm { $0.status == .wired }
+            watch.arm { $0.contains("\"status\":\"wired\"") }
+            try? control.setLink(eth0, up: true)
+            try? control.address(add: true, local, prefixLength: 24, interface: eth0)
+            try? control.route(add: true, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
+            guard clientWaiter.wait() != nil, watch.wait() != nil else { throw BenchmarkError("the path did not come back") }
+            usleep(5_000)  // trailing messages (IPv6 teardown, re-checks) pass before the next arm
+            raw.discard()
+        }
+        let processes = [("reachd", daemon.processIdentifier), ("reachctl watch", watch.pid), ("ip monitor", ipMonitor.pid)]
+        let cpuBefore = processes.map { cpuNanoseconds(of: $0.1) }
+        for _ in 0 ..< repetitions {
+            try measure("route delete", carriedBy: {
+                if case let .route(change) = $0 { change.removed && change.destinationPrefixLength == 0 } else { false }
+            }) { try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
+            try restore()
+            try measure("link down", carriedBy: {
+                if case let .link(link) = $0 { link.index == eth0 && !link.isUp } else { false }
+            }) { try control.setLink(eth0, up: false) }
+            try restore()
+            try measure("address delete", carriedBy: {
+                if case let .addressRemoved(address) = $0 { address.address == local } else { false }
+            }) { try control.address(add: false, local, prefixLength: 24, interface: eth0) }
+            try restore()
+        }
+        // Each repetition: three changes and three restores (one to three requests each).
+        let changes = Double(repetitions * 6)
+        let cpu = zip(processes, cpuBefore).map { ($0.0, Double(cpuNanoseconds(of: $0.1) - $1) / 1e3 / changes) }
+        return Result(changes: ["route delete", "link down", "address delete"].map { ($0, samples[$0] ?? [:]) }, cpuMicroseconds: cpu)
+    }
+}
+
+/// A program's output read line by line on a thread of its own (a blocking read,
+/// no run loop or dispatch source in between), each line timestamped on arrival.
+final class LineReader: @unchecked Sendable {
+    private let process = Process()
+    private let lock = NSLock()
+    private var matcher: ((String) -> Bool)?
+    private var time: UInt64?
+    private var first: String?
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let firstSeen = DispatchSemaphore(value: 0)
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let descriptor = output.fileHandleForReading.fileDescriptor
+        Thread.detachNewThread { [self] in
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(descriptor, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                let time = now()
+                pending += buffer[..<count]
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    received(String(decoding: pending[..<newline], as: UTF8.self), at: time)
+                    pending.removeSubrange(...newline)
+                }
+            }
+        }
+        withExtendedLifetime(output) {}
+    }
+
+    private func received(_ line: String, at time: UInt64) {
+        lock.lock(); defer { lock.unlock() }
+        if first == nil {
+            first = line
+            firstSeen.signal()
+        }
+        guard let matcher, matcher(line) else { return }
+        self.matcher = nil
+        self.time = time
+        semaphore.signal()
+    }
+
+    func firstLine(timeout: Int) -> String? {
+        guard firstSeen.wait(timeout: .now() + .seconds(timeout)) == .success else { return nil }
+        lock.lock(); defer { lock.unlock() }
+        return first
+    }
+
+    func arm(_ matcher: @escaping (String) -> Bool) {
+        lock.lock(); defer { lock.unlock() }
+        self.matcher = matcher
+        time = nil
+        while semaphore.wait(timeout: .now()) == .success {}
+    }
+
+    func wait() -> UInt64? {
+        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
+        lock.lock(); defer { lock.unlock() }
+        return time
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    func stop() {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+}
