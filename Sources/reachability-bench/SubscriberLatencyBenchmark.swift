@@ -21,6 +21,10 @@ struct SubscriberLatencyBenchmark {
     let repetitions: Int
     let reachd: String
     let reachctl: String
+    /// The stages watching (all by default). On two cores every extra listener
+    /// delays the others, so the goals are also measured pairwise: a subscriber
+    /// and its reference alone.
+    var watching = Set(SubscriberLatencyBenchmark.stages)
 
     struct Result {
         /// Per change, per stage, milliseconds.
@@ -46,55 +50,60 @@ struct SubscriberLatencyBenchmark {
         daemon.standardError = FileHandle.nullDevice
         try daemon.run()
         defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
-        let signal = try SignalSubscriber(socket: socket)
+        // Only what is watched runs: on two cores an idle listener still wakes for every change.
+        let signal = watching.contains("reachd StatusChanged") ? try SignalSubscriber(socket: socket) : nil
         let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
-        let clientWaiter = PathWaiter()
-        let token = client.onChange(queue: DispatchQueue(label: "bench.client")) { clientWaiter.received($0) }
-        defer { client.cancel(token) }
-        let watch = try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
-        defer { watch.stop() }
-        let ipMonitor = try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"])
-        defer { ipMonitor.stop() }
-        guard let first = watch.firstLine(timeout: 10), first.contains("\"source\":\"daemon\"") else {
-            throw BenchmarkError("reachctl watch is not following reachd")
+        let clientWaiter = watching.contains("ReachabilityClient") ? PathWaiter() : nil
+        let token = clientWaiter.map { waiter in client.onChange(queue: DispatchQueue(label: "bench.client")) { waiter.received($0) } }
+        defer { token.map(client.cancel) }
+        let watch = watching.contains("reachctl watch")
+            ? try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket]) : nil
+        defer { watch?.stop() }
+        if let watch {
+            guard let first = watch.firstLine(timeout: 10), first.contains("\"source\":\"daemon\"") else {
+                throw BenchmarkError("reachctl watch is not following reachd")
+            }
         }
+        let ipMonitor = watching.contains("ip monitor") ? try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"]) : nil
+        defer { ipMonitor?.stop() }
 
         let namespace = NetworkNamespace(name: host.name)
-        let (control, query, listener) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery(), try RtnetlinkSubscription()) }
+        let (control, query) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery()) }
         guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else { throw BenchmarkError("no eth0") }
-        let raw = RawListener(listener)
-        let (monitor, monitorWaiter) = try PathWaiter.monitor(host)
-        defer { monitor.stop() }
+        let raw = watching.contains("raw listener") ? RawListener(try namespace.perform { try RtnetlinkSubscription() }) : nil
+        let (monitor, monitorWaiter) = watching.contains("in-process monitor") ? try PathWaiter.monitor(host) : (nil, nil)
+        defer { monitor?.stop() }
         let gateway = IPAddress("10.1.0.1")!, local = IPAddress("10.1.0.2")!, any = IPAddress("0.0.0.0")!
+        let options = try MonitorOptions(networkNamespace: host.path)
 
         var samples: [String: [String: [Double]]] = [:]
         func measure(_ name: String, carriedBy message: @escaping (RtnetlinkMessage) -> Bool, _ change: () throws -> Void) throws {
             let unreachable: @Sendable (Path) -> Bool = { $0.status == .unreachable }
-            raw.arm(message)
-            monitorWaiter.arm(unreachable)
-            clientWaiter.arm(unreachable)
-            signal.arm("unreachable")
-            ipMonitor.arm { _ in true }
-            watch.arm { $0.contains("\"status\":\"unreachable\"") }
+            var stages: [(name: String, arm: () -> Void, wait: () -> UInt64?)] = []
+            if let raw { stages.append(("raw listener", { raw.arm(message) }, raw.wait)) }
+            if let ipMonitor { stages.append(("ip monitor", { ipMonitor.arm { _ in true } }, ipMonitor.wait)) }
+            if let monitorWaiter { stages.append(("in-process monitor", { monitorWaiter.arm(unreachable) }, { monitorWaiter.wait() })) }
+            if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
+            if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
+            if let watch { stages.append(("reachctl watch", { watch.arm { $0.contains("\"status\":\"unreachable\"") } }, watch.wait)) }
+            stages.forEach { $0.arm() }
             let start = now()
             try change()
-            let times = [raw.wait(), ipMonitor.wait(), monitorWaiter.wait(), signal.wait(), clientWaiter.wait(), watch.wait()]
-            for (stage, time) in zip(Self.stages, times) {
-                guard let time else { throw BenchmarkError("\(name): \(stage) saw nothing within 5 s") }
-                samples[name, default: [:]][stage, default: []].append(milliseconds(time - start))
+            for stage in stages {
+                guard let time = stage.wait() else { throw BenchmarkError("\(name): \(stage.name) saw nothing within 5 s") }
+                samples[name, default: [:]][stage.name, default: []].append(milliseconds(time - start))
             }
         }
         func restore() throws {
-            clientWaiter.arm { $0.status == .wired }
-            watch.arm { $0.contains("\"status\":\"wired\"") }
             try? control.setLink(eth0, up: true)
             try? control.address(add: true, local, prefixLength: 24, interface: eth0)
             try? control.route(add: true, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
-            guard clientWaiter.wait() != nil, watch.wait() != nil else { throw BenchmarkError("the path did not come back") }
-            usleep(5_000)  // trailing messages (IPv6 teardown, re-checks) pass before the next arm
-            raw.discard()
+            guard try ReachabilityMonitor.path(options: options).status == .wired else { throw BenchmarkError("the path did not come back") }
+            // Every subscriber has it, and trailing messages (IPv6 teardown, re-checks) pass before the next arm.
+            usleep(20_000)
+            raw?.discard()
         }
-        let processes = [("reachd", daemon.processIdentifier), ("reachctl watch", watch.pid), ("ip monitor", ipMonitor.pid)]
+        let processes = [("reachd", daemon.processIdentifier)] + [("reachctl watch", watch?.pid), ("ip monitor", ipMonitor?.pid)].compactMap { name, pid in pid.map { (name, $0) } }
         let cpuBefore = processes.map { cpuNanoseconds(of: $0.1) }
         for _ in 0 ..< repetitions {
             try measure("route delete", carriedBy: {

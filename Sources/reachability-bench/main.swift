@@ -155,19 +155,24 @@ func runSoakBenchmark() async throws {
 func runSubscriberLatencyBenchmark() throws {
     let repetitions = settings["repetitions"]!
     print("\n== 10. Kernel → subscriber, per stage (ms): \(repetitions) of each change, every stage watching the same changes")
-    let result = try SubscriberLatencyBenchmark(repetitions: repetitions, reachd: reachd, reachctl: reachctl).run()
+    var benchmark = SubscriberLatencyBenchmark(repetitions: repetitions, reachd: reachd, reachctl: reachctl)
+    let result = try benchmark.run()
+    func row(_ stage: String, _ sample: [Double]) -> String {
+        "     \(stage.padding(toLength: 22, withPad: " ", startingAt: 0)) p50 \(format(percentile(sample, 50)))   p99 \(format(percentile(sample, 99)))"
+    }
     for (change, stages) in result.changes {
         print("   \(change)")
-        for stage in SubscriberLatencyBenchmark.stages {
-            let sample = stages[stage] ?? []
-            print("     \(stage.padding(toLength: 22, withPad: " ", startingAt: 0)) p50 \(format(percentile(sample, 50)))   p99 \(format(percentile(sample, 99)))")
-        }
-        func gap(_ stage: String, _ reference: String) -> String {
-            let a = stages[stage] ?? [], b = stages[reference] ?? []
-            return "Δp50 \(format(percentile(a, 50) - percentile(b, 50))) ms, p99 \(format(percentile(a, 99) / percentile(b, 99), 2))×"
-        }
-        print("     reachctl watch vs ip monitor: \(gap("reachctl watch", "ip monitor")); ReachabilityClient vs ip monitor: \(gap("ReachabilityClient", "ip monitor"))")
-        print("     StatusChanged vs raw listener: \(gap("reachd StatusChanged", "raw listener"))")
+        for stage in SubscriberLatencyBenchmark.stages { print(row(stage, stages[stage] ?? [])) }
     }
     print("   CPU per change (restores included): " + result.cpuMicroseconds.map { "\($0.process) \(format($0.microseconds, 1)) µs" }.joined(separator: ", "))
+    // The goals, each subscriber beside its reference alone.
+    for (subscriber, reference) in [("reachctl watch", "ip monitor"), ("ReachabilityClient", "ip monitor"), ("reachd StatusChanged", "raw listener")] {
+        benchmark.watching = [subscriber, reference]
+        let pair = try benchmark.run()
+        print("   \(subscriber) beside \(reference) alone:")
+        for (change, stages) in pair.changes {
+            let a = stages[subscriber] ?? [], b = stages[reference] ?? []
+            print("     \(change.padding(toLength: 15, withPad: " ", startingAt: 0)) \(format(percentile(a, 50)))/\(format(percentile(a, 99))) vs \(format(percentile(b, 50)))/\(format(percentile(b, 99))) ms p50/p99: Δp50 \(format(percentile(a, 50) - percentile(b, 50))) ms, p99 \(format(percentile(a, 99) / percentile(b, 99), 2))×")
+        }
+    }
 }

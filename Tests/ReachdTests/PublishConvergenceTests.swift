@@ -152,16 +152,22 @@ struct PublishConvergenceTests {
                 paused.forEach { $0.resume() }
                 await expectConverged("path")
 
-                // 2. The last change is connectivity alone: the route comes back, the
-                // probe answers a moment later (trust stays unknown: its server is down).
+                // 2. The last change is connectivity alone: the route comes back behind a
+                // captive portal; once everything else settled, the portal lets the probe
+                // through (trust stays unknown throughout: its server is down).
+                try http.set("redirect")
                 paused.forEach { $0.pause() }
                 try Self.burst(ns[0], routeAtEnd: true)
+                #expect(await eventually(.seconds(20)) { describe()?.connectivity == .portal })
+                try await Task.sleep(for: .seconds(2))  // the trust rounds entering the portal starts
+                try http.set("204")
+                try daemon.busctl(["call", "io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1", "CheckConnectivity"])
                 #expect(await eventually(.seconds(20)) { describe()?.connectivity == .full })
-                try await Task.sleep(for: .seconds(3))  // the trust round that follows the probe
+                try await Task.sleep(for: .seconds(2))  // and the one leaving it
                 paused.forEach { $0.resume() }
                 await expectConverged("connectivity")
                 let keepingUp = watchers[0].lines.suffix(2).compactMap { try? JSONDecoder().decode(Path.self, from: Data($0.utf8)) }
-                #expect(keepingUp.count == 2 && keepingUp[0].connectivity != .full && keepingUp[1].connectivity == .full
+                #expect(keepingUp.count == 2 && keepingUp[0].connectivity == .portal && keepingUp[1].connectivity == .full
                         && keepingUp[0].trust == keepingUp[1].trust && keepingUp[0].interfaces == keepingUp[1].interfaces,
                         "the last change was connectivity alone: \(keepingUp.map(PathSummary.init))")
 
