@@ -50,9 +50,11 @@ struct SubscriberLatencyBenchmark {
         daemon.standardError = FileHandle.nullDevice
         try daemon.run()
         defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
+        let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
+        // reachctl watch would watch on its own if no daemon answered yet.
+        for _ in 0 ..< 400 where (try? client.currentPath()) == nil { usleep(25_000) }
         // Only what is watched runs: on two cores an idle listener still wakes for every change.
         let signal = watching.contains("reachd StatusChanged") ? try SignalSubscriber(socket: socket) : nil
-        let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
         let clientWaiter = watching.contains("ReachabilityClient") ? PathWaiter() : nil
         let token = clientWaiter.map { waiter in client.onChange(queue: DispatchQueue(label: "bench.client")) { waiter.received($0) } }
         defer { token.map(client.cancel) }
@@ -75,6 +77,7 @@ struct SubscriberLatencyBenchmark {
         defer { monitor?.stop() }
         let gateway = IPAddress("10.1.0.1")!, local = IPAddress("10.1.0.2")!, any = IPAddress("0.0.0.0")!
         let options = try MonitorOptions(networkNamespace: host.path)
+        usleep(300_000)  // ip monitor has no first line to wait for: time to subscribe
 
         var samples: [String: [String: [Double]]] = [:]
         func measure(_ name: String, carriedBy message: @escaping (RtnetlinkMessage) -> Bool, _ change: () throws -> Void) throws {
@@ -98,7 +101,13 @@ struct SubscriberLatencyBenchmark {
             try? control.setLink(eth0, up: true)
             try? control.address(add: true, local, prefixLength: 24, interface: eth0)
             try? control.route(add: true, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
-            guard try ReachabilityMonitor.path(options: options).status == .wired else { throw BenchmarkError("the path did not come back") }
+            // Carrier comes back a moment after the link (the kernel's link watch).
+            var tries = 0
+            while try ReachabilityMonitor.path(options: options).status != .wired {
+                tries += 1
+                guard tries < 500 else { throw BenchmarkError("the path did not come back") }
+                usleep(10_000)
+            }
             // Every subscriber has it, and trailing messages (IPv6 teardown, re-checks) pass before the next arm.
             usleep(20_000)
             raw?.discard()
