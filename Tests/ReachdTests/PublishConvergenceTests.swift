@@ -181,6 +181,17 @@ struct PublishConvergenceTests {
                 await expectConverged("trust")
                 let last = watchers[0].last
                 #expect(last?.trust == .ok && last?.connectivity == .full, "a trust-only change is a StatusChanged too")
+
+                // 4. A subscriber that stops reading for longer than reachd waits is dropped;
+                // resumed, it reconnects and converges.
+                let socketPaused = watchers[1]
+                socketPaused.pause()
+                try Self.burst(ns[0], routeAtEnd: true)
+                #expect(await eventually(.seconds(20)) { daemon.log.contains("that does not read (behind for") }, "\(daemon.log.suffix(1500))")
+                #expect(await eventually(.seconds(20)) { describe()?.connectivity == .full })
+                try await Task.sleep(for: .seconds(2))
+                socketPaused.resume()
+                await expectConverged("after a drop")
             }
         }
     }
