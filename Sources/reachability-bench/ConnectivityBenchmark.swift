@@ -42,13 +42,8 @@ struct ConnectivityBenchmark {
         """
 
     func run() throws -> Result {
-        let host = try TestNamespace("bench-con")
-        let router = try TestNamespace("bench-conr")
-        defer { host.remove(); router.remove() }
-        try host.addUplink(router: router)
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bench-connectivity-\(UUID())")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let site = try BenchSite("con")
+        let (host, router, scratch) = (site.host, site.router, site.scratch)
         let requests = scratch.appendingPathComponent("requests")
         _ = FileManager.default.createFile(atPath: requests.path, contents: nil)
         let server = try BackgroundProcess(["ip", "netns", "exec", router.name, "python3", "-c", Self.server, requests.path])

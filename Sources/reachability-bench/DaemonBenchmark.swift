@@ -26,20 +26,9 @@ struct DaemonBenchmark {
     }
 
     func run() throws -> Result {
-        let host = try TestNamespace("bench-rd")
-        let router = try TestNamespace("bench-rdr")
-        defer { host.remove(); router.remove() }
-        try host.addUplink(router: router)
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bench-reachd-\(UUID())")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let socket = scratch.appendingPathComponent("bus").path
-
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        daemon.arguments = ["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket, "--config", "/nonexistent",
-                            "--log-level", "warning"]
-        try daemon.run()
+        let site = try BenchSite("rd")
+        let host = site.host
+        let (daemon, socket) = try site.startDaemon(reachd, logLevel: "warning")
         defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
         let subscriber = try SignalSubscriber(socket: socket)
 

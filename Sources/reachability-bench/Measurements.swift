@@ -127,3 +127,43 @@ final class WatchedNamespace {
         router.remove()
     }
 }
+
+/// Where a benchmark runs: a namespace with an uplink (veth to a router namespace,
+/// default route) and a scratch directory, all removed when it goes.
+final class BenchSite {
+    let host: TestNamespace
+    let router: TestNamespace
+    let scratch: URL
+
+    init(_ label: String) throws {
+        host = try TestNamespace("bench-\(label)")
+        router = try TestNamespace("bench-\(label)r")
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(label)-\(UUID())")
+        do {
+            try host.addUplink(router: router)
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        } catch {
+            host.remove()
+            router.remove()
+            throw error
+        }
+    }
+
+    /// reachd in the host namespace with no bus and no config, its private socket in the scratch directory.
+    func startDaemon(_ reachd: String, logLevel: String) throws -> (daemon: Process, socket: String) {
+        let socket = scratch.appendingPathComponent("bus").path
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        daemon.arguments = ["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket, "--config", "/nonexistent",
+                            "--log-level", logLevel]
+        daemon.standardError = FileHandle.nullDevice
+        try daemon.run()
+        return (daemon, socket)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: scratch)
+        host.remove()
+        router.remove()
+    }
+}

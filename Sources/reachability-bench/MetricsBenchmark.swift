@@ -30,13 +30,8 @@ struct MetricsBenchmark {
     }
 
     func run() throws -> Result {
-        let host = try TestNamespace("bench-met")
-        let router = try TestNamespace("bench-metr")
-        defer { host.remove(); router.remove() }
-        try host.addUplink(router: router)
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bench-metrics-\(UUID())")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let site = try BenchSite("met")
+        let (host, scratch) = (site.host, site.scratch)
 
         var result = Result()
         // Idle memory, the same binary without and with both exports.

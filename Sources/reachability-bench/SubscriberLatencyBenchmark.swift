@@ -34,21 +34,10 @@ struct SubscriberLatencyBenchmark {
     }
 
     func run() throws -> Result {
-        let host = try TestNamespace("bench-sub")
-        let router = try TestNamespace("bench-subr")
-        defer { host.remove(); router.remove() }
-        try host.addUplink(router: router)
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bench-subscribers-\(UUID())")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let socket = scratch.appendingPathComponent("bus").path
-
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        daemon.arguments = ["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket, "--config", "/nonexistent",
-                            "--log-level", "info"]
-        daemon.standardError = FileHandle.nullDevice
-        try daemon.run()
+        let site = try BenchSite("sub")
+        let host = site.host
+        // At its default log level: what operators run.
+        let (daemon, socket) = try site.startDaemon(reachd, logLevel: "info")
         defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
         let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
         // reachctl watch would watch on its own if no daemon answered yet.
