@@ -421,7 +421,7 @@ private struct Parser {
     }
 }
 
-private extension TOMLValue {
+extension TOMLValue {
     var isTable: Bool { if case .table = kind { return true } else { return false } }
 }
 

@@ -78,10 +78,19 @@ public struct TOMLTableReader {
     }
 
     /// Every key that no getter asked for is an error: a typo must not be ignored.
+    /// A misspelt table would otherwise switch nothing on, silently.
     public func finish() throws(TOMLError) {
         for key in table.keys where !consumed.contains(key) {
-            let where_ = name.isEmpty ? "" : " in \(name)"
-            throw error("unknown key '\(key)'\(where_)", line: table[key]!.line)
+            let value = table[key]!
+            switch value.kind {
+            case .table where name.isEmpty:
+                throw error("unknown table [\(key)]", line: value.line)
+            case let .array(elements) where name.isEmpty && elements.allSatisfy(\.isTable) && !elements.isEmpty:
+                throw error("unknown table [[\(key)]]", line: value.line)
+            default:
+                throw error(name.isEmpty ? "unknown key '\(key)' (every key belongs in a table)" : "unknown key '\(key)' in \(name)",
+                            line: value.line)
+            }
         }
     }
 

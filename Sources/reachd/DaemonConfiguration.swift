@@ -29,6 +29,11 @@ struct DaemonConfiguration {
         if var table = try root.table("metrics") { metrics = try MetricsOptions(reading: &table) }
         var connectivity = ConnectivityOptions()
         if var table = try root.table("connectivity") { connectivity = try ConnectivityOptions(reading: &table) }
+        // [monitor] is read by MonitorOptions above and [trust] by reachd-trust; reachd,
+        // which owns the file, refuses any other table or top-level key.
+        _ = root.value("monitor")
+        _ = root.value("trust")
+        try root.finish()
         if let helper {
             return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file), metrics: metrics, connectivity: connectivity)
         }

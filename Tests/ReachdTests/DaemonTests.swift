@@ -112,23 +112,31 @@ struct DaemonTests {
                 let refusedTrust = try run([DaemonProcess.reachctl, "reload", "--bus", daemon.socket], check: false)
                 #expect(refusedTrust.status == 1)
                 #expect(refusedTrust.error.contains("reachd.toml:2: timeout must be a duration"), "\(refusedTrust.error)")
+                // A misspelt table is refused like a bad key, not ignored.
+                try "[metrcs]\nlisten = \"127.0.0.1:9748\"\n".write(to: config, atomically: true, encoding: .utf8)
+                let refusedTable = try run([DaemonProcess.reachctl, "reload", "--bus", daemon.socket], check: false)
+                #expect(refusedTable.status == 1)
+                #expect(refusedTable.error.contains("reachd.toml:1: unknown table [metrcs]"), "\(refusedTable.error)")
                 daemon.signal(SIGHUP)
-                #expect(await eventually { daemon.log.components(separatedBy: "previous configuration stays in force").count == 4 })
+                #expect(await eventually { daemon.log.components(separatedBy: "previous configuration stays in force").count == 5 })
                 #expect(try property(daemon, "Status").hasPrefix("s "), "still serving")
             }
         }
     }
 
-    @Test("a bad config at start fails with file:line; a missing one means defaults")
-    func badConfigAtStart() async throws {
+    @Test("a bad config at start fails with file:line — a misspelt table and a top-level key too; a missing one means defaults",
+          arguments: [("[trust]\nrecheck = \"sometimes\"\n", "reachd.toml:2: recheck must be one of on-change, interval, both"),
+                      ("[monitor]\n\n[conectivity]\nuri = \"http://192.0.2.1/\"\n", "reachd.toml:3: unknown table [conectivity]"),
+                      ("foo = 1\n", "reachd.toml:1: unknown key 'foo' (every key belongs in a table)")])
+    func badConfigAtStart(_ text: String, _ message: String) async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdbadcfg") { ns in
                 let config = scratch.appendingPathComponent("reachd.toml")
-                try "[trust]\nrecheck = \"sometimes\"\n".write(to: config, atomically: true, encoding: .utf8)
+                try text.write(to: config, atomically: true, encoding: .utf8)
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
                 let status = await daemon.stop(0, timeout: .seconds(10))  // signal 0: just wait
                 #expect(status == 1)
-                #expect(daemon.log.contains("reachd.toml:2: recheck must be one of on-change, interval, both"), "\(daemon.log)")
+                #expect(daemon.log.contains(message), "\(daemon.log)")
             }
         }
     }

@@ -94,6 +94,21 @@ struct TOMLParserTests {
         #expect(throws: TOMLError(file: "f", line: 3, message: "unknown key 'c' in [s]")) { try reader.finish() }
     }
 
+    @Test("at the top level, an unknown table or key is named as such, with its line")
+    func unknownTablesAndTopLevelKeys() throws {
+        func finish(_ text: String) -> TOMLError? {
+            var reader = TOMLTableReader((try? TOML.parse(text, file: "r.toml")) ?? TOMLTable(), file: "r.toml", name: "")
+            _ = reader.value("monitor")
+            do { try reader.finish() } catch { return error }
+            return nil
+        }
+        #expect(finish("[monitor]\nignore = []\n") == nil)
+        #expect(finish("[monitor]\n\n[conectivity]\nuri = \"http://x/\"\n") == TOMLError(file: "r.toml", line: 3, message: "unknown table [conectivity]"))
+        #expect(finish("foo = 1\n[monitor]\n") == TOMLError(file: "r.toml", line: 1, message: "unknown key 'foo' (every key belongs in a table)"))
+        #expect(finish("[[hosts]]\nmatch = \"a\"\n") == TOMLError(file: "r.toml", line: 1, message: "unknown table [[hosts]]"))
+        #expect(finish("[compat.x]\ny = 1\n") == TOMLError(file: "r.toml", line: 1, message: "unknown table [compat]"))
+    }
+
     /// `make fuzz` (toml, 2026-11-24): ten thousand '[', and a table header of ten thousand dotted parts, overflowed the stack.
     @Test("nesting is bounded: 64 levels and 64 key parts parse, more are an error, not a stack overflow")
     func nestingBounded() throws {
