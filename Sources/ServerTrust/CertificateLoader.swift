@@ -1,6 +1,8 @@
-import Foundation
 import SwiftASN1
 import X509
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A certificate file that could not be used, and why.
 public struct CertificateLoadingError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -19,27 +21,50 @@ public enum CertificateLoader {
     /// - Throws: `CertificateLoadingError` naming the file: empty, a key instead of a
     ///   certificate, or not a certificate at all.
     public static func certificates(inFile path: String) throws -> [Certificate] {
-        let bytes: [UInt8]
-        do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            throw CertificateLoadingError(file: path, reason: "cannot be read (\(error.localizedDescription))")
-        }
-        return try certificates(in: bytes, source: path)
+        try certificates(in: try readAll(path), source: path)
     }
 
     /// Every certificate in the files of a directory with a certificate extension, sorted by name.
     public static func certificates(inDirectory path: String) throws -> [Certificate] {
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
-        } catch {
-            throw CertificateLoadingError(file: path, reason: "cannot be listed (\(error.localizedDescription))")
+        guard let directory = opendir(path) else {
+            throw CertificateLoadingError(file: path, reason: "cannot be listed (\(String(cString: strerror(errno))))")
         }
-        return try names.filter { name in
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(directory)
+        return try names.sorted().filter { name in
             guard let dot = name.lastIndex(of: ".") else { return false }
             return certificateExtensions.contains(name[name.index(after: dot)...].lowercased())
         }.flatMap { try certificates(inFile: "\(path)/\($0)") }
+    }
+
+    /// A certificate file is small: anything over this is not one.
+    static let maximumFileSize = 16 << 20
+
+    private static func readAll(_ path: String) throws -> [UInt8] {
+        func failure() -> CertificateLoadingError {
+            CertificateLoadingError(file: path, reason: "cannot be read (\(String(cString: strerror(errno))))")
+        }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure() }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure()
+            }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+            guard bytes.count <= maximumFileSize else {
+                throw CertificateLoadingError(file: path, reason: "is larger than \(maximumFileSize >> 20) MiB: not a certificate file")
+            }
+        }
     }
 
     /// Certificates from bytes: PEM (one or many) or a single DER certificate.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TOML
 import X509
 
@@ -96,8 +96,7 @@ public struct HostTrustConfiguration: Sendable {
 
         var expires: Date?
         if let value = table.value("expires") {
-            guard case let .date(year, month, day) = value.kind,
-                  let start = try? Date(String(format: "%04d-%02d-%02dT00:00:00Z", year, month, day), strategy: .iso8601) else {
+            guard case let .date(year, month, day) = value.kind, let start = Self.utcMidnight(year: year, month: month, day: day) else {
                 throw table.error("expires must be a date such as 2027-06-30, not \(value.typeName)", line: value.line)
             }
             // "After this date": the whole day still counts.
@@ -129,5 +128,21 @@ public struct HostTrustConfiguration: Sendable {
         } catch {
             throw table.error("\(error)", line: line)
         }
+    }
+
+    /// Midnight UTC of a calendar date; nil for one that does not exist (2027-02-30).
+    static func utcMidnight(year: Int, month: Int, day: Int) -> Date? {
+        guard (1...12).contains(month), day >= 1 else { return nil }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard day <= lengths[month - 1] else { return nil }
+        // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        return Date(timeIntervalSince1970: TimeInterval(days) * 86_400)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import SwiftASN1
 import X509
 
@@ -167,7 +167,7 @@ extension NameConstraintsPolicy {
     /// nil without one or when the host is an address — RFC 5280 rejects those
     /// under a URI constraint.
     static func uriHost(_ uri: String) -> String? {
-        guard let separator = uri.range(of: "://") else { return nil }
+        guard let separator = uri.firstRange(of: "://") else { return nil }
         var authority = uri[separator.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         if authority.hasPrefix("[") { return nil }

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import X509
 
 /// A pin-failure report: RFC 7469's fields as TrustKit sends them, plus the path
@@ -58,7 +58,8 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes = (try? encoder.encode(copy)) ?? Data()
-        return SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        let digits = Array("0123456789abcdef")
+        return String(SHA256.hash(data: bytes).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
     }
 
     public func json() throws -> Data {

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import SwiftASN1
 import X509
 
@@ -27,7 +27,10 @@ public struct PublicKeyPin: Hashable, Sendable, CustomStringConvertible {
     /// Parses `sha256/BASE64`, curl's `sha256//BASE64`, RFC 7469's `pin-sha256="BASE64"`,
     /// or bare base64. Anything that is not 32 bytes is rejected.
     public init(parsing text: String) throws(PinParsingError) {
-        var body = Substring(text.trimmingCharacters(in: .whitespaces))
+        // Spaces and tabs around it (Foundation's `.whitespaces`, without importing it).
+        let isBlank = { (character: Character) in character.isWhitespace && !character.isNewline }
+        var body = Substring(text).drop(while: isBlank)
+        while let last = body.last, isBlank(last) { body = body.dropLast() }
         let lowercased = body.lowercased()
         // Bare base64 is exactly a pin's length (one pin in 64^7 begins "sha256/":
         // the length, not the prefix, says which spelling it is).

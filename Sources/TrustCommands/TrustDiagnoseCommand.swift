@@ -81,7 +81,8 @@ struct TrustDiagnoseCommand: AsyncParsableCommand {
         for line in configurations {
             let name = line.version == "TLS 1.3" ? "TLS 1.3 (forward-secret)" : "\(line.version) \(line.forwardSecret ? "forward-secret" : "static RSA key exchange")"
             let verdict = line.withinBaseline ? (line.accepted ? "PASS" : "FAIL") : "below the baseline"
-            write(line: "\(name.padding(toLength: 34, withPad: " ", startingAt: 0))\(line.accepted ? "accepted" : "refused ")  ATS: \(verdict)")
+            let column = name + String(repeating: " ", count: max(0, 34 - name.count))
+            write(line: "\(column)\(line.accepted ? "accepted" : "refused ")  ATS: \(verdict)")
         }
         write(line: "chain: \(chain.verdict.rawValue) — \(chain.reason)")
         write(line: "ATS: \(connects ? "PASS — an ATS client connects" : "FAIL — an ATS client would not connect")")

@@ -105,6 +105,7 @@ struct TrustConfigurationTests {
         ("[[trust.host]]\nmatch = \"a.example\"\nvalidate-chain = false", "reachd.toml:1: a.example: allowing invalid certificates while validating the host name without pinning protects nothing: you must use pinning"),
         ("[[trust.host]]\nmatch = \"a.example\"\nmode = \"certificate\"\ncertificates = [\"missing.pem\"]", "reachd.toml:4: "),
         ("[[trust.host]]\nmatch = \"a.example\"\nexpires = \"soon\"", "reachd.toml:3: expires must be a date such as 2027-06-30, not a string"),
+        ("[[trust.host]]\nmatch = \"a.example\"\nexpires = 2027-02-29", "reachd.toml:3: "),
         ("[[trust.host]]\nmatch = \"a.example\"\nenforce = false", "reachd.toml:3: expires, enforce and min-pins apply to pins"),
         ("[[trust.host]]\nmatch = \"a.example\"\nconnect = \"example.net\"", "reachd.toml:3: connect must be an IPv4 or IPv6 address"),
         ("[[trust.host]]\nmatch = \"a.example\"\n[[trust.host]]\nmatch = \"A.example.\"", "reachd.toml:3: host pattern \"a.example\" is configured twice"),
