@@ -81,10 +81,15 @@ package final class ReachabilityObject {
     /// (PinFailure) are not state: each is sent to every connection.
     package struct State: Equatable, Sendable {
         package var properties = Properties()
-        /// StatusChanged's arguments: the status and the path document.
-        package var status: [String] = []
-        /// TrustChanged's arguments: the verdict and the trust status document.
-        package var trust: [String] = []
+        /// StatusChanged's arguments: the status and the path document (none before the first path).
+        package var status: Arguments?
+        /// TrustChanged's arguments: the verdict and the trust status document (none before the first verdict).
+        package var trust: Arguments?
+
+        package struct Arguments: Equatable, Sendable {
+            let first: String
+            let second: String
+        }
     }
 
     package private(set) var state = State()
@@ -228,13 +233,13 @@ package final class ReachabilityObject {
     /// A new path document: its property values and StatusChanged, on every connection.
     package func publish(_ properties: Properties, status: String, document: String) {
         state.properties = properties
-        state.status = [status, document]
+        state.status = State.Arguments(first: status, second: document)
         bringUpToDate()
     }
 
     /// A new trust verdict: TrustChanged, on every connection.
     package func publishTrust(_ verdict: String, document: String) {
-        state.trust = [verdict, document]
+        state.trust = State.Arguments(first: verdict, second: document)
         bringUpToDate()
     }
 
@@ -271,11 +276,11 @@ package final class ReachabilityObject {
     /// for, and every message before it costs them a socket write and a wake-up.
     private func send(to subscriber: Subscriber) {
         let bus = subscriber.connection.bus
-        if subscriber.sent.status != state.status, state.status.count == 2 {
-            _ = reachd_bus_emit(bus, nil, "StatusChanged", state.status[0], state.status[1])
+        if let status = state.status, subscriber.sent.status != status {
+            _ = reachd_bus_emit(bus, nil, "StatusChanged", status.first, status.second)
         }
-        if subscriber.sent.trust != state.trust, state.trust.count == 2 {
-            _ = reachd_bus_emit(bus, nil, "TrustChanged", state.trust[0], state.trust[1])
+        if let trust = state.trust, subscriber.sent.trust != trust {
+            _ = reachd_bus_emit(bus, nil, "TrustChanged", trust.first, trust.second)
         }
         let changed = Properties.names.filter { subscriber.sent.properties.value(of: $0) != state.properties.value(of: $0) }
         if !changed.isEmpty {
