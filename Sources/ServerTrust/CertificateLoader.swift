@@ -1,4 +1,5 @@
 import SwiftASN1
+import TOML
 import X509
 #if canImport(Glibc)
 import Glibc
@@ -45,25 +46,12 @@ public enum CertificateLoader {
     static let maximumFileSize = 16 << 20
 
     private static func readAll(_ path: String) throws -> [UInt8] {
-        func failure() -> CertificateLoadingError {
-            CertificateLoadingError(file: path, reason: "cannot be read (\(String(cString: strerror(errno))))")
-        }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw failure() }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw failure()
-            }
-            if count == 0 { return bytes }
-            bytes += chunk[..<count]
-            guard bytes.count <= maximumFileSize else {
-                throw CertificateLoadingError(file: path, reason: "is larger than \(maximumFileSize >> 20) MiB: not a certificate file")
-            }
+        do {
+            return try SmallFile.read(path, limit: maximumFileSize)
+        } catch .unreadable(let reason) {
+            throw CertificateLoadingError(file: path, reason: "cannot be read (\(reason))")
+        } catch {
+            throw CertificateLoadingError(file: path, reason: "is larger than \(maximumFileSize >> 20) MiB: not a certificate file")
         }
     }
 

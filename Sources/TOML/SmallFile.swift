@@ -1,0 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A file read whole, up to a size no file of its kind exceeds: a config file
+/// here, a certificate file in ServerTrust. Stops `/dev/zero` or a log named by
+/// mistake from being read into memory; says the system's reason when it fails.
+public enum SmallFile {
+    public enum Failure: Error, Equatable {
+        /// The system's reason (`strerror`).
+        case unreadable(String)
+        /// Larger than the limit, in bytes.
+        case tooLarge(Int)
+    }
+
+    public static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .unreadable(String(cString: strerror(errno)))
+            }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+            guard bytes.count <= limit else { throw .tooLarge(limit) }
+        }
+    }
+}
