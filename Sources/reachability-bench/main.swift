@@ -141,7 +141,7 @@ func runSoakBenchmark() async throws {
     print("\n== 9. Soak: \(changes) kernel changes in bursts of about 2,100 (address, route, link), a probe, a pinned host, /metrics scraped every 200 ms,")
     print("   three reachctl watch --json on the private socket, one stopped and resumed every 500 ms")
     let result = try await DaemonSoak(changes: changes, warmUpChanges: max(changes / 10, 2_100), reachd: reachd, reachctl: reachctl).run()
-    print("   churn: \(format(result.churnSeconds, 1)) s, \(result.scrapes) scrapes; the daemon settled (probe and trust round) \(format(result.settleMilliseconds, 0)) ms after the last change")
+    print("   churn: \(format(result.churnSeconds, 1)) s, \(result.scrapes) scrapes, \(result.overruns) netlink overruns recovered; the daemon settled (probe and trust round) \(format(result.settleMilliseconds, 0)) ms after the last change")
     print("   reachd after the warm-up: \(result.warm)")
     print("   reachd at the end:        \(result.end)")
     print("   growth: anonymous \(result.end.anonymousKiB - result.warm.anonymousKiB) KiB (goal < 1024), descriptors \(result.end.descriptors - result.warm.descriptors), threads \(result.end.threads - result.warm.threads) (goal 0 each)")

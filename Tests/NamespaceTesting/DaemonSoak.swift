@@ -7,7 +7,8 @@ import Glibc
 /// connectivity probe, a pinned trust host, the metrics listener scraped all
 /// along, and three `reachctl watch --json` subscribers on the private socket —
 /// one of them stopped and resumed every half second, so that its socket fills.
-/// The kernel changes in bursts; afterwards every subscriber must hold the
+/// The kernel changes in bursts, every tenth made while reachd is stopped so
+/// that its netlink socket overruns; afterwards every subscriber must hold the
 /// daemon's document, and the daemon its memory, descriptors and threads.
 ///
 /// The soak test runs it briefly; `reachability-bench --only-soak 1` at length.
@@ -60,6 +61,9 @@ public struct DaemonSoak {
         public var churnSeconds = 0.0
         public var subscribers: [Subscriber] = []
         public var scrapes = 0
+        /// `reachd_netlink_overruns_total` at the end: how often the kernel dropped events
+        /// during the churn and reachd re-read the state.
+        public var overruns = 0
         /// From the last kernel change to the daemon's document settling, its probe and
         /// trust round included (seen by polling `reachctl status` every 20 ms).
         public var settleMilliseconds = 0.0
@@ -155,15 +159,22 @@ public struct DaemonSoak {
             }
 
             var cycle = 0
+            var bursts = 0
             func churn(_ count: Int) throws {
                 var made = 0
                 while made < count {
+                    // Bursts of about 2,100 changes, a moment apart; every tenth is twice
+                    // as long and made while reachd is stopped, so that the kernel overruns
+                    // its netlink socket and it must re-read the state.
+                    bursts += 1
+                    let overrun = bursts % 10 == 0
                     var commands: [String] = []
-                    // Bursts of about 2,000 changes, a moment apart.
-                    while commands.count < min(2_100, count - made) {
+                    while commands.count < min(overrun ? 4_200 : 2_100, count - made) {
                         commands += Self.cycle(cycle)
                         cycle += 1
                     }
+                    if overrun { kill(daemon.processIdentifier, SIGSTOP) }
+                    defer { if overrun { kill(daemon.processIdentifier, SIGCONT) } }
                     try NamespaceTesting.run(["ip", "-n", host.name, "-batch", "-"], input: commands.joined(separator: "\n") + "\n")
                     made += commands.count
                     usleep(50_000)
@@ -184,6 +195,9 @@ public struct DaemonSoak {
             churning.lower()
             await pausing.value
             result.scrapes = await scrapes.value
+            let exposition = (try? host.exec(["curl", "-sf", "http://127.0.0.1:9748/metrics"], check: false).output) ?? ""
+            result.overruns = exposition.split(separator: "\n").first { $0.hasPrefix("reachd_netlink_overruns_total ") }
+                .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
 
             // The daemon settles (its probe and trust round after the last change), then each subscriber.
             guard try await Self.poll(seconds: 30, ready), let final = describe() else {

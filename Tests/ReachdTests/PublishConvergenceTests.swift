@@ -100,6 +100,7 @@ struct PublishConvergenceTests {
             let handle = try FileHandle(forWritingTo: config)
             handle.seekToEndOfFile()
             handle.write(Data(ConnectivityTests.connectivity(uri: "http://10.1.0.1/generate_204", interval: "10s").utf8))
+            handle.write(Data("\n[metrics]\nlisten = \"127.0.0.1:9748\"\n".utf8))
             try handle.close()
             let bus = try TestSystemBus(directory: scratch)
             defer { bus.stop() }
@@ -144,10 +145,21 @@ struct PublishConvergenceTests {
                             sourceLocation: sourceLocation)
                 }
 
-                // 1. The last change is the path: the default route goes.
+                // 1. The last change is the path: the default route goes. reachd itself is
+                // stopped through two bursts, so that the kernel overruns its netlink socket.
+                func overruns() -> Int {
+                    let exposition = (try? ns[0].exec(["curl", "-sf", "http://127.0.0.1:9748/metrics"], check: false).output) ?? ""
+                    return exposition.split(separator: "\n").first { $0.hasPrefix("reachd_netlink_overruns_total ") }
+                        .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+                }
+                #expect(overruns() == 0)
                 paused.forEach { $0.pause() }
+                daemon.signal(SIGSTOP)
+                try Self.burst(ns[0], routeAtEnd: true)
                 try Self.burst(ns[0], routeAtEnd: false)
+                daemon.signal(SIGCONT)
                 #expect(await eventually { describe()?.status == .unreachable })
+                #expect(await eventually { overruns() > 0 }, "the bursts must overrun reachd's netlink socket")
                 try await Task.sleep(for: .milliseconds(600))  // the IPv4 re-checks after a removal
                 paused.forEach { $0.resume() }
                 await expectConverged("path")
@@ -205,7 +217,7 @@ extension PublishConvergenceTests {
     func soak() async throws {
         let result = try await DaemonSoak(changes: 20_000, warmUpChanges: 4_000, reachd: DaemonProcess.binary,
                                           reachctl: DaemonProcess.reachctl).run()
-        print("soak: \(result.changes) changes in \(result.churnSeconds) s, \(result.scrapes) scrapes; warm \(result.warm); end \(result.end); "
+        print("soak: \(result.changes) changes in \(result.churnSeconds) s, \(result.scrapes) scrapes, \(result.overruns) overruns; warm \(result.warm); end \(result.end); "
               + "settled \(result.settleMilliseconds) ms after the last change; "
               + result.subscribers.map { "\($0.name) \($0.documents) documents, last state after \($0.lastStateMilliseconds.map { "\($0) ms" } ?? "never")" }.joined(separator: "; "))
         #expect(result.converged, "a subscriber was left on a stale state: \(result.subscribers)")
@@ -213,6 +225,7 @@ extension PublishConvergenceTests {
         #expect(result.end.descriptors == result.warm.descriptors, "descriptors: \(result.warm) → \(result.end)")
         #expect(result.end.threads <= result.warm.threads, "threads: \(result.warm) → \(result.end)")
         #expect(result.scrapes > 0)
+        #expect(result.overruns > 0, "the stopped bursts must overrun reachd's netlink socket")
     }
 }
 
