@@ -46,13 +46,20 @@ final class OpenSSLScratch {
         return process
     }
 
-    /// Waits until something listens on TCP `port`, looking at the socket table
-    /// rather than connecting: `openssl ocsp` serves one connection at a time and
-    /// hangs on one that sends nothing.
-    func waitForListener(port: Int) async throws {
-        for _ in 0 ..< 100 {
-            if let sockets = try? shell("ss -Hltn 'sport = :\(port)'"), !sockets.isEmpty { return }
-            try await Task.sleep(for: .milliseconds(50))
+    /// Starts an openssl server on TCP `port` and waits until it listens, looking at
+    /// the socket table rather than connecting: `openssl ocsp` serves one connection
+    /// at a time and hangs on one that sends nothing. The port was free when chosen,
+    /// but another test's connection can hold it for a moment (the suites run in
+    /// parallel): a server that exits without listening is started again.
+    func startListening(_ arguments: [String], port: Int) async throws -> Process {
+        for _ in 0 ..< 20 {
+            let server = try start(arguments)
+            for _ in 0 ..< 100 where server.isRunning {
+                if let sockets = try? shell("ss -Hltn 'sport = :\(port)'"), !sockets.isEmpty { return server }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            stop(server)
+            try await Task.sleep(for: .milliseconds(250))
         }
         throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "nothing listens on port \(port)"])
     }

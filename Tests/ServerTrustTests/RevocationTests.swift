@@ -38,10 +38,9 @@ struct RevocationTests {
     }
 
     func withResponder<T>(_ body: () async throws -> T) async throws -> T {
-        let responder = try scratch.start(["ocsp", "-index", "index.txt", "-port", "\(port)", "-rsigner", "ca.pem",
-                                           "-rkey", "ca.key", "-CA", "ca.pem", "-ndays", "1"])
+        let responder = try await scratch.startListening(["ocsp", "-index", "index.txt", "-port", "\(port)", "-rsigner", "ca.pem",
+                                                          "-rkey", "ca.key", "-CA", "ca.pem", "-ndays", "1"], port: port)
         defer { scratch.stop(responder) }
-        try await scratch.waitForListener(port: port)
         return try await body()
     }
 

@@ -55,10 +55,9 @@ struct TLSPolicyTests {
         let scratch = try OpenSSLScratch()
         try scratch.shell("openssl req -x509 -newkey rsa:1024 -nodes -keyout weak.key -out weak.pem -days 1 -subj /CN=localhost -addext subjectAltName=DNS:localhost")
         let port = try await TestTLSServer.closedPort()
-        let server = try scratch.start(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "weak.pem", "-key", "weak.key",
-                                        "-quiet", "-cipher", "DEFAULT:@SECLEVEL=0"])
+        let server = try await scratch.startListening(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "weak.pem", "-key", "weak.key",
+                                                       "-quiet", "-cipher", "DEFAULT:@SECLEVEL=0"], port: port)
         defer { scratch.stop(server) }
-        try await scratch.waitForListener(port: port)
         var configuration = TrustConfiguration()
         configuration.timeout = .seconds(3)
         let checker = TrustChecker(configuration: configuration, systemAnchors: [root.certificate])
