@@ -225,11 +225,6 @@ package final class ReachabilityObject {
     var limits = ConnectionLimits()
     var log: (String) -> Void = { _ in }
 
-    /// Drops connections whose peer went away.
-    package func pruneClosedConnections() {
-        subscribers.removeAll { !$0.connection.isOpen }
-    }
-
     /// A new path document: its property values and StatusChanged, on every connection.
     package func publish(_ properties: Properties, status: String, document: String) {
         state.properties = properties
@@ -312,6 +307,7 @@ package final class ReachabilityObject {
             connection.close()
             log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that does not read (\(why))")
         }
-        pruneClosedConnections()
+        // Connections whose peer went away, or just dropped.
+        subscribers.removeAll { !$0.connection.isOpen }
     }
 }

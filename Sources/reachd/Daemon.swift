@@ -124,8 +124,6 @@ final class Daemon: ReachabilityObjectDelegate {
         }
     }
 
-    private var checksTrust: Bool { trust.isEnabled }
-
     // MARK: The path
 
     /// Evaluates the path and publishes it when it changed: properties,
@@ -220,7 +218,7 @@ final class Daemon: ReachabilityObjectDelegate {
     // MARK: Trust
 
     private var trustSummary: TrustSummary {
-        guard checksTrust else { return .none }
+        guard trust.isEnabled else { return .none }
         guard let trustRound else { return .unknown }
         return TrustSummary(rawValue: trustRound.overall) ?? .unknown
     }
@@ -377,7 +375,7 @@ final class Daemon: ReachabilityObjectDelegate {
     }
 
     func recheckTrust() throws(BusMethodError) {
-        guard checksTrust else { throw .failed("no trust hosts are configured") }
+        guard trust.isEnabled else { throw .failed("no trust hosts are configured") }
         if let last = lastRecheckRequest, last.duration(to: .now) < .seconds(10) {
             throw .limitsExceeded("RecheckTrust is rate-limited to once per 10 s")
         }
@@ -451,7 +449,7 @@ final class Daemon: ReachabilityObjectDelegate {
 
     private func metricsFamilies() -> [MetricFamily] {
         metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
-                                             trust: trustSummary, round: checksTrust ? trustRound : nil,
+                                             trust: trustSummary, round: trust.isEnabled ? trustRound : nil,
                                              overruns: engine.statistics.overruns, reportsPending: trust.reportsPending))
     }
 

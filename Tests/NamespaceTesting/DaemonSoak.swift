@@ -195,9 +195,7 @@ public struct DaemonSoak {
             churning.lower()
             await pausing.value
             result.scrapes = await scrapes.value
-            let exposition = (try? host.exec(["curl", "-sf", "http://127.0.0.1:9748/metrics"], check: false).output) ?? ""
-            result.overruns = exposition.split(separator: "\n").first { $0.hasPrefix("reachd_netlink_overruns_total ") }
-                .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            result.overruns = Int(metricValue("reachd_netlink_overruns_total", in: host.scrapeMetrics()) ?? 0)
 
             // The daemon settles (its probe and trust round after the last change), then each subscriber.
             guard try await Self.poll(seconds: 30, ready), let final = describe() else {

@@ -62,9 +62,9 @@ struct ConnectivityTests {
                 #expect(typed.hosts.first?.reason.contains("while connectivity is portal") == true)
                 #expect(Self.spooledReports(scratch) == 0)
                 let failures = "reachd_pin_failures_total{host=\"pinned.test\"}"
-                let during = MetricsTests.scrape(in: ns[0])
-                #expect(MetricsTests.value(failures, in: during) == 0, "a portal is not a pin failure:\n\(during)")
-                #expect(MetricsTests.value("reachd_connectivity{state=\"portal\"}", in: during) == 1)
+                let during = ns[0].scrapeMetrics()
+                #expect(metricValue(failures, in: during) == 0, "a portal is not a pin failure:\n\(during)")
+                #expect(metricValue("reachd_connectivity{state=\"portal\"}", in: during) == 1)
                 #expect(!daemon.log.contains("pin failure"), "\(daemon.log)")
                 let property = try daemon.busctl(["get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1",
                                                   "io.reachd.Reachability1", "PortalURL"]).output
@@ -95,7 +95,7 @@ struct ConnectivityTests {
                 #expect(Self.path(daemon)?.portal == nil)
                 #expect(await eventually { Self.spooledReports(scratch) == 1 }, "\(daemon.log)")
                 #expect(daemon.log.contains("pin failure for pinned.test"), "\(daemon.log)")
-                #expect(MetricsTests.value(failures, in: MetricsTests.scrape(in: ns[0])) ?? 0 >= 1)
+                #expect(metricValue(failures, in: ns[0].scrapeMetrics()) ?? 0 >= 1)
 
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
                 // The portal's certificate is from no configured anchor: the chain fails before the pins are compared.

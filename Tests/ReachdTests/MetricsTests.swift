@@ -11,17 +11,6 @@ import Glibc
 struct MetricsTests {
     static let openMetrics = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 
-    /// `GET /metrics` with curl inside `namespace`; "" when it fails.
-    static func scrape(in namespace: TestNamespace, port: Int = 9748, accept: String? = nil) -> String {
-        let header = accept.map { ["-H", "Accept: \($0)"] } ?? []
-        return (try? namespace.exec(["curl", "-sS", "--max-time", "5"] + header + ["http://127.0.0.1:\(port)/metrics"]).output) ?? ""
-    }
-
-    /// The value of the one sample called `series` (with its labels, as written), or nil.
-    static func value(_ series: String, in scrape: String) -> Double? {
-        scrape.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
-    }
-
     static func config(in directory: URL, pins: [String], textfile: URL) throws -> URL {
         let config = try PinnedServer.config(pins: pins, in: directory)
         let text = try String(contentsOf: config, encoding: .utf8) + """
@@ -54,35 +43,35 @@ struct MetricsTests {
                 let verdict = "reachd_trust_verdict{host=\"pinned.test\",verdict=\"trusted\"}"
                 var scrape = ""
                 #expect(await eventually(.seconds(20)) {
-                    scrape = Self.scrape(in: ns[0])
-                    return Self.value(verdict, in: scrape) == 1
+                    scrape = ns[0].scrapeMetrics()
+                    return metricValue(verdict, in: scrape) == 1
                 }, "\(scrape)\n\(daemon.log)")
                 let check = try run(["promtool", "check", "metrics"], check: false, input: scrape)
                 #expect(check.status == 0 && check.output.isEmpty && check.error.isEmpty, "\(check.output)\(check.error)")
 
-                #expect(Self.value("reachd_build_info{version=\"\(reachdVersion)\"}", in: scrape) == 1)
-                #expect(Self.value("reachd_path_up", in: scrape) == 1)
+                #expect(metricValue("reachd_build_info{version=\"\(reachdVersion)\"}", in: scrape) == 1)
+                #expect(metricValue("reachd_path_up", in: scrape) == 1)
                 for status in ["unknown", "unreachable", "wifi", "wired", "cellular"] {
-                    #expect(Self.value("reachd_path_status{status=\"\(status)\"}", in: scrape) == (status == "wired" ? 1 : 0))
+                    #expect(metricValue("reachd_path_status{status=\"\(status)\"}", in: scrape) == (status == "wired" ? 1 : 0))
                 }
                 for trust in ["none", "unknown", "ok", "degraded", "portal", "compromised"] {
-                    #expect(Self.value("reachd_trust_status{trust=\"\(trust)\"}", in: scrape) == (trust == "ok" ? 1 : 0))
+                    #expect(metricValue("reachd_trust_status{trust=\"\(trust)\"}", in: scrape) == (trust == "ok" ? 1 : 0))
                 }
                 // Every verdict present, one of them 1.
                 #expect(scrape.split(separator: "\n").filter { $0.hasPrefix("reachd_trust_verdict{host=\"pinned.test\"") }.count == 10)
                 // No probe configured: a host whose chain validated is the evidence of `full`.
-                #expect(Self.value("reachd_connectivity{state=\"full\"}", in: scrape) == 1)
-                #expect(Self.value("reachd_trust_checks_total{host=\"pinned.test\"}", in: scrape) ?? 0 >= 1)
-                #expect(Self.value("reachd_pin_failures_total{host=\"pinned.test\"}", in: scrape) == 0)
-                #expect(Self.value("reachd_reports_pending", in: scrape) == 0)
-                #expect(Self.value("reachd_netlink_overruns_total", in: scrape) == 0)
+                #expect(metricValue("reachd_connectivity{state=\"full\"}", in: scrape) == 1)
+                #expect(metricValue("reachd_trust_checks_total{host=\"pinned.test\"}", in: scrape) ?? 0 >= 1)
+                #expect(metricValue("reachd_pin_failures_total{host=\"pinned.test\"}", in: scrape) == 0)
+                #expect(metricValue("reachd_reports_pending", in: scrape) == 0)
+                #expect(metricValue("reachd_netlink_overruns_total", in: scrape) == 0)
                 // The leaf (10 days) expires before its CA (30 days): the chain's earliest notAfter.
                 let notAfter = try run(["openssl", "x509", "-enddate", "-noout", "-in", scratch.appendingPathComponent("leaf.pem").path])
                     .output.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "notAfter=", with: "")
                 let expires = try run(["date", "-u", "-d", notAfter, "+%s"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-                #expect(Self.value("reachd_trust_cert_expiry_timestamp_seconds{host=\"pinned.test\"}", in: scrape) == Double(expires))
+                #expect(metricValue("reachd_trust_cert_expiry_timestamp_seconds{host=\"pinned.test\"}", in: scrape) == Double(expires))
 
-                let open = Self.scrape(in: ns[0], accept: Self.openMetrics)
+                let open = ns[0].scrapeMetrics(accept: Self.openMetrics)
                 #expect(open.hasSuffix("# EOF\n") && open.contains("# TYPE reachd_path_changes counter\n"), "\(open)")
                 let headers = try ns[0].exec(["curl", "-sS", "-o", "/dev/null", "-D", "-", "-H", "Accept: \(Self.openMetrics)", "http://127.0.0.1:9748/metrics"]).output
                 #expect(headers.contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"), "\(headers)")
@@ -92,7 +81,7 @@ struct MetricsTests {
                 }
 
                 // The textfile is the same exposition, and only it is in the directory.
-                #expect(await eventually { (try? String(contentsOf: textfile, encoding: .utf8)) == Self.scrape(in: ns[0]) })
+                #expect(await eventually { (try? String(contentsOf: textfile, encoding: .utf8)) == ns[0].scrapeMetrics() })
                 let prometheus = try Self.startPrometheus(in: ns[0], directory: scratch)
                 defer { kill(prometheus.processIdentifier, SIGTERM); prometheus.waitUntilExit() }
                 #expect(await eventually(.seconds(30)) { Self.query("up", in: ns[0]) == 1 }, "Prometheus never scraped reachd")
@@ -198,7 +187,7 @@ struct MetricsTests {
                 #expect(idle.count == 3 && idle[1] == "20", "every idle connection closed: \(result.output)")
                 #expect(idle.count == 3 && (Int(idle[2]) ?? 99) <= 12, "within the 10 s exchange deadline: \(result.output)")
                 #expect(daemon.log.components(separatedBy: "metrics: closed a connection").count == 2, "one log line: \(daemon.log)")
-                #expect(Self.value("reachd_path_up", in: Self.scrape(in: ns[0])) != nil)
+                #expect(metricValue("reachd_path_up", in: ns[0].scrapeMetrics()) != nil)
             }
         }
     }

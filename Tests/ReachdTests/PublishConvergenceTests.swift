@@ -147,11 +147,7 @@ struct PublishConvergenceTests {
 
                 // 1. The last change is the path: the default route goes. reachd itself is
                 // stopped through two bursts, so that the kernel overruns its netlink socket.
-                func overruns() -> Int {
-                    let exposition = (try? ns[0].exec(["curl", "-sf", "http://127.0.0.1:9748/metrics"], check: false).output) ?? ""
-                    return exposition.split(separator: "\n").first { $0.hasPrefix("reachd_netlink_overruns_total ") }
-                        .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
-                }
+                func overruns() -> Double { metricValue("reachd_netlink_overruns_total", in: ns[0].scrapeMetrics()) ?? -1 }
                 #expect(overruns() == 0)
                 paused.forEach { $0.pause() }
                 daemon.signal(SIGSTOP)
