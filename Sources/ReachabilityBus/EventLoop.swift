@@ -83,14 +83,22 @@ package final class EventLoop {
 
     /// A one-shot timer that can be armed again: idle means no wake-up.
     package func timer(_ body: @escaping () -> Void) throws(BusError) -> Timer {
+        Timer(source: try addSwitchedOff("creating a timer", keep(Handler(body))) { source, handler in
+            sd_event_add_time(event, source, CLOCK_MONOTONIC, UInt64.max, 0, { _, _, userdata in
+                Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+                return 0
+            }, handler)
+        })
+    }
+
+    /// Adds a source with `add`, kept for the loop's life, and switches it off until armed.
+    private func addSwitchedOff(_ operation: String, _ handler: UnsafeMutableRawPointer,
+                                _ add: (UnsafeMutablePointer<OpaquePointer?>, UnsafeMutableRawPointer) -> Int32) throws(BusError) -> OpaquePointer {
         var source: OpaquePointer?
-        try check(sd_event_add_time(event, &source, CLOCK_MONOTONIC, UInt64.max, 0, { _, _, userdata in
-            Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
-            return 0
-        }, keep(Handler(body))), "creating a timer")
+        try check(add(&source, handler), operation)
         sources.append(source!)
         _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
-        return Timer(source: source!)
+        return source!
     }
 
     package struct Timer {
@@ -111,14 +119,12 @@ package final class EventLoop {
     /// switched on (it starts off): the moment to look at what the iteration's
     /// handlers did, such as a connection that has written out its queue.
     package func afterEachIteration(_ body: @escaping () -> Void) throws(BusError) -> Switch {
-        var source: OpaquePointer?
-        try check(sd_event_add_post(event, &source, { _, userdata in
-            Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
-            return 0
-        }, keep(Handler(body))), "adding a post-iteration source")
-        sources.append(source!)
-        _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
-        return Switch(source: source!)
+        Switch(source: try addSwitchedOff("adding a post-iteration source", keep(Handler(body))) { source, handler in
+            sd_event_add_post(event, source, { _, userdata in
+                Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+                return 0
+            }, handler)
+        })
     }
 
     package struct Switch {
