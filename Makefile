@@ -6,7 +6,7 @@ PREFIX      ?= /usr
 # the tests: a bus, iproute2, openssl and curl as peers, python3 as a hostile local
 # user (the limits tests), and for the system test
 # a Debian 12 root file system (mmdebstrap) booted by systemd-nspawn.
-DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 prometheus \
+DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 \
                debhelper dpkg-dev jq mmdebstrap systemd-container
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc

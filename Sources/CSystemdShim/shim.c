@@ -132,3 +132,67 @@ int reachd_bus_sender_euid(sd_bus_message *message, uid_t *uid) {
     sd_bus_creds_unref(creds);
     return r;
 }
+
+static reachd_nm_handlers nm_handlers;
+
+void reachd_nm_set_handlers(reachd_nm_handlers value) { nm_handlers = value; }
+
+static int nm_state(sd_bus_message *m, void *u, sd_bus_error *e) { return nm_handlers.state(m, u, e); }
+static int nm_check_connectivity(sd_bus_message *m, void *u, sd_bus_error *e) { return nm_handlers.check_connectivity(m, u, e); }
+static int nm_property(sd_bus *b, const char *p, const char *i, const char *n, sd_bus_message *r, void *u, sd_bus_error *e) {
+    return nm_handlers.property(b, p, i, n, r, u, e);
+}
+
+/* Names and signatures are NetworkManager's (introspection/org.freedesktop.NetworkManager*.xml). */
+static const sd_bus_vtable nm_manager_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("State", "u", nm_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Connectivity", "u", nm_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Metered", "u", nm_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("PrimaryConnection", "o", nm_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("PrimaryConnectionType", "s", nm_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("NetworkingEnabled", "b", nm_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Version", "s", nm_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_METHOD("state", "", "u", nm_state, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("CheckConnectivity", "", "u", nm_check_connectivity, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_SIGNAL("StateChanged", "u", 0),
+    SD_BUS_VTABLE_END
+};
+
+/* An active connection and its device are replaced, under a new path, whenever anything
+ * about them changes (as NetworkManager activates a new connection): their values are constant. */
+static const sd_bus_vtable nm_active_connection_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("Devices", "ao", nm_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Type", "s", nm_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Vpn", "b", nm_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable nm_device_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("Interface", "s", nm_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("DeviceType", "u", nm_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Metered", "u", nm_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_VTABLE_END
+};
+
+int reachd_nm_add_manager(sd_bus *bus, sd_bus_slot **slot, void *userdata) {
+    return sd_bus_add_object_vtable(bus, slot, REACHD_NM_PATH, REACHD_NM_INTERFACE, nm_manager_vtable, userdata);
+}
+
+int reachd_nm_add_active_connection(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata) {
+    return sd_bus_add_object_vtable(bus, slot, path, REACHD_NM_ACTIVE_INTERFACE, nm_active_connection_vtable, userdata);
+}
+
+int reachd_nm_add_device(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata) {
+    return sd_bus_add_object_vtable(bus, slot, path, REACHD_NM_DEVICE_INTERFACE, nm_device_vtable, userdata);
+}
+
+int reachd_nm_emit_state_changed(sd_bus *bus, uint32_t state) {
+    return sd_bus_emit_signal(bus, REACHD_NM_PATH, REACHD_NM_INTERFACE, "StateChanged", "u", state);
+}
+
+int reachd_bus_reply_u32(sd_bus_message *call, uint32_t value) {
+    return sd_bus_reply_method_return(call, "u", value);
+}

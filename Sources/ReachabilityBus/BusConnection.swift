@@ -166,42 +166,112 @@ package final class BusConnection {
         return (events, ContinuousClock.now + .microseconds(Int64(remaining)))
     }
 
-    final class SignalHandler {
-        let body: (String, String?, UInt64) -> Void
-        init(_ body: @escaping (String, String?, UInt64) -> Void) { self.body = body }
+    final class MessageHandler {
+        let body: (BusMessage) -> Void
+        init(_ body: @escaping (BusMessage) -> Void) { self.body = body }
     }
-    private var signalHandlers: [SignalHandler] = []
+    private var signalHandlers: [MessageHandler] = []
 
     /// Calls `body` with the first one or two string arguments of each matching
     /// signal (`twoArguments`: the signal carries at least two strings), and its serial.
     package func onSignal(sender: String?, path: String, interface: String, member: String, twoArguments: Bool,
                           _ body: @escaping (String, String?, UInt64) -> Void) throws(BusError) {
-        let handler = SignalHandler(body)
+        try onSignal(sender: sender, path: path, interface: interface, member: member) { message in
+            guard let first = message.string() else { return }
+            let second = twoArguments ? message.string() : nil
+            if twoArguments, second == nil { return }
+            body(first, second, message.serial)
+        }
+    }
+
+    /// Calls `body` with each matching signal (a nil field matches any).
+    package func onSignal(sender: String?, path: String?, interface: String, member: String,
+                          _ body: @escaping (BusMessage) -> Void) throws(BusError) {
+        let handler = MessageHandler(body)
         signalHandlers.append(handler)
         var slot: OpaquePointer?
-        let callback: sd_bus_message_handler_t = twoArguments
-            ? { message, userdata, _ in
-                var first: UnsafePointer<CChar>?, second: UnsafePointer<CChar>?
-                guard reachd_bus_read(message, &first, &second) >= 0, let first, let second else { return 0 }
-                Unmanaged<SignalHandler>.fromOpaque(userdata!).takeUnretainedValue().body(String(cString: first), String(cString: second),
-                                                                                           BusConnection.serial(of: message))
-                return 0
-            }
-            : { message, userdata, _ in
-                var first: UnsafePointer<CChar>?
-                guard reachd_bus_read(message, &first, nil) >= 0, let first else { return 0 }
-                Unmanaged<SignalHandler>.fromOpaque(userdata!).takeUnretainedValue().body(String(cString: first), nil,
-                                                                                           BusConnection.serial(of: message))
-                return 0
-            }
-        try check(sd_bus_match_signal(bus, &slot, sender, path, interface, member, callback,
-                                      Unmanaged.passUnretained(handler).toOpaque()), "subscribing to \(member)")
+        try check(sd_bus_match_signal(bus, &slot, sender, path, interface, member, { message, userdata, _ in
+            Unmanaged<MessageHandler>.fromOpaque(userdata!).takeUnretainedValue().body(BusMessage(message!))
+            return 0
+        }, Unmanaged.passUnretained(handler).toOpaque()), "subscribing to \(member)")
         slots.append(slot!)
+    }
+
+    /// This connection's unique name on its bus (`:1.42`).
+    package var uniqueName: String? {
+        var name: UnsafePointer<CChar>?
+        guard sd_bus_get_unique_name(bus, &name) >= 0, let name else { return nil }
+        return String(cString: name)
+    }
+
+    /// Calls a method without waiting: `reply` gets the answer (or the error) on the loop.
+    package func callAsync(_ destination: String, _ path: String, _ interface: String, _ member: String,
+                           _ arguments: [BusMessage.Argument] = [], reply: @escaping (BusMessage) -> Void) throws(BusError) {
+        var call: OpaquePointer?
+        try check(sd_bus_message_new_method_call(bus, &call, destination, path, interface, member), "calling \(member)")
+        defer { sd_bus_message_unref(call) }
+        for argument in arguments { try check(argument.append(to: call), "calling \(member)") }
+        let handler = Unmanaged.passRetained(MessageHandler(reply)).toOpaque()
+        // A floating slot: the call lives as long as the connection; sd-bus calls back with an error if it closes first.
+        let status = sd_bus_call_async(bus, nil, call, { message, userdata, _ in
+            Unmanaged<MessageHandler>.fromOpaque(userdata!).takeRetainedValue().body(BusMessage(message!))
+            return 0
+        }, handler, 0)
+        if status < 0 { Unmanaged<MessageHandler>.fromOpaque(handler).release() }
+        try check(status, "calling \(member)")
     }
 
     static func serial(of message: OpaquePointer?) -> UInt64 {
         var serial: UInt64 = 0
         _ = sd_bus_message_get_cookie(message, &serial)
         return serial
+    }
+}
+
+/// A received message (a signal or a reply), read in order, one argument at a time.
+package struct BusMessage {
+    let raw: OpaquePointer
+
+    init(_ raw: OpaquePointer) { self.raw = raw }
+
+    /// The D-Bus error name of an error reply; nil for anything else.
+    package var errorName: String? {
+        guard let error = sd_bus_message_get_error(raw), let name = error.pointee.name else { return nil }
+        return String(cString: name)
+    }
+
+    package var errorMessage: String? { sd_bus_message_get_error(raw)?.pointee.message.map { String(cString: $0) } }
+
+    package var serial: UInt64 { BusConnection.serial(of: raw) }
+
+    package func string() -> String? { text("s") }
+    package func objectPath() -> String? { text("o") }
+
+    package func uint32() -> UInt32? {
+        var value: UInt32 = 0
+        return sd_bus_message_read_basic(raw, CChar(UInt8(ascii: "u")), &value) > 0 ? value : nil
+    }
+
+    /// Enters a variant (`v`) or struct (`r`) of the given contents; false when the next argument is not one.
+    package func enter(_ type: Character, _ contents: String) -> Bool {
+        sd_bus_message_enter_container(raw, CChar(type.asciiValue!), contents) > 0
+    }
+
+    private func text(_ type: Character) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(raw, CChar(type.asciiValue!), &value) > 0, let value else { return nil }
+        return String(cString: value)
+    }
+
+    /// An argument of a call.
+    package enum Argument {
+        case string(String), uint32(UInt32)
+
+        func append(to message: OpaquePointer?) -> Int32 {
+            switch self {
+            case let .string(text): text.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+            case var .uint32(number): sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &number)
+            }
+        }
     }
 }

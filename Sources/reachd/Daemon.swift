@@ -52,6 +52,9 @@ final class Daemon: ReachabilityObjectDelegate {
     private var metricsServer: MetricsServer?
     private var metricsTextfile: MetricsTextfile?
 
+    /// The NetworkManager-compatible surface: on the bus, when there is one.
+    private var compat: NetworkManagerCompat?
+
     private var pendingRoutes: [Int: (destination: String, caller: String, reply: (Result<String, BusMethodError>) -> Void)] = [:]
     private var nextRequest = 0
 
@@ -155,6 +158,7 @@ final class Daemon: ReachabilityObjectDelegate {
         let before = current?.connectivity
         current = path
         object.publish(properties(of: path), status: path.status.rawValue, document: path.jsonString())
+        compat?.publish(path)
         metrics.pathChanges += 1
         metricsChanged()
         let line = Self.describe(path)
@@ -418,6 +422,7 @@ final class Daemon: ReachabilityObjectDelegate {
                           interval: .seconds(fresh.trust.interval), connectivityChanged: connectivityChanged)
         if connectivityChanged { connectivity.reconfigure(fresh.connectivity) }
         configuration = fresh
+        try configureCompat(fresh)
         trustRound = nil
         trustValidated = false
         loggedTrustWarnings = []
@@ -425,6 +430,28 @@ final class Daemon: ReachabilityObjectDelegate {
         Log.notice("reloaded \(configFile)")
         publishCurrentPath()
         trust.requestRound("reload")
+    }
+
+    // MARK: NetworkManager compatibility
+
+    /// The bus the daemon is on (nil: none): where `[compat] networkmanager` is served.
+    func attach(bus: BusConnection?) throws {
+        if let bus {
+            compat = try NetworkManagerCompat(connection: bus, loop: loop) { [unowned self] done in
+                connectivity.checkNow { _ in done() }
+            }
+        }
+        try configureCompat(configuration)
+    }
+
+    private func configureCompat(_ configuration: DaemonConfiguration) throws {
+        guard let compat else {
+            if configuration.networkManagerCompat {
+                Log.warning("compat: networkmanager = true, but reachd is on no bus: the surface is served on the system bus only")
+            }
+            return
+        }
+        try compat.configure(enabled: configuration.networkManagerCompat, path: current)
     }
 
     // MARK: Metrics

@@ -7,13 +7,15 @@ import TrustHelperMessages
 import Glibc
 #endif
 
-/// Everything reachd reads from its config file: the `[monitor]`, `[connectivity]`
-/// and `[metrics]` tables, and what it needs of `[trust]` (validated by reachd-trust, which owns that table).
+/// Everything reachd reads from its config file: the `[monitor]`, `[connectivity]`,
+/// `[metrics]` and `[compat]` tables, and what it needs of `[trust]` (validated by reachd-trust, which owns that table).
 struct DaemonConfiguration {
     var monitor = MonitorOptions()
     var trust = TrustConfigurationSummary.none
     var metrics = MetricsOptions()
     var connectivity = ConnectivityOptions()
+    /// `[compat] networkmanager`: serve the NetworkManager-compatible surface on the bus.
+    var networkManagerCompat = false
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -29,18 +31,24 @@ struct DaemonConfiguration {
         if var table = try root.table("metrics") { metrics = try MetricsOptions(reading: &table) }
         var connectivity = ConnectivityOptions()
         if var table = try root.table("connectivity") { connectivity = try ConnectivityOptions(reading: &table) }
+        var networkManagerCompat = false
+        if var table = try root.table("compat") {
+            networkManagerCompat = try table.bool("networkmanager") ?? false
+            try table.finish()
+        }
         // [monitor] is read by MonitorOptions above and [trust] by reachd-trust; reachd,
         // which owns the file, refuses any other table or top-level key.
         _ = root.value("monitor")
         _ = root.value("trust")
         try root.finish()
         if let helper {
-            return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file), metrics: metrics, connectivity: connectivity)
+            return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file), metrics: metrics, connectivity: connectivity,
+                                       networkManagerCompat: networkManagerCompat)
         }
         // Without the helper a config may still go without trust checks.
         guard document["trust"] == nil else {
             throw Failure(description: "\(file) has a [trust] table, but reachd-trust, which reads it, is not installed beside reachd")
         }
-        return DaemonConfiguration(monitor: monitor, metrics: metrics, connectivity: connectivity)
+        return DaemonConfiguration(monitor: monitor, metrics: metrics, connectivity: connectivity, networkManagerCompat: networkManagerCompat)
     }
 }

@@ -62,6 +62,7 @@ struct ReachD {
         try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
         Log.info("serving \(privateSocket.path)")
         let onBus = try connectBus(daemon.object, loop: loop)
+        try daemon.attach(bus: onBus)
         try loop.onSignal(SIGHUP) { try? daemon.reloadConfiguration() }
         try loop.onSignal(SIGTERM) { loop.exit(0) }
         try loop.onSignal(SIGINT) { loop.exit(0) }

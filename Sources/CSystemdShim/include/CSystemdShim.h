@@ -52,4 +52,25 @@ int reachd_bus_read(sd_bus_message *message, const char **first, const char **se
 /* The effective UID of the sender of a call (bus or peer-to-peer), or a negative errno. */
 int reachd_bus_sender_euid(sd_bus_message *message, uid_t *uid);
 
+/* The NetworkManager-compatible surface (CONTRACT.md): the read-only subset GLib's and Qt's
+ * NetworkManager backends read. One property getter serves the three interfaces. */
+#define REACHD_NM_NAME "org.freedesktop.NetworkManager"
+#define REACHD_NM_PATH "/org/freedesktop/NetworkManager"
+#define REACHD_NM_INTERFACE "org.freedesktop.NetworkManager"
+#define REACHD_NM_ACTIVE_INTERFACE "org.freedesktop.NetworkManager.Connection.Active"
+#define REACHD_NM_DEVICE_INTERFACE "org.freedesktop.NetworkManager.Device"
+
+typedef struct reachd_nm_handlers {
+    reachd_method_handler state;
+    reachd_method_handler check_connectivity;
+    reachd_property_getter property;
+} reachd_nm_handlers;
+
+void reachd_nm_set_handlers(reachd_nm_handlers handlers);
+int reachd_nm_add_manager(sd_bus *bus, sd_bus_slot **slot, void *userdata);
+int reachd_nm_add_active_connection(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata);
+int reachd_nm_add_device(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata);
+int reachd_nm_emit_state_changed(sd_bus *bus, uint32_t state);
+int reachd_bus_reply_u32(sd_bus_message *call, uint32_t value);
+
 #endif

@@ -1,0 +1,181 @@
+import CSystemd
+import CSystemdShim
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The read-only subset of NetworkManager's D-Bus API that GLib's
+/// `GNetworkMonitorNM` and Qt's networkmanager backend read (CONTRACT.md), served
+/// on one bus connection: `/org/freedesktop/NetworkManager` and, while there is a
+/// path, its primary active connection and that connection's device.
+///
+/// Like `ReachabilityObject`, its signals carry state: while the connection
+/// cannot take more, nothing is queued, and once it drained it is sent what
+/// changed since, in one `PropertiesChanged`.
+package final class NetworkManagerObject {
+    let connection: BusConnection
+    let version: String
+    /// `CheckConnectivity()`: probes, then calls back once the verdict was published.
+    let checkConnectivity: (@escaping () -> Void) -> Void
+
+    package private(set) var current = NetworkManagerState()
+    /// What the connection was last sent.
+    private var sent = NetworkManagerState()
+    private var managerSlot: OpaquePointer?
+    private var primarySlots: [OpaquePointer] = []
+    /// NetworkManager numbers active connections as it activates them; so does this,
+    /// so that a client that saw `PrimaryConnection` change reads the new one.
+    private var activations = 0
+    private var catchUp: EventLoop.Switch
+
+    package static let managerPath = REACHD_NM_PATH
+
+    /// Served (on `connection`) from now until `withdraw()`; `catchUp` is switched on while the connection is behind.
+    package init(connection: BusConnection, catchUp: EventLoop.Switch, version: String,
+                 checkConnectivity: @escaping (@escaping () -> Void) -> Void) throws(BusError) {
+        self.connection = connection
+        self.catchUp = catchUp
+        self.version = version
+        self.checkConnectivity = checkConnectivity
+        reachd_nm_set_handlers(reachd_nm_handlers(
+            state: { message, userdata, _ in
+                reachd_bus_reply_u32(message, NetworkManagerObject.from(userdata).current.state.rawValue)
+            },
+            check_connectivity: { message, userdata, _ in
+                let object = NetworkManagerObject.from(userdata)
+                let call = sd_bus_message_ref(message)
+                object.checkConnectivity { [weak object] in
+                    _ = reachd_bus_reply_u32(call, object?.current.connectivity.rawValue ?? NMConnectivity.unknown.rawValue)
+                    sd_bus_message_unref(call)
+                }
+                return 1
+            },
+            property: { _, path, _, name, reply, userdata, _ in
+                guard let path, let name,
+                      let value = NetworkManagerObject.from(userdata).value(of: String(cString: name), at: String(cString: path)) else {
+                    return -ENOENT
+                }
+                return value.append(to: reply)
+            }))
+        var slot: OpaquePointer?
+        try check(reachd_nm_add_manager(connection.bus, &slot, Unmanaged.passUnretained(self).toOpaque()),
+                  "serving \(Self.managerPath)")
+        managerSlot = slot
+    }
+
+    deinit { withdraw() }
+
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> NetworkManagerObject {
+        Unmanaged<NetworkManagerObject>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    /// Removes every object from the connection.
+    package func withdraw() {
+        (primarySlots + [managerSlot].compactMap { $0 }).forEach { sd_bus_slot_unref($0) }
+        primarySlots = []
+        managerSlot = nil
+    }
+
+    var activeConnectionPath: String {
+        current.primary == nil ? "/" : "\(Self.managerPath)/ActiveConnection/\(activations)"
+    }
+
+    func devicePath(_ primary: NetworkManagerState.Primary) -> String { "\(Self.managerPath)/Devices/\(primary.interfaceIndex)" }
+
+    /// A new state: objects for a new primary connection at once (clients read them
+    /// when `PrimaryConnection` changes), the signals as soon as the connection takes them.
+    package func update(_ state: NetworkManagerState) {
+        guard state != current, managerSlot != nil else { return }
+        let primaryChanged = state.primary != current.primary
+        current = state
+        if primaryChanged {
+            primarySlots.forEach { sd_bus_slot_unref($0) }
+            primarySlots = []
+            if let primary = state.primary {
+                activations += 1
+                addPrimaryObjects(primary)
+            }
+        }
+        bringUpToDate()
+    }
+
+    private func addPrimaryObjects(_ primary: NetworkManagerState.Primary) {
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        var active: OpaquePointer?, device: OpaquePointer?
+        // A failure leaves PrimaryConnection naming an object that answers "unknown object": what a client sees of a vanished one.
+        if reachd_nm_add_active_connection(connection.bus, &active, activeConnectionPath, userdata) >= 0, let active {
+            primarySlots.append(active)
+        }
+        if reachd_nm_add_device(connection.bus, &device, devicePath(primary), userdata) >= 0, let device {
+            primarySlots.append(device)
+        }
+    }
+
+    /// Sends what changed when the connection can take it; otherwise waits (the
+    /// loop calls again after each iteration while `catchUp` is on).
+    package func bringUpToDate() {
+        guard sent != current, managerSlot != nil else { return catchUp.turn(on: false) }
+        guard connection.isReady, connection.queuedOutgoing == 0 else { return catchUp.turn(on: true) }
+        catchUp.turn(on: false)
+        let bus = connection.bus
+        var changed: [String] = []
+        if sent.state != current.state { changed.append("State") }
+        if sent.connectivity != current.connectivity { changed.append("Connectivity") }
+        if sent.metered != current.metered { changed.append("Metered") }
+        if sent.primary != current.primary { changed += ["PrimaryConnection", "PrimaryConnectionType"] }
+        var names = changed.map { strdup($0) } + [nil]
+        defer { names.forEach { free($0) } }
+        _ = sd_bus_emit_properties_changed_strv(bus, REACHD_NM_PATH, REACHD_NM_INTERFACE, &names)
+        if sent.state != current.state { _ = reachd_nm_emit_state_changed(bus, current.state.rawValue) }
+        sent = current
+    }
+
+    enum Value {
+        case u32(UInt32), boolean(Bool), string(String), objectPath(String), objectPaths([String])
+
+        func append(to reply: OpaquePointer?) -> Int32 {
+            switch self {
+            case var .u32(number):
+                return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "u")), &number)
+            case let .boolean(flag):
+                var bit: Int32 = flag ? 1 : 0
+                return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "b")), &bit)
+            case let .string(text):
+                return text.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "s")), $0) }
+            case let .objectPath(path):
+                return path.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "o")), $0) }
+            case let .objectPaths(paths):
+                var result = sd_bus_message_open_container(reply, CChar(UInt8(ascii: "a")), "o")
+                for path in paths where result >= 0 {
+                    result = path.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "o")), $0) }
+                }
+                return result < 0 ? result : sd_bus_message_close_container(reply)
+            }
+        }
+    }
+
+    func value(of name: String, at path: String) -> Value? {
+        if path == Self.managerPath {
+            switch name {
+            case "State": return .u32(current.state.rawValue)
+            case "Connectivity": return .u32(current.connectivity.rawValue)
+            case "Metered": return .u32(current.metered.rawValue)
+            case "PrimaryConnection": return .objectPath(activeConnectionPath)
+            case "PrimaryConnectionType": return .string(current.primary?.connectionType ?? "")
+            case "NetworkingEnabled": return .boolean(true)
+            case "Version": return .string(version)
+            default: return nil
+            }
+        }
+        guard let primary = current.primary else { return nil }
+        switch name {
+        case "Devices": return .objectPaths([devicePath(primary)])
+        case "Type": return .string(primary.connectionType)
+        case "Vpn": return .boolean(primary.isVPN)
+        case "Interface": return .string(primary.interface)
+        case "DeviceType": return .u32(primary.deviceType.rawValue)
+        case "Metered": return .u32(current.metered.rawValue)
+        default: return nil
+        }
+    }
+}
