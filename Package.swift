@@ -65,8 +65,9 @@ let package = Package(
         .target(name: "ReachdMetrics", dependencies: ["ReachabilityBus", "Netlink", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd"]),
-        // The daemon's decisions that need no loop, each testable alone: when trust rounds and report deliveries run.
-        .target(name: "DaemonCore"),
+        // The daemon's decisions that need no loop, each testable alone: when trust rounds and report deliveries
+        // run, and what NetworkManager would report of a path (the [compat] surface).
+        .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus"]),
         // The daemon links no TLS code (and so no full Foundation): trust checks run in
         // reachd-trust. Nor swift-argument-parser: its four options are parsed by hand.
         .executableTarget(
@@ -130,7 +131,7 @@ let package = Package(
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
-        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore"]),
+        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus"]),
         .testTarget(name: "ReachdMetricsTests", dependencies: ["ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NamespaceTesting"]),

@@ -149,12 +149,13 @@ final class BenchSite {
         }
     }
 
-    /// reachd in the host namespace with no bus and no config, its private socket in the scratch directory.
-    func startDaemon(_ reachd: String, logLevel: String) throws -> (daemon: Process, socket: String) {
+    /// reachd in the host namespace, its private socket in the scratch directory;
+    /// by default with no bus and no config.
+    func startDaemon(_ reachd: String, logLevel: String, bus: String = "none", config: String = "/nonexistent") throws -> (daemon: Process, socket: String) {
         let socket = scratch.appendingPathComponent("bus").path
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        daemon.arguments = ["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket, "--config", "/nonexistent",
+        daemon.arguments = ["ip", "netns", "exec", host.name, reachd, "--bus", bus, "--socket", socket, "--config", config,
                             "--log-level", logLevel]
         daemon.standardError = FileHandle.nullDevice
         try daemon.run()

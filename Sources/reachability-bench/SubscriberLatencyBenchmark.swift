@@ -15,9 +15,12 @@ import Glibc
 /// without the bus); reachd's `StatusChanged` at a bare sd-bus client of the
 /// private socket; a `ReachabilityClient` callback; `reachctl watch --json`
 /// through a pipe. Each stage's difference to the one before it is the cost of
-/// what it adds.
+/// what it adds. Apart (they need a dbus-daemon and `[compat] networkmanager`):
+/// GLib's `notify::connectivity` and Qt's `reachabilityChanged`, read from the
+/// NetworkManager-compatible surface by the real toolkits (Tests/ToolkitClients) through a pipe.
 struct SubscriberLatencyBenchmark {
     static let stages = ["raw listener", "ip monitor", "in-process monitor", "reachd StatusChanged", "ReachabilityClient", "reachctl watch"]
+    static let toolkitStages = ["GLib (NM surface)", "Qt (NM surface)"]
     let repetitions: Int
     let reachd: String
     let reachctl: String
@@ -36,8 +39,14 @@ struct SubscriberLatencyBenchmark {
     func run() throws -> Result {
         let site = try BenchSite("sub")
         let host = site.host
+        let toolkits = !watching.isDisjoint(with: Self.toolkitStages)
+        let systemBus = toolkits ? try TestSystemBus(directory: site.scratch) : nil
+        defer { systemBus?.stop() }
+        let config = site.scratch.appendingPathComponent("compat.toml")
+        try "[compat]\nnetworkmanager = true\n".write(to: config, atomically: true, encoding: .utf8)
         // At its default log level: what operators run.
-        let (daemon, socket) = try site.startDaemon(reachd, logLevel: "info")
+        let (daemon, socket) = try site.startDaemon(reachd, logLevel: "info", bus: systemBus?.address ?? "none",
+                                                    config: toolkits ? config.path : "/nonexistent")
         defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
         let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
         // reachctl watch would watch on its own if no daemon answered yet.
@@ -55,6 +64,19 @@ struct SubscriberLatencyBenchmark {
                 throw BenchmarkError("reachctl watch is not following reachd")
             }
         }
+        func toolkit(_ stage: String, _ script: String) throws -> LineReader? {
+            guard let systemBus, watching.contains(stage) else { return nil }
+            let reader = try LineReader(["ip", "netns", "exec", host.name, "env", "DBUS_SYSTEM_BUS_ADDRESS=\(systemBus.address)",
+                                         "QT_QPA_PLATFORM=offscreen", "/usr/bin/python3", script])
+            guard let first = reader.firstLine(timeout: 20), first.contains("networkmanager") || first.contains("GNetworkMonitorNM") else {
+                throw BenchmarkError("\(stage) is not reading the NetworkManager surface")
+            }
+            return reader
+        }
+        let glib = try toolkit("GLib (NM surface)", ToolkitClient<GLibView>.glibScript)
+        defer { glib?.stop() }
+        let qt = try toolkit("Qt (NM surface)", ToolkitClient<QtView>.qtScript)
+        defer { qt?.stop() }
         let ipMonitor = watching.contains("ip monitor") ? try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"]) : nil
         defer { ipMonitor?.stop() }
 
@@ -78,6 +100,8 @@ struct SubscriberLatencyBenchmark {
             if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
             if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
             if let watch { stages.append(("reachctl watch", { watch.arm { $0.contains("\"status\":\"unreachable\"") } }, watch.wait)) }
+            if let glib { stages.append(("GLib (NM surface)", { glib.arm { $0.contains(#""event": "connectivity""#) && $0.contains(#""connectivity": "local""#) } }, glib.wait)) }
+            if let qt { stages.append(("Qt (NM surface)", { qt.arm { $0.contains(#""event": "reachability""#) && $0.contains("Disconnected") } }, qt.wait)) }
             stages.forEach { $0.arm() }
             let start = now()
             try change()

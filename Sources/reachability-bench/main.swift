@@ -165,6 +165,14 @@ func runSubscriberLatencyBenchmark() throws {
         for stage in SubscriberLatencyBenchmark.stages { print(row(stage, stages[stage] ?? [])) }
     }
     print("   CPU per change (restores included): " + result.cpuMicroseconds.map { "\($0.process) \(format($0.microseconds, 1)) µs" }.joined(separator: ", "))
+    // The toolkits' NetworkManager backends beside reachd's own signal, in the same run.
+    benchmark.watching = Set(["reachd StatusChanged"] + SubscriberLatencyBenchmark.toolkitStages)
+    let toolkits = try benchmark.run()
+    print("   GLib and Qt through the NetworkManager-compatible surface, beside StatusChanged:")
+    for (change, stages) in toolkits.changes {
+        print("   \(change)")
+        for stage in ["reachd StatusChanged"] + SubscriberLatencyBenchmark.toolkitStages { print(row(stage, stages[stage] ?? [])) }
+    }
     // The goals, each subscriber beside its reference alone.
     for (subscriber, reference) in [("reachctl watch", "ip monitor"), ("ReachabilityClient", "ip monitor"), ("reachd StatusChanged", "raw listener")] {
         benchmark.watching = [subscriber, reference]

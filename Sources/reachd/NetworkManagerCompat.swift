@@ -1,3 +1,4 @@
+import DaemonCore
 import ReachabilityBus
 import ReachabilityCore
 
@@ -27,7 +28,7 @@ final class NetworkManagerCompat {
         if enabled, object == nil {
             let served = try NetworkManagerObject(connection: connection, catchUp: catchUp, version: Self.version,
                                                   checkConnectivity: checkConnectivity)
-            if let path { served.update(Self.state(of: path)) }
+            if let path { served.update(NetworkManagerState(path)) }
             object = served
         }
         name.want(enabled)
@@ -37,41 +38,5 @@ final class NetworkManagerCompat {
         }
     }
 
-    func publish(_ path: Path) { object?.update(Self.state(of: path)) }
-
-    /// What NetworkManager would report of the same network. Connectivity `unknown`
-    /// on a usable path is reported as NetworkManager does with its connectivity
-    /// check off: FULL while there is a default route (it has no evidence against
-    /// it, and GLib would turn UNKNOWN into "local only").
-    static func state(of path: Path) -> NetworkManagerState {
-        guard path.status != .unknown else { return NetworkManagerState() }
-        guard path.status.isReachable, let interface = path.interface else {
-            return NetworkManagerState(state: .disconnected, connectivity: .none)
-        }
-        let (state, connectivity): (NMState, NMConnectivity) = switch path.connectivity {
-        case .portal: (.connectedSite, .portal)
-        case .limited: (.connectedSite, .limited)
-        case .full, .unknown: (.connectedGlobal, .full)
-        case .none: (.disconnected, .none)
-        }
-        return NetworkManagerState(state: state, connectivity: connectivity, metered: path.expensive ? .yes : .guessNo,
-                                   primary: primary(of: path, interface: interface))
-    }
-
-    /// The device NetworkManager would make primary: the tunnel under a VPN (its
-    /// default route wins), else the interface, typed by the medium it reports.
-    static func primary(of path: Path, interface: Path.Interface) -> NetworkManagerState.Primary {
-        let device = path.vpn ?? interface
-        let (type, connection): (NMDeviceType, String) = if path.vpn != nil {
-            device.kind == .wireguard ? (.wireguard, "wireguard") : (.tun, "tun")
-        } else {
-            switch path.status {
-            case .wifi: (.wifi, "802-11-wireless")
-            case .cellular: (.modem, "gsm")
-            default: [.ppp, .other].contains(interface.kind) ? (.generic, "generic") : (.ethernet, "802-3-ethernet")
-            }
-        }
-        return NetworkManagerState.Primary(interfaceIndex: Int32(device.index), interface: device.name, deviceType: type,
-                                           connectionType: connection, isVPN: path.vpn != nil)
-    }
+    func publish(_ path: Path) { object?.update(NetworkManagerState(path)) }
 }

@@ -23,6 +23,7 @@ for tool in mmdebstrap systemd-nspawn nsenter openssl dpkg-deb ip python3; do
     command -v "$tool" >/dev/null || { echo "package-test: $tool is missing (make deps installs it)" >&2; exit 1; }
 done
 
+here=$(dirname "$(realpath "$0")")
 id=rs$$
 machine=reachd-$id
 gateway=$machine-gw
@@ -111,7 +112,8 @@ trap 'exit 130' INT TERM
 # apt sources. Cached by that list.
 root_filesystem() {
     local packages key tarball sources
-    packages=$( { echo systemd systemd-sysv dbus iproute2
+    # NetworkManager beside reachd (installed, not enabled), and the real GLib and Qt clients of its API.
+    packages=$( { echo systemd systemd-sysv dbus iproute2 network-manager python3-gi gir1.2-glib-2.0 python3-pyqt6
                   dpkg-deb -f "$deb" Depends Recommends | sed 's/^[A-Za-z-]*://' | tr ',' '\n' | sed 's/|.*//; s/(.*)//'; } |
                 tr -s ' \n' '\n' | sed '/^$/d' | sort -u | tr '\n' ',' | sed 's/,$//')
     key=$(echo "bookworm $packages" | sha256sum | cut -c1-16)
@@ -131,6 +133,11 @@ root_filesystem() {
     fi
     mkdir -p "$root"
     tar -C "$root" -xf "$tarball"
+    # NetworkManager is there, as on a host where it was installed and switched off;
+    # when the test starts it, it manages no device (eth0 is the test's).
+    rm -f "$root"/etc/systemd/system/*.wants/NetworkManager*.service "$root"/etc/systemd/system/dbus-org.freedesktop.nm-dispatcher.service
+    printf '[keyfile]\nunmanaged-devices=*\n' > "$root/etc/NetworkManager/conf.d/99-package-test.conf"
+    cp "$here/../ToolkitClients/"*.py "$root/usr/local/bin/"
 }
 
 # Boots the container and waits for its init. After a reboot inside, nspawn
@@ -395,6 +402,69 @@ expect "and it saw the path wired" grep -q '"status":"wired"' "$root/var/lib/lat
 eventually 15 "the pinned host is trusted after the reboot" output_has '"verdict":"trusted"' inside reachctl trust status --json
 expect "no failure lines in the journal of this boot" clean_journal
 inside systemctl disable --quiet late-probe.service reachd-wait-online.service
+
+log "NetworkManager compatibility: GLib and Qt apps, and a real NetworkManager"
+nm_owner() { inside busctl --system status org.freedesktop.NetworkManager 2>&1 | grep -E '^Unit='; }
+owner_is() { [ "$(nm_owner)" = "Unit=$1" ]; }
+glib_says() { as_nobody bash -c 'timeout 3 python3 /usr/local/bin/glib-network-monitor.py; true' | head -1; }
+qt_says() { as_nobody bash -c 'QT_QPA_PLATFORM=offscreen timeout 5 python3 /usr/local/bin/qt-network-information.py 2>/dev/null; true' | head -1; }
+expect "compat off (the default): nobody owns org.freedesktop.NetworkManager" not nm_owner
+expect "compat off: GLib falls back to its netlink monitor" output_has '"backend": "GNetworkMonitorNetlink"' glib_says
+good_config
+printf '\n[compat]\nnetworkmanager = true\n' >> "$root/etc/reachd/reachd.toml"
+expect "systemctl reload with [compat] networkmanager = true" inside systemctl reload reachd.service
+eventually 10 "reachd owns org.freedesktop.NetworkManager" owner_is reachd.service
+expect "nobody: GLib's GNetworkMonitor is the NetworkManager backend, available, connectivity full" \
+    output_has '"backend": "GNetworkMonitorNM", "available": true, "connectivity": "full", "metered": false' glib_says
+expect "nobody: Qt's networkmanager backend loads: Online, not behind a portal, Ethernet" \
+    output_has '"backend": "networkmanager", "reachability": "Online", "portal": false, "medium": "Ethernet"' qt_says
+# Both toolkits as long-running apps of an unprivileged user, following a change.
+for client in glib-network-monitor qt-network-information; do
+    inside bash -c "QT_QPA_PLATFORM=offscreen setpriv --reuid=nobody --regid=nogroup --clear-groups python3 /usr/local/bin/$client.py > /var/tmp/$client.log 2>/dev/null &"
+done
+says() { tail -1 "$root/var/tmp/$1.log" | grep -q "$2"; }
+eventually 10 "a GLib app running as nobody starts online" says glib-network-monitor '"available": true, "connectivity": "full"'
+eventually 10 "a Qt app running as nobody starts online" says qt-network-information '"reachability": "Online"'
+nsenter --target "$leader" --net ip route del default
+eventually 5 "the default route deleted: the GLib app says unavailable" says glib-network-monitor '"available": false'
+eventually 5 "and the Qt app says Disconnected" says qt-network-information '"reachability": "Disconnected"'
+nsenter --target "$leader" --net ip route add default via 10.77.0.1
+eventually 5 "the route back: the GLib app says full again" says glib-network-monitor '"available": true, "connectivity": "full"'
+eventually 5 "and the Qt app says Online" says qt-network-information '"reachability": "Online"'
+# No pkill in minimal Debian: bash's kill, for the two clients.
+inside bash -c 'for p in /proc/[0-9]*; do grep -qaE "network-(monitor|information).py" $p/cmdline 2>/dev/null && kill ${p#/proc/}; done; true'
+expect "nm-online -s (NetworkManager-wait-online's command) returns at once" inside nm-online -s -q -t 5
+# A real NetworkManager, started while reachd holds its name: systemd's job comes first, and reachd gives the name up.
+since=$(inside date '+%Y-%m-%d %H:%M:%S')
+expect "systemctl start NetworkManager succeeds while reachd held the name" inside systemctl start NetworkManager.service
+eventually 15 "NetworkManager is active" state_is NetworkManager.service active
+expect "and owns its name" owner_is NetworkManager.service
+expect "nmcli talks to the real NetworkManager" output_has '^running$' inside nmcli -t -f RUNNING general
+expect "NetworkManager's journal has no trouble with its name" not output_has 'acquire|already' inside journalctl --no-pager -u NetworkManager.service -p warning --since "$since"
+expect "reachd's journal says it released the name for systemd's job" output_has 'systemd queued a job for NetworkManager.service' \
+    inside journalctl --no-pager -u reachd.service --since "$since"
+expect "GLib apps now read the real NetworkManager" output_has '"backend": "GNetworkMonitorNM"' glib_says
+inside systemctl restart reachd.service
+eventually 15 "reachd restarted beside a running NetworkManager" state_is reachd.service active
+sleep 2
+expect "and leaves NetworkManager's name alone" owner_is NetworkManager.service
+expect "systemctl stop NetworkManager" inside systemctl stop NetworkManager.service
+eventually 10 "reachd takes the name back" owner_is reachd.service
+# Both enabled at boot: NetworkManager's start job is queued with reachd's, and wins.
+inside systemctl enable --quiet NetworkManager.service
+inside systemctl reboot
+boot || { fail "the container boots with NetworkManager enabled"; exit 1; }
+eventually 30 "after the reboot, NetworkManager is active" state_is NetworkManager.service active
+eventually 10 "and reachd too" state_is reachd.service active
+expect "NetworkManager owns its name" owner_is NetworkManager.service
+expect "reachd did not take it at boot" not output_has 'owning org.freedesktop.NetworkManager' inside journalctl --no-pager -b -u reachd.service
+inside systemctl disable --quiet --now NetworkManager.service
+eventually 10 "NetworkManager switched off: reachd owns the name" owner_is reachd.service
+plug_in || fail "a veth into the container"
+eventually 10 "wired again" status_is wired
+good_config
+inside systemctl reload reachd.service
+eventually 10 "compat off (reload): the name is released" not nm_owner
 
 log "upgrade, remove, purge"
 before=$(main_pid)
