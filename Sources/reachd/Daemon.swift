@@ -447,7 +447,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func configureCompat(_ configuration: DaemonConfiguration) throws {
         guard let compat else {
             if configuration.networkManagerCompat {
-                Log.warning("compat: networkmanager = true, but reachd is on no bus: the surface is served on the system bus only")
+                Log.warning("compat: networkmanager = true, but reachd is on no bus (--bus none, or no system bus): nothing serves the surface")
             }
             return
         }

@@ -7,7 +7,8 @@ import ReachabilityCore
 /// (a real NetworkManager always wins); the objects say what the published path says.
 final class NetworkManagerCompat {
     private let connection: BusConnection
-    private let name: NetworkManagerName
+    /// Made when first switched on: until then reachd follows neither the name nor systemd's jobs.
+    private var name: NetworkManagerName?
     /// Brings the surface's subscribers up to date once the bus connection drained.
     private var catchUp: EventLoop.Switch!
     private let checkConnectivity: (@escaping () -> Void) -> Void
@@ -19,8 +20,10 @@ final class NetworkManagerCompat {
     init(connection: BusConnection, loop: EventLoop, checkConnectivity: @escaping (@escaping () -> Void) -> Void) throws {
         self.connection = connection
         self.checkConnectivity = checkConnectivity
-        name = try NetworkManagerName(connection: connection) { Log.notice($0) }
-        catchUp = try loop.afterEachIteration { [unowned self] in object?.bringUpToDate() }
+        catchUp = try loop.afterEachIteration { [unowned self] in
+            guard let object else { return catchUp.turn(on: false) }
+            object.bringUpToDate()
+        }
     }
 
     /// Serves the surface (and asks for the name) or withdraws it; `path` is the published one.
@@ -31,7 +34,8 @@ final class NetworkManagerCompat {
             if let path { served.update(NetworkManagerState(path)) }
             object = served
         }
-        name.want(enabled)
+        if enabled, name == nil { name = try NetworkManagerName(connection: connection) { Log.notice($0) } }
+        name?.want(enabled)
         if !enabled, let served = object {
             served.withdraw()
             object = nil

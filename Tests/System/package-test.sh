@@ -410,6 +410,16 @@ glib_says() { as_nobody bash -c 'timeout 3 python3 /usr/local/bin/glib-network-m
 qt_says() { as_nobody bash -c 'QT_QPA_PLATFORM=offscreen timeout 5 python3 /usr/local/bin/qt-network-information.py 2>/dev/null; true' | head -1; }
 expect "compat off (the default): nobody owns org.freedesktop.NetworkManager" not nm_owner
 expect "compat off: GLib falls back to its netlink monitor" output_has '"backend": "GNetworkMonitorNetlink"' glib_says
+# Why reachd follows systemd's jobs: a name merely held with replacement allowed still stops NetworkManager.
+inside bash -c "python3 -c 'from gi.repository import Gio, GLib; Gio.bus_own_name(Gio.BusType.SYSTEM, \"org.freedesktop.NetworkManager\", Gio.BusNameOwnerFlags.ALLOW_REPLACEMENT, None, None, None); GLib.MainLoop().run()' > /dev/null 2>&1 &"
+eventually 10 "a stand-in holds org.freedesktop.NetworkManager, allowing replacement" nm_owner
+since=$(inside date '+%Y-%m-%d %H:%M:%S')
+expect "then NetworkManager does not start" not inside timeout 60 systemctl start NetworkManager.service
+expect "its journal says why (it does not replace, and does not queue)" output_has 'acquire' inside journalctl --no-pager -u NetworkManager.service --since "$since"
+inside bash -c 'for p in /proc/[0-9]*; do grep -qa bus_own_name $p/cmdline 2>/dev/null && kill ${p#/proc/}; done; true'
+inside systemctl stop NetworkManager.service
+inside systemctl reset-failed NetworkManager.service
+eventually 10 "the stand-in gone, nobody owns the name" not nm_owner
 good_config
 printf '\n[compat]\nnetworkmanager = true\n' >> "$root/etc/reachd/reachd.toml"
 expect "systemctl reload with [compat] networkmanager = true" inside systemctl reload reachd.service
