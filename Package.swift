@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "reachctl", targets: ["reachctl"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachd-trust", targets: ["reachd-trust"]),
+        // The three above in one binary: what the Debian package installs (README, "Installed files").
+        .executable(name: "reachd-multicall", targets: ["reachd-multicall"]),
         // For FuzzTesting/ (a package of its own: libFuzzer needs its own build flags).
         .library(name: "ParserFuzzing", targets: ["ParserFuzzing"]),
     ],
@@ -68,12 +70,14 @@ let package = Package(
         // The daemon's decisions that need no loop, each testable alone: when trust rounds and report deliveries
         // run, and what NetworkManager would report of a path (the [compat] surface).
         .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus"]),
-        // The daemon links no TLS code (and so no full Foundation): trust checks run in
-        // reachd-trust. Nor swift-argument-parser: its four options are parsed by hand.
-        .executableTarget(
-            name: "reachd",
+        // The daemon as a library (reachd is its one-line executable): one sd-event
+        // thread, no TLS code (trust checks run in reachd-trust), and no
+        // swift-argument-parser (its four options are parsed by hand).
+        .target(
+            name: "ReachdProgram",
             dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "Netlink", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
         ),
+        .executableTarget(name: "reachd", dependencies: ["ReachdProgram"]),
         // The version, written once (the Makefile reads it for the package).
         .target(name: "ReachdVersion"),
         // Where the helper programs are: beside the running one, or in ../libexec.
@@ -96,18 +100,23 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(
-            name: "reachd-trust",
+        // reachd-trust as a library: the TLS side, a process of its own for each round.
+        .target(
+            name: "ReachdTrustProgram",
             dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachdVersion", .product(name: "X509", package: "swift-certificates")]
         ),
-        // No TLS code (the trust commands that need it run in reachd-trust): no full Foundation.
-        .executableTarget(
-            name: "reachctl",
+        .executableTarget(name: "reachd-trust", dependencies: ["ReachdTrustProgram"]),
+        // reachctl as a library: no TLS code (the trust commands that need it run in reachd-trust).
+        .target(
+            name: "ReachctlProgram",
             dependencies: [
                 "ReachabilityCore", "ReachabilityClient", "ReachctlSupport", "Libexec", "ReachdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(name: "reachctl", dependencies: ["ReachctlProgram"]),
+        // What the package installs: the three programs in one binary, run under their names.
+        .executableTarget(name: "reachd-multicall", dependencies: ["ReachdProgram", "ReachctlProgram", "ReachdTrustProgram"]),
         // Every parser of outside input, reachable from bytes: fuzzed, and replayed by the tests.
         .target(
             name: "ParserFuzzing",

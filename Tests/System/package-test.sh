@@ -476,6 +476,36 @@ good_config
 inside systemctl reload reachd.service
 eventually 10 "compat off (reload): the name is released" not nm_owner
 
+log "idle memory: reachd beside NetworkManager and systemd-networkd, measured the same way"
+# All three at once, one wired interface with a static address, 60 s idle: reachd
+# with the package's config (every key commented: the defaults), NetworkManager
+# with Debian's config (eth0 unmanaged, as on this test's hosts), systemd-networkd
+# managing eth0 with the address it already has.
+cp /dev/null "$root/etc/reachd/reachd.toml"
+printf '[Match]\nName=eth0\n\n[Network]\nAddress=10.77.0.2/24\nGateway=10.77.0.1\n' > "$root/etc/systemd/network/50-eth0.network"
+inside systemctl restart reachd.service
+inside systemctl start NetworkManager.service systemd-networkd.service
+eventually 20 "reachd, NetworkManager and systemd-networkd are active" \
+    bash -c "for unit in reachd NetworkManager systemd-networkd; do [ \$(nsenter --target $leader --all systemctl show --property=ActiveState --value \$unit.service) = active ] || exit 1; done"
+sleep 60
+# RSS, its anonymous part and PSS (/proc, smaps_rollup), threads, and the unit's exposure.
+idle() {
+    local pid
+    pid=$(inside systemctl show --property=MainPID --value "$1.service")
+    inside bash -c "awk '/^(VmRSS|RssAnon|Threads):/ { printf \"%s %s \", \$1, \$2 } /^Pss:/ { printf \"Pss: %s \", \$2 }' /proc/$pid/status /proc/$pid/smaps_rollup; \
+        systemd-analyze security $1.service 2>/dev/null | sed -n 's/.*exposure level for .*: \([0-9.]*\).*/exposure: \1/p'"
+}
+for unit in reachd NetworkManager systemd-networkd; do
+    printf '  info  idle 60 s, %-17s %s\n' "$unit:" "$(idle "$unit")"
+done
+reachd_rss=$(idle reachd | sed -n 's/.*VmRSS: \([0-9]*\).*/\1/p')
+reachd_anon=$(idle reachd | sed -n 's/.*RssAnon: \([0-9]*\).*/\1/p')
+expect "reachd idle: RSS $reachd_rss KiB ≤ 10,240" test "$reachd_rss" -le 10240
+expect "reachd idle: anonymous $reachd_anon KiB ≤ 1,228" test "$reachd_anon" -le 1228
+inside systemctl stop NetworkManager.service systemd-networkd.service systemd-networkd.socket
+rm "$root/etc/systemd/network/50-eth0.network"
+good_config
+
 log "upgrade, remove, purge"
 before=$(main_pid)
 expect "dpkg -i of the package again (an upgrade) succeeds" inside dpkg -i /root/reachd.deb

@@ -6,11 +6,11 @@ import ReachdVersion
 import Glibc
 #endif
 
-@main
-struct ReachD {
+/// reachd's entry point (the program is `reachd`, or the installed multi-call binary under that name).
+package struct ReachD {
     let options: DaemonOptions
 
-    static func main() {
+    package static func main() -> Never {
         let options: DaemonOptions
         do throws(DaemonOptions.Stop) {
             options = try DaemonOptions(arguments: CommandLine.arguments.dropFirst())
@@ -18,10 +18,10 @@ struct ReachD {
             switch error {
             case .help:
                 print(DaemonOptions.help, terminator: "")
-                return
+                exit(0)
             case .version:
                 print(reachdVersion)
-                return
+                exit(0)
             case let .usage(message):
                 Log.error("\(message) (see reachd --help)")
                 exit(64)  // EX_USAGE

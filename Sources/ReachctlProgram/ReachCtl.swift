@@ -7,7 +7,9 @@ import ReachdVersion
 import Glibc
 #endif
 
-@main
+/// reachctl's entry point: the program is `reachctl`, or the installed multi-call binary under that name.
+package func reachctlMain() async { await ReachCtl.main() }
+
 struct ReachCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reachctl",

@@ -1,0 +1,117 @@
+import FoundationEssentials
+import ServerTrust
+import TrustCommands
+import TrustHelperMessages
+import ReachdVersion
+import X509
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// reachd-trust: reachd's TLS side, in a process of its own. TLS, X.509 and
+// swift-crypto bring full Foundation (≈ 10 MB of RSS); the daemon stays small
+// by running this only while a check runs.
+//
+//   reachd-trust check-config FILE
+//       validates the [trust] table; prints TrustConfigurationSummary; exit 1 with file:line on stderr
+//   reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY]]]
+//       re-validates every host; spools reports, delivers waiting ones; prints TrustRound.
+//       CONNECTIVITY portal: failed handshakes are the portal's, judged `portal`, not reported
+//   reachd-trust deliver FILE
+//       sends the reports waiting in the outbox to their collectors; prints TrustDelivery
+//   reachd-trust ctl check|verify|pin|diagnose …
+//       `reachctl trust …`'s TLS commands (reachctl execs this for them)
+//   reachd-trust --version
+
+/// One JSON object as text, keys sorted (stable for the reader and for tests).
+private func json(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}
+
+private func printLine(_ text: String, to descriptor: Int32 = STDOUT_FILENO) {
+    var line = text + "\n"
+    line.withUTF8 { _ = write(descriptor, $0.baseAddress, $0.count) }
+}
+
+private func fail(_ message: String) -> Never {
+    printLine("reachd-trust: \(message)", to: STDERR_FILENO)
+    exit(1)
+}
+
+/// reachd-trust's entry point (the program is `reachd-trust`, or the installed
+/// multi-call binary run under that name).
+package enum ReachdTrust {
+    package static func main() async -> Never {
+        do {
+            try await run()
+        } catch {
+            fail("\(error)")
+        }
+        exit(0)
+    }
+
+    private static func run() async throws {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments == ["--version"] {
+            printLine(reachdVersion)
+            exit(0)
+        }
+        if arguments.first == "ctl" {
+            await ReachctlTrustCommand.run(Array(arguments.dropFirst()))
+            exit(0)
+        }
+        guard arguments.count >= 2, ["check-config", "check", "deliver"].contains(arguments[0]) else {
+            fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY]]] | deliver FILE | ctl COMMAND …")
+        }
+        let file = arguments[1]
+        let configuration: TrustConfiguration
+        do {
+            configuration = access(file, F_OK) == 0 ? try TrustConfiguration.load(contentsOf: file) : TrustConfiguration()
+        } catch {
+            fail("\(error)")
+        }
+
+        let spool = ReportSpool(directory: configuration.reports)
+
+        if arguments[0] == "check-config" {
+            for host in configuration.probedHosts where host.policy.mode == .disabled {
+                printLine("reachd-trust: trust evaluation is DISABLED for \(host.pattern): any certificate is accepted", to: STDERR_FILENO)
+            }
+            printLine(try json(TrustConfigurationSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
+                                                         hosts: configuration.probedHosts.count, reportsPending: spool.outbox.pendingCount)))
+            exit(0)
+        }
+
+        if arguments[0] == "deliver" {
+            let delivery = await spool.outbox.deliver(timeout: configuration.timeout)
+            printLine(try json(TrustDelivery(delivered: delivery.delivered, dropped: delivery.dropped,
+                                             reportsPending: delivery.pending, warnings: delivery.errors)))
+            exit(0)
+        }
+
+        var warnings: [String] = []
+        let anchors: [Certificate]
+        do {
+            anchors = try ChainValidator.systemAnchors()
+        } catch {
+            warnings.append("no system roots (\(error)): only configured anchors are trusted")
+            anchors = []
+        }
+        var path: [String: String] = [:]
+        if arguments.count > 2 { path["status"] = arguments[2] }
+        if arguments.count > 3 { path["interface"] = arguments[3] }
+        let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: spool)
+        let round = await checker.checkAll(path: path, duringPortal: arguments.count > 4 && arguments[4] == "portal")
+        printLine(try json(TrustRound(overall: round.overall.rawValue, hosts: try json(round.hosts),
+                                      reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
+                                      warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } },
+                                      reportsPending: round.reportsPending,
+                                      summaries: zip(configuration.probedHosts, round.hosts).map { host, result in
+                                          TrustHostSummary(host: result.host, verdict: result.verdict.rawValue,
+                                                           pinFailure: host.isPinned && result.enforced && result.verdict.isInterception,
+                                                           certificateExpires: result.certificateExpires.map { Int64($0.timeIntervalSince1970.rounded(.down)) })
+                                      })))
+    }
+}

@@ -1,0 +1,3 @@
+import ReachctlProgram
+
+await reachctlMain()

@@ -1,0 +1,3 @@
+import ReachdProgram
+
+ReachD.main()
