@@ -89,6 +89,8 @@ def main():
     print("| module (KiB) | " + " | ".join(b.split("/")[-1] for b in binaries) + " |")
     print("|---|" + "---|" * len(binaries))
     for module in modules:
+        if all(sizes[module] < 8 * 1024 for sizes, _ in measured):
+            continue
         print(f"| {module} | " + " | ".join(f"{sizes[module] / 1024:,.0f}" for sizes, _ in measured) + " |")
     for section in ("eh_frame", "eh_frame_hdr", "dynsym+dynstr", "swift5 metadata"):
         def size(sections):
