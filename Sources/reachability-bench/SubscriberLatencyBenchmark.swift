@@ -123,6 +123,9 @@ struct SubscriberLatencyBenchmark {
             }
             // Every subscriber has it, and trailing messages (IPv6 teardown, re-checks) pass before the next arm.
             usleep(20_000)
+            for (client, online) in [(glib, #""connectivity": "full""#), (qt, #""reachability": "Online""#)] {
+                guard client?.waitForLatest(containing: online) != false else { throw BenchmarkError("a toolkit client did not come back online") }
+            }
             raw?.discard()
         }
         let processes = [("reachd", daemon.processIdentifier)] + [("reachctl watch", watch?.pid), ("ip monitor", ipMonitor?.pid)].compactMap { name, pid in pid.map { (name, $0) } }
@@ -156,6 +159,7 @@ final class LineReader: @unchecked Sendable {
     private var matcher: ((String) -> Bool)?
     private var time: UInt64?
     private var first: String?
+    private var last: String?
     private let semaphore = DispatchSemaphore(value: 0)
     private let firstSeen = DispatchSemaphore(value: 0)
 
@@ -187,6 +191,7 @@ final class LineReader: @unchecked Sendable {
 
     private func received(_ line: String, at time: UInt64) {
         lock.lock(); defer { lock.unlock() }
+        last = line
         if first == nil {
             first = line
             firstSeen.signal()
@@ -195,6 +200,17 @@ final class LineReader: @unchecked Sendable {
         self.matcher = nil
         self.time = time
         semaphore.signal()
+    }
+
+    /// Waits (up to 5 s) until the latest line contains `text`: a slow subscriber
+    /// (a toolkit client) has caught up before the next change is armed, so that a
+    /// late line of the last change is not taken for the next one.
+    func waitForLatest(containing text: String) -> Bool {
+        for _ in 0 ..< 500 {
+            if lock.withLock({ last?.contains(text) == true }) { return true }
+            usleep(10_000)
+        }
+        return false
     }
 
     func firstLine(timeout: Int) -> String? {
