@@ -36,12 +36,18 @@ let package = Package(
         .target(name: "CSystemdShim", dependencies: ["CSystemd"]),
         // C that Swift cannot express: setns (needs _GNU_SOURCE).
         .target(name: "CNetlinkShim"),
-        // Typed Swift over rtnetlink; the only module with unsafe pointer work.
-        .target(name: "Netlink", dependencies: ["CNetlink", "CNetlinkShim"]),
+        // C that Swift cannot express: ppoll (needs _GNU_SOURCE).
+        .target(name: "CSocketsShim"),
+        // Plain sockets and the loop's building blocks: IP addresses, the probe's TCP
+        // client, name resolution, HTTP head bytes, poll, a thread of its own.
+        .target(name: "Sockets", dependencies: ["CSocketsShim"]),
+        // Typed Swift over rtnetlink: sockets, dumps, events, route lookups, namespaces.
+        // With Sockets and the bus, the only modules with unsafe pointer work.
+        .target(name: "Netlink", dependencies: ["CNetlink", "CNetlinkShim", "Sockets"]),
         // A small TOML reader that keeps line numbers for error messages.
         .target(name: "TOML"),
         // The monitor itself, on FoundationEssentials only: what reachctl and reachd link.
-        .target(name: "ReachabilityCore", dependencies: ["Netlink", "TOML"]),
+        .target(name: "ReachabilityCore", dependencies: ["Netlink", "Sockets", "TOML"]),
         // The library product: the core, plus NotificationCenter (full Foundation) for apps.
         .target(name: "Reachability", dependencies: ["ReachabilityCore"]),
         // TLS trust: certificates, pins, chain and host validation.
@@ -64,9 +70,9 @@ let package = Package(
         // The D-Bus side: sd-event loop, connections, the io.reachd.Reachability1 object.
         .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim"]),
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
-        .target(name: "ReachdMetrics", dependencies: ["ReachabilityBus", "Netlink", "TOML"]),
+        .target(name: "ReachdMetrics", dependencies: ["ReachabilityBus", "Sockets", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
-        .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Netlink", "CSystemd"]),
+        .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Sockets", "CSystemd"]),
         // The daemon's decisions that need no loop, each testable alone: when trust rounds and report deliveries
         // run, and what NetworkManager would report of a path (the [compat] surface).
         .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus"]),
@@ -75,7 +81,7 @@ let package = Package(
         // swift-argument-parser (its four options are parsed by hand).
         .target(
             name: "ReachdProgram",
-            dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "Netlink", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
+            dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "Sockets", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
         ),
         .executableTarget(name: "reachd", dependencies: ["ReachdProgram"]),
         // The version, written once (the Makefile reads it for the package).
@@ -125,7 +131,7 @@ let package = Package(
         .executableTarget(
             name: "reachability-bench",
             dependencies: [
-                "ReachabilityCore", "ReachabilityBus", "ReachabilityClient", "Netlink", "NamespaceTesting", "ServerTrust",
+                "ReachabilityCore", "ReachabilityBus", "ReachabilityClient", "Netlink", "Sockets", "NamespaceTesting", "ServerTrust",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -143,8 +149,8 @@ let package = Package(
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus"]),
         .testTarget(name: "ReachdMetricsTests", dependencies: ["ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NamespaceTesting"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "TOML", "NamespaceTesting"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Sockets", "NamespaceTesting"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "Sockets", "TOML", "NamespaceTesting"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting"]),
         .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachdVersion"]),
         .testTarget(

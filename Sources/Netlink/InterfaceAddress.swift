@@ -1,4 +1,5 @@
 import CNetlink
+import Sockets
 
 /// `IFA_F_*` flags of an address.
 package struct AddressFlags: OptionSet, Hashable, Sendable {

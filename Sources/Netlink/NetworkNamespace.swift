@@ -1,6 +1,7 @@
 import CNetlinkShim
 #if canImport(Glibc)
 import Glibc
+import Sockets
 #endif
 
 /// A network namespace, by the path of a file that holds it open

@@ -1,6 +1,7 @@
 import CNetlink
 #if canImport(Glibc)
 import Glibc
+import Sockets
 #endif
 
 /// The kernel's answer to "which way would a packet to this address go?".

@@ -1,6 +1,7 @@
 import CNetlink
 #if canImport(Glibc)
 import Glibc
+import Sockets
 #endif
 
 /// Changes kernel state the way `ip` does, over the caller's own socket: for

@@ -1,4 +1,5 @@
 import CNetlink
+import Sockets
 
 /// A datagram read from an rtnetlink socket, decoded as the monitor decodes
 /// one: every message (events and dump answers), and each as the answer to a

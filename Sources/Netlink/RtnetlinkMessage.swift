@@ -1,6 +1,7 @@
 import CNetlink
 #if canImport(Glibc)
 import Glibc
+import Sockets
 #endif
 
 /// A route was added or removed. Only enough to know that something changed:

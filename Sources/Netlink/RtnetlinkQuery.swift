@@ -1,6 +1,7 @@
 import CNetlink
 #if canImport(Glibc)
 import Glibc
+import Sockets
 #endif
 
 /// The unsubscribed socket for requests: link and address dumps (start-up and

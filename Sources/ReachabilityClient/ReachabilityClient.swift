@@ -2,8 +2,8 @@ import CSystemd
 import Dispatch
 import FoundationEssentials
 @_exported import ReachabilityCore
-import Netlink
 import ReachabilityBus
+import Sockets
 import Synchronization
 #if canImport(Glibc)
 import Glibc

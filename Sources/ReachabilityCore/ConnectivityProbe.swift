@@ -1,5 +1,6 @@
 import Dispatch
 import Netlink
+import Sockets
 import Synchronization
 
 /// CONTRACT.md's connectivity probe: an HTTP GET of the configured URL over the

@@ -1,4 +1,4 @@
-import Netlink
+import Sockets
 
 /// The head of an HTTP/1.x response, read from bytes (what the connectivity probe
 /// needs: status, Location, how the body is framed), as bytes (`HTTPHeadBytes`).

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Netlink
+import Sockets
 import Synchronization
 #if canImport(Glibc)
 import Glibc

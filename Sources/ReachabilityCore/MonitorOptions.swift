@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Netlink
+import Sockets
 import TOML
 
 /// How a monitor watches the network: the `[monitor]` table of reachd.toml.

@@ -1,6 +1,6 @@
 import Dispatch
 import FoundationEssentials
-import Netlink
+import Sockets
 import Synchronization
 
 /// Watches the kernel's network state and publishes the path every time it changes.

@@ -1,4 +1,4 @@
-import Netlink
+import Sockets
 
 /// What the metrics server needs of an HTTP/1.x request head: the method, the
 /// target and the `Accept` header. Everything else (other headers, a body) is ignored.

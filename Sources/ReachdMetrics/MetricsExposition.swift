@@ -1,4 +1,4 @@
-import Netlink
+import Sockets
 
 /// The two text formats a scraper may ask for.
 package enum MetricsFormat: Sendable, Equatable {

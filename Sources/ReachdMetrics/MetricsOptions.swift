@@ -1,4 +1,4 @@
-import Netlink
+import Sockets
 import TOML
 
 /// The `[metrics]` table of reachd.toml: both exports are off unless configured.

@@ -1,4 +1,3 @@
-import Netlink
 import ReachabilityBus
 #if canImport(Glibc)
 import Glibc

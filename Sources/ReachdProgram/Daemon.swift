@@ -2,9 +2,9 @@ import CSystemd
 import DaemonCore
 import Dispatch
 import FoundationEssentials
-import Netlink
 import ReachabilityBus
 import ReachdMetrics
+import Sockets
 import TrustHelperMessages
 import ReachabilityCore
 #if canImport(Glibc)

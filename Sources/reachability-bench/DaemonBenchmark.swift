@@ -6,6 +6,7 @@ import ReachabilityBus
 import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
+import Sockets
 #endif
 
 /// reachd end to end: from just before the netlink request to the StatusChanged

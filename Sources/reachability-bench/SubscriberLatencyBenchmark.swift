@@ -6,6 +6,7 @@ import ReachabilityClient
 import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
+import Sockets
 #endif
 
 /// From just before the netlink request that makes a change to each stage that

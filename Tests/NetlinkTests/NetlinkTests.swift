@@ -1,5 +1,6 @@
 import NamespaceTesting
 @testable import Netlink
+import Sockets
 import Testing
 
 /// The netlink layer against the kernel, inside namespaces reached through setns.

@@ -2,6 +2,7 @@ import Foundation
 import NamespaceTesting
 import Netlink
 import Reachability
+import Sockets
 import Testing
 
 /// A running monitor follows the kernel, including the changes the kernel

@@ -20,8 +20,14 @@ package final class DedicatedThread {
         }, context)
         guard created == 0 else {
             Unmanaged<DedicatedThread>.fromOpaque(context).release()
-            throw NetlinkError.system(operation: "starting a thread", errno: created)
+            throw Failure(errno: created)
         }
+    }
+
+    /// The thread could not be created (`pthread_create`'s error number).
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package let errno: Int32
+        package var description: String { "starting a thread: \(String(cString: strerror(errno)))" }
     }
 
     /// Waits for the body to return. Call it once.

@@ -1,4 +1,4 @@
-import CNetlinkShim
+import CSocketsShim
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,0 +1,11 @@
+#ifndef REACHD_CSOCKETSSHIM_H
+#define REACHD_CSOCKETSSHIM_H
+
+#include <poll.h>
+#include <stdint.h>
+
+/// ppoll with a timeout in nanoseconds (negative: none), for sub-millisecond
+/// waits. Returns what ppoll returns. (ppoll needs _GNU_SOURCE: a .c file.)
+int reachd_poll(struct pollfd *descriptors, nfds_t count, int64_t timeout_nanoseconds);
+
+#endif
