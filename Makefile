@@ -7,7 +7,7 @@ PREFIX      ?= /usr
 # user (the limits tests), and for the system test
 # a Debian 12 root file system (mmdebstrap) booted by systemd-nspawn.
 DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 \
-               debhelper dpkg-dev jq mmdebstrap systemd-container lintian
+               debhelper dpkg-dev jq mmdebstrap systemd-container lintian man-db
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
@@ -60,7 +60,7 @@ run: build
 ## Every test. Kernel tests create (and always remove) network namespaces: root only.
 ## Then every parser fuzzed briefly, and the package under a real systemd
 ## (Tests/System/package-test.sh).
-test: deps unittest fuzz package-check systemtest
+test: deps unittest fuzz package-check man-check systemtest
 
 unittest: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test: the kernel tests create network namespaces; run it as root (sudo make test)" >&2; exit 1; }
@@ -93,6 +93,11 @@ package-check: deb
 	cp debian/changelog .build/source/reachd-$(VERSION)/debian/changelog
 	cd .build/source && dpkg-source --build reachd-$(VERSION) >/dev/null
 	lintian --fail-on warning,error --display-info $(DEB) .build/source/reachd_$(VERSION).dsc
+
+## The manual pages, linted (man --warnings), and checked against the code: every
+## option of reachctl and reachd and every key of reachd.toml is in its page.
+man-check: docs
+	scripts/check-man-pages.sh $(DOCS)/man
 
 systemtest: deb
 	Tests/System/package-test.sh $(DEB)
