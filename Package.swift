@@ -10,7 +10,7 @@ let package = Package(
         .executable(name: "reachctl", targets: ["reachctl"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachd-trust", targets: ["reachd-trust"]),
-        // The three above in one binary: what the Debian package installs (README, "Installed files").
+        // The three above in one binary: what the Debian package installs (docs/daemon.md, "Installed files").
         .executable(name: "reachd-multicall", targets: ["reachd-multicall"]),
         // For FuzzTesting/ (a package of its own: libFuzzer needs its own build flags).
         .library(name: "ParserFuzzing", targets: ["ParserFuzzing"]),

@@ -59,7 +59,7 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
         }
     }
 
-    /// A host's verdict (README, ServerTrust). A struct rather than an enum: a newer
+    /// A host's verdict (docs/trust.md). A struct rather than an enum: a newer
     /// daemon's verdict still decodes, and compares unequal to every known one.
     public struct Verdict: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String

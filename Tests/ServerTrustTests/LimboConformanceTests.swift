@@ -28,7 +28,7 @@ struct LimboConformanceTests {
 
     /// OpenSSL 3.0's `verify -x509_strict` agrees on 138 on this machine; swift-certificates'
     /// RFC 5280 and identity policies (with only a depth limit and an EKU check) on 131.
-    /// The rest are listed, with their reasons, in the README.
+    /// The rest are listed, with their reasons, in docs/trust.md.
     static let requiredAgreement = 177
 
     @Test("SERVER testcases without CRLs agree with the expected result")

@@ -8,7 +8,7 @@ import Glibc
 /// `reachctl trust`: `status` asks the daemon here; the TLS commands run in
 /// reachd-trust, which reachctl becomes for them (`reachd-trust ctl …`), so that
 /// reachctl links no TLS code — and with it no full Foundation, which would cost
-/// every `reachctl status` 7–8 MB and 50–70 ms (README).
+/// every `reachctl status` 7–8 MB and 50–70 ms (docs/trust.md).
 struct TrustCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trust",
