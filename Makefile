@@ -60,7 +60,7 @@ run: build
 ## Every test. Kernel tests create (and always remove) network namespaces: root only.
 ## Then every parser fuzzed briefly, and the package under a real systemd
 ## (Tests/System/package-test.sh).
-test: deps unittest fuzz package-check man-check systemtest
+test: deps unittest examples fuzz package-check man-check systemtest
 
 unittest: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test: the kernel tests create network namespaces; run it as root (sudo make test)" >&2; exit 1; }
@@ -93,6 +93,11 @@ package-check: deb
 	cp debian/changelog .build/source/reachd-$(VERSION)/debian/changelog
 	cd .build/source && dpkg-source --build reachd-$(VERSION) >/dev/null
 	lintian --fail-on warning,error --display-info $(DEB) .build/source/reachd_$(VERSION).dsc
+
+## Examples/, a package of its own that uses this one by path as an app would:
+## it must build (the README and docs/swift-libraries.md take their code from it).
+examples: deps
+	cd Examples && $(SWIFT) build
 
 ## The manual pages, linted (man --warnings), and checked against the code: every
 ## option of reachctl and reachd and every key of reachd.toml is in its page.
