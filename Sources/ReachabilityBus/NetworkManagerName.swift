@@ -70,8 +70,6 @@ package final class NetworkManagerName {
         reconsider()
     }
 
-    package var isOwned: Bool { ownership == .owned }
-
     private func systemdAnswered() {
         askingSystemd = false
         reconsider()

@@ -44,13 +44,18 @@ public struct TOMLTableReader {
         return number
     }
 
-    /// A duration written as a string: "250ms", "5s", "10m", "6h", "1d".
+    /// A duration written as a string: "250ms", "5s", "10m", "6h", "1d", at most 100 years.
     public mutating func duration(_ key: String) throws(TOMLError) -> (value: Duration, text: String, line: Int)? {
         guard let (text, line) = try string(key) else { return nil }
-        let units: [(String, Duration)] = [("ms", .milliseconds(1)), ("s", .seconds(1)), ("m", .seconds(60)),
-                                           ("h", .seconds(3600)), ("d", .seconds(86400))]
-        for (suffix, unit) in units where text.hasSuffix(suffix) {
-            if let count = Int(text.dropLast(suffix.count)), count >= 0 { return (unit * count, text, line) }
+        let units: [(suffix: String, milliseconds: Int)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)]
+        // Far past any interval or timeout, and far below where Duration's arithmetic traps (found by fuzzing).
+        let longest = 100 * 365 * 86_400_000
+        for unit in units where text.hasSuffix(unit.suffix) {
+            guard let count = Int(text.dropLast(unit.suffix.count)), count >= 0 else { continue }
+            guard count <= longest / unit.milliseconds else {
+                throw error("\(key) must be at most 100 years, not \"\(text)\"", line: line)
+            }
+            return (.milliseconds(count * unit.milliseconds), text, line)
         }
         throw error("\(key) must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"\(text)\"", line: line)
     }

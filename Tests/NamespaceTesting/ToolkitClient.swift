@@ -58,7 +58,6 @@ public final class ToolkitClient<View: Decodable & Sendable>: @unchecked Sendabl
     public var latest: View? { views.last }
     /// Lines that were not a view (a backend that did not load says so).
     public var otherLines: [String] { lock.withLock { unreadable } }
-    public var isRunning: Bool { process.isRunning }
     public var exitStatus: Int32? { process.isRunning ? nil : process.terminationStatus }
 
     public func stop() {

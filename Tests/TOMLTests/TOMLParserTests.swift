@@ -138,5 +138,13 @@ struct TOMLParserTests {
         #expect(throws: TOMLError(file: "d.toml", line: 3, message: "c must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"5 s\"")) {
             try reader.duration("c")
         }
+        // The fuzzer's find: a count whose product overflowed Duration's arithmetic and trapped.
+        let huge = try TOML.parse("interval = \"000000667921401735632213h\"\nd = \"36500d\"\ne = \"36501d\"\n", file: "d.toml")
+        var hugeReader = TOMLTableReader(huge, file: "d.toml", name: "[x]")
+        #expect(throws: TOMLError.self) { try hugeReader.duration("interval") }
+        #expect(try hugeReader.duration("d")?.value == .seconds(36500 * 86400))
+        #expect(throws: TOMLError(file: "d.toml", line: 3, message: "e must be at most 100 years, not \"36501d\"")) {
+            try hugeReader.duration("e")
+        }
     }
 }
