@@ -112,6 +112,10 @@ package final class BusConnection {
         return sd_bus_get_n_queued_write(bus, &count) >= 0 ? Int(clamping: count) : 0
     }
 
+    /// Nothing waits in sd-bus's queue for it: what is sent now goes straight to
+    /// the kernel. A message is queued in user space only when the socket is full.
+    package var canTakeMore: Bool { isReady && queuedOutgoing == 0 }
+
     /// Closes the connection now (its descriptor too); the object goes when unreferenced.
     package func close() { sd_bus_close(bus) }
 

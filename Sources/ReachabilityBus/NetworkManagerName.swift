@@ -36,8 +36,8 @@ package final class NetworkManagerName {
         self.log = log
         try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
                                 member: "NameOwnerChanged") { [unowned self] message in
-            guard message.string() == Self.name, let old = message.string(), let new = message.string() else { return }
-            ownerChanged(from: old, to: new)
+            guard message.string() == Self.name, message.string() != nil, let new = message.string() else { return }
+            ownerChanged(to: new)
         }
         for member in ["JobNew", "JobRemoved"] {
             try connection.onSignal(sender: Self.systemd, path: "/org/freedesktop/systemd1",
@@ -85,7 +85,7 @@ package final class NetworkManagerName {
         reconsider()
     }
 
-    private func ownerChanged(from old: String, to new: String) {
+    private func ownerChanged(to new: String) {
         let me = connection.uniqueName
         if new.isEmpty || new == me {
             otherOwner = nil
@@ -96,7 +96,6 @@ package final class NetworkManagerName {
                 log("compat: \(new) took \(Self.name)")
             }
         }
-        if old == me, new != me, ownership == .owned { ownership = .released }
         reconsider()
     }
 

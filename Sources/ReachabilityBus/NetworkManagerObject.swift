@@ -21,7 +21,7 @@ package final class NetworkManagerObject {
     package private(set) var current = NetworkManagerState()
     /// What the connection was last sent.
     private var sent = NetworkManagerState()
-    private var managerSlot: OpaquePointer?
+    private var managerSlot: OpaquePointer!
     private var primarySlots: [OpaquePointer] = []
     /// NetworkManager numbers active connections as it activates them; so does this,
     /// so that a client that saw `PrimaryConnection` change reads the new one.
@@ -30,7 +30,7 @@ package final class NetworkManagerObject {
 
     package static let managerPath = REACHD_NM_PATH
 
-    /// Served (on `connection`) from now until `withdraw()`; `catchUp` is switched on while the connection is behind.
+    /// Served (on `connection`) for as long as it lives; `catchUp` is switched on while the connection is behind.
     package init(connection: BusConnection, catchUp: EventLoop.Switch, version: String,
                  checkConnectivity: @escaping (@escaping () -> Void) -> Void) throws(BusError) {
         self.connection = connection
@@ -63,17 +63,13 @@ package final class NetworkManagerObject {
         managerSlot = slot
     }
 
-    deinit { withdraw() }
+    deinit {
+        (primarySlots + [managerSlot]).forEach { sd_bus_slot_unref($0) }
+        catchUp.turn(on: false)
+    }
 
     static func from(_ userdata: UnsafeMutableRawPointer?) -> NetworkManagerObject {
         Unmanaged<NetworkManagerObject>.fromOpaque(userdata!).takeUnretainedValue()
-    }
-
-    /// Removes every object from the connection.
-    package func withdraw() {
-        (primarySlots + [managerSlot].compactMap { $0 }).forEach { sd_bus_slot_unref($0) }
-        primarySlots = []
-        managerSlot = nil
     }
 
     var activeConnectionPath: String {
@@ -85,7 +81,7 @@ package final class NetworkManagerObject {
     /// A new state: objects for a new primary connection at once (clients read them
     /// when `PrimaryConnection` changes), the signals as soon as the connection takes them.
     package func update(_ state: NetworkManagerState) {
-        guard state != current, managerSlot != nil else { return }
+        guard state != current else { return }
         let primaryChanged = state.primary != current.primary
         current = state
         if primaryChanged {
@@ -114,8 +110,8 @@ package final class NetworkManagerObject {
     /// Sends what changed when the connection can take it; otherwise waits (the
     /// loop calls again after each iteration while `catchUp` is on).
     package func bringUpToDate() {
-        guard sent != current, managerSlot != nil else { return catchUp.turn(on: false) }
-        guard connection.isReady, connection.queuedOutgoing == 0 else { return catchUp.turn(on: true) }
+        guard sent != current else { return catchUp.turn(on: false) }
+        guard connection.canTakeMore else { return catchUp.turn(on: true) }
         catchUp.turn(on: false)
         let bus = connection.bus
         var changed: [String] = []
@@ -130,31 +126,7 @@ package final class NetworkManagerObject {
         sent = current
     }
 
-    enum Value {
-        case u32(UInt32), boolean(Bool), string(String), objectPath(String), objectPaths([String])
-
-        func append(to reply: OpaquePointer?) -> Int32 {
-            switch self {
-            case var .u32(number):
-                return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "u")), &number)
-            case let .boolean(flag):
-                var bit: Int32 = flag ? 1 : 0
-                return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "b")), &bit)
-            case let .string(text):
-                return text.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "s")), $0) }
-            case let .objectPath(path):
-                return path.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "o")), $0) }
-            case let .objectPaths(paths):
-                var result = sd_bus_message_open_container(reply, CChar(UInt8(ascii: "a")), "o")
-                for path in paths where result >= 0 {
-                    result = path.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "o")), $0) }
-                }
-                return result < 0 ? result : sd_bus_message_close_container(reply)
-            }
-        }
-    }
-
-    func value(of name: String, at path: String) -> Value? {
+    func value(of name: String, at path: String) -> BusValue? {
         if path == Self.managerPath {
             switch name {
             case "State": return .u32(current.state.rawValue)

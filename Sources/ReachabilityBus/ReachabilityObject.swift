@@ -56,7 +56,7 @@ package final class ReachabilityObject {
         static let names = ["Status", "Reason", "Interface", "InterfaceKind", "Expensive", "IPv4", "IPv6", "VPN", "Trust",
                             "Connectivity", "PortalURL"]
 
-        func value(of name: String) -> Value? {
+        func value(of name: String) -> BusValue? {
             switch name {
             case "Status": .string(status)
             case "Reason": .string(reason)
@@ -72,8 +72,6 @@ package final class ReachabilityObject {
             default: nil
             }
         }
-
-        enum Value: Equatable { case string(String), boolean(Bool) }
     }
 
     /// Everything a subscriber holds of the object: the property values and the
@@ -149,13 +147,7 @@ package final class ReachabilityObject {
                 guard let name, let value = ReachabilityObject.from(userdata).properties.value(of: String(cString: name)) else {
                     return -ENOENT
                 }
-                switch value {
-                case let .string(text):
-                    return text.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "s")), $0) }
-                case let .boolean(flag):
-                    var bit: Int32 = flag ? 1 : 0
-                    return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "b")), &bit)
-                }
+                return value.append(to: reply)
             }))
     }
 

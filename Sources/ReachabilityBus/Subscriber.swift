@@ -20,9 +20,7 @@ final class Subscriber {
         sent = state
     }
 
-    /// Nothing of it waits in sd-bus's queue: what is sent now goes straight to
-    /// the kernel. A message is queued in user space only when the socket is full.
-    var canTakeMore: Bool { connection.isReady && connection.queuedOutgoing == 0 }
+    var canTakeMore: Bool { connection.canTakeMore }
 
     var isBehind: Bool { behindSince != nil }
 }

@@ -20,10 +20,8 @@ final class NetworkManagerCompat {
     init(connection: BusConnection, loop: EventLoop, checkConnectivity: @escaping (@escaping () -> Void) -> Void) throws {
         self.connection = connection
         self.checkConnectivity = checkConnectivity
-        catchUp = try loop.afterEachIteration { [unowned self] in
-            guard let object else { return catchUp.turn(on: false) }
-            object.bringUpToDate()
-        }
+        // The object switches it off when it goes.
+        catchUp = try loop.afterEachIteration { [unowned self] in object?.bringUpToDate() }
     }
 
     /// Serves the surface (and asks for the name) or withdraws it; `path` is the published one.
@@ -36,10 +34,8 @@ final class NetworkManagerCompat {
         }
         if enabled, name == nil { name = try NetworkManagerName(connection: connection) { Log.notice($0) } }
         name?.want(enabled)
-        if !enabled, let served = object {
-            served.withdraw()
-            object = nil
-        }
+        // Released after the name: its objects go with it.
+        if !enabled { object = nil }
     }
 
     func publish(_ path: Path) { object?.update(NetworkManagerState(path)) }
