@@ -24,7 +24,7 @@ SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # the target), and lld packing the relative relocations (DT_RELR, glibc >= 2.36):
 # reachd stays position-independent with 1.5 MB less resident than with RELA.
 RELEASE_BIN  = .build/release-bin
-RELEASE      = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --icf=all -Xlinker -z -Xlinker now -Xswiftc -Osize -Xcc -fno-asynchronous-unwind-tables
+RELEASE      = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --icf=all -Xlinker --symbol-ordering-file=$(CURDIR)/Sources/reachd-multicall/symbol-order.txt -Xlinker --no-warn-symbol-ordering -Xlinker -z -Xlinker now -Xswiftc -Osize -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -fno-asynchronous-unwind-tables
 
 # `make fuzz`: each parser's libFuzzer target for FUZZ_SECONDS (0: no limit) or
 # FUZZ_RUNS executions (-1: no limit), whichever ends first; FUZZ_TARGETS picks some.
@@ -143,6 +143,8 @@ version:
 ## on the target): reachd, reachctl and reachd-trust in one file, run under their
 ## names ($(RELEASE_BIN) has the three links; README, "Installed files").
 release: deps
+	@# SwiftPM does not know the link reads the order file: a newer one relinks.
+	[ Sources/reachd-multicall/symbol-order.txt -ot .build/release/reachd-multicall ] || rm -f .build/release/reachd-multicall
 	$(SWIFT) build $(RELEASE) --product reachd-multicall
 	mkdir -p $(RELEASE_BIN)
 	for name in reachd reachctl reachd-trust; do ln -sfn ../release/reachd-multicall $(RELEASE_BIN)/$$name; done

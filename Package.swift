@@ -122,7 +122,11 @@ let package = Package(
         ),
         .executableTarget(name: "reachctl", dependencies: ["ReachctlProgram"]),
         // What the package installs: the three programs in one binary, run under their names.
-        .executableTarget(name: "reachd-multicall", dependencies: ["ReachdProgram", "ReachctlProgram", "ReachdTrustProgram"]),
+        .executableTarget(
+            name: "reachd-multicall", dependencies: ["ReachdProgram", "ReachctlProgram", "ReachdTrustProgram"],
+            // The release link's function order (Makefile RELEASE, scripts/symbol-order.sh).
+            exclude: ["symbol-order.txt"]
+        ),
         // Every parser of outside input, reachable from bytes: fuzzed, and replayed by the tests.
         .target(
             name: "ParserFuzzing",

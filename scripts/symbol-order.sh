@@ -1,0 +1,114 @@
+#!/bin/bash
+# symbol-order.sh — regenerate Sources/reachd-multicall/symbol-order.txt, the
+# order in which the release link (Makefile RELEASE, lld --symbol-ordering-file)
+# lays out the functions the daemon and reachctl run.
+#
+# Why: the kernel maps a file's pages around every page fault (fault-around, and
+# whole large folios), so a daemon whose few hundred KiB of running code is
+# scattered over 16 MB of text gets most of that text counted as resident
+# (BENCHMARKS.md §11). Laid out in the order they first run, reachd's functions
+# share a few pages.
+#
+# How: valgrind's lackey traces every block reachd-multicall executes while
+# reachd starts, idles, follows link, address and route changes and answers
+# reachctl status, watch and route, and stops; each block's address becomes the
+# name of the function that holds it, in the order first run. reachd's functions
+# come first, then reachctl's. Run as root (a network namespace) after
+# `make release`; commit the result. A stale file only costs memory: lld ignores
+# names it no longer finds.
+set -euo pipefail
+[ "$(id -u)" -eq 0 ] || { echo "symbol-order.sh: needs root (a network namespace)" >&2; exit 1; }
+command -v valgrind > /dev/null || apt-get install -y --no-install-recommends valgrind
+cd "$(dirname "$0")/.."
+binary=.build/release/reachd-multicall
+[ -x "$binary" ] || { echo "symbol-order.sh: run make release first" >&2; exit 1; }
+work=$(mktemp -d)
+ns=reachd-order-$$
+cleanup() { ip netns del "$ns" 2> /dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+# valgrind 3.19 cannot read the DWARF 5 the toolchain writes: trace a stripped
+# copy (same addresses) and name the addresses from the unstripped one.
+strip -o "$work/reachd-multicall" "$binary"
+for name in reachd reachctl; do ln -s reachd-multicall "$work/$name"; done
+: > "$work/reachd.toml"
+
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+ip -n "$ns" link add eth0 type veth peer name peer0
+ip -n "$ns" link set peer0 up
+ip -n "$ns" link set eth0 up
+ip -n "$ns" address add 10.77.0.2/24 dev eth0
+ip -n "$ns" route add default via 10.77.0.1
+
+# In the namespace and a mount namespace of its own, with an empty /run: reachd
+# serves /run/reachd/bus, where reachctl looks when there is no system bus.
+ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
+    work=$1
+    mount -t tmpfs tmpfs /run
+    trace() { local log=$1; shift; valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/$log" "$@"; }
+    valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/reachd.lackey" "$work/reachd" --config "$work/reachd.toml" --bus none --socket /run/reachd/bus --log-level error &
+    daemon=$!
+    for _ in $(seq 120); do [ -S /run/reachd/bus ] && break; sleep 0.5; done
+    sleep 5
+    change() { "$@"; sleep 2; }
+    change ip route del default
+    change ip route add default via 10.77.0.1
+    change ip link set eth0 down
+    change ip link set eth0 up
+    change ip address del 10.77.0.2/24 dev eth0
+    change ip address add 10.77.0.2/24 dev eth0
+    change ip route add default via 10.77.0.1
+    trace reachctl-status.lackey "$work/reachctl" status > /dev/null
+    trace reachctl-json.lackey "$work/reachctl" status --json > /dev/null
+    trace reachctl-route.lackey "$work/reachctl" route 10.77.0.9 > /dev/null
+    timeout -s INT 25 valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/reachctl-watch.lackey" "$work/reachctl" watch > /dev/null &
+    sleep 15
+    change ip route del default
+    change ip route add default via 10.77.0.1
+    wait $! || true
+    kill -TERM $daemon
+    wait $daemon || true
+' bash "$work"
+
+python3 - "$binary" "$work" > Sources/reachd-multicall/symbol-order.txt <<'EOF'
+import bisect, glob, subprocess, sys
+
+binary, work = sys.argv[1], sys.argv[2]
+# Function symbols by address; several names at one address are folded (--icf) copies.
+names = {}
+for line in subprocess.run(["nm", "-n", binary], capture_output=True, text=True, check=True).stdout.splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[1] in "tTwW":
+        names.setdefault(int(parts[0], 16), []).append(parts[2])
+starts = sorted(names)
+text = next(l.split() for l in subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True).stdout.splitlines() if " .text " in l)
+index = text.index(".text")
+low = int(text[index + 2], 16)
+high = low + int(text[index + 4], 16)
+
+entry = int(next(l.split()[-1] for l in subprocess.run(["readelf", "-h", binary], capture_output=True, text=True).stdout.splitlines() if "Entry point" in l), 16)
+base = 0x108000
+seen, order = set(), []
+logs = [f"{work}/reachd.lackey"] + sorted(glob.glob(f"{work}/reachctl-*.lackey"))
+for log in logs:
+    blocks = [int(line[3:], 16) for line in open(log) if line.startswith("SB ")]
+    # valgrind loads a PIE at 0x108000 on amd64; the entry point's block proves it.
+    if entry + base not in blocks:
+        sys.exit(f"symbol-order.sh: {log}: the entry point is not at valgrind's usual base")
+    for address in blocks:
+        address -= base
+        if not low <= address < high:
+            continue
+        start = starts[bisect.bisect_right(starts, address) - 1]
+        if start not in seen:
+            seen.add(start)
+            order.extend(names[start])
+# The runtime's first protocol-conformance lookup reads every conformance
+# descriptor of the binary: together, they take a few pages instead of some in
+# each of the 3 MB of .rodata.
+conformances = [parts[2] for parts in map(str.split, subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout.splitlines())
+                if len(parts) == 3 and parts[1] in "dDrR" and parts[2].endswith("Mc")]
+print("\n".join(order + sorted(conformances)))
+EOF
+echo "symbol-order.sh: $(wc -l < Sources/reachd-multicall/symbol-order.txt) symbols"
