@@ -1,5 +1,5 @@
 #!/bin/sh
-# check-man-pages.sh DIR — lints the three manual pages in DIR (as `make docs`
+# check-man-pages.sh DIR — lints the three manual pages in DIR (as `make manual`
 # writes them) and checks that they cannot drift from the code: every option
 # reachctl and reachd accept, and every key reachd.toml may hold, appears in
 # its page. Uses the release binary's links in .build/release-bin.

@@ -1,6 +1,7 @@
 @_exported import ReachabilityCore
 import Foundation
 
+/// NotificationCenter for the monitor: what this module adds to ReachabilityCore.
 extension ReachabilityMonitor {
     /// Posted on the callback queue for every published path of every monitor:
     /// `object` is the monitor, `userInfo[pathUserInfoKey]` the `Path` (the first

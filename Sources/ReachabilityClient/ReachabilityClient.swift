@@ -25,6 +25,7 @@ public final class ReachabilityClient: Sendable {
         /// The bus name on the system or session bus, or a D-Bus address
         /// (`unix:path=/run/reachd/bus` reaches the private socket).
         case system, session
+        /// A D-Bus address: `unix:path=/run/reachd/bus` is the daemon's private socket.
         case address(String)
 
         /// `system`, `session`, a D-Bus address (`unix:path=…`), or a socket path.
@@ -37,10 +38,17 @@ public final class ReachabilityClient: Sendable {
         }
     }
 
+    /// Where this client looks for the daemon.
     public let endpoint: Endpoint
     /// Back-off between reconnection attempts: doubles from the first to the last.
     public let reconnectDelays: (first: Duration, last: Duration)
 
+    /// A client; nothing connects until the first call or subscription.
+    ///
+    /// - Parameters:
+    ///   - endpoint: Where to look for the daemon.
+    ///   - reconnectDelays: The first and the longest wait between reconnection
+    ///     attempts of a subscription; each wait doubles the one before.
     public init(endpoint: Endpoint = .automatic, reconnectDelays: (first: Duration, last: Duration) = (.milliseconds(100), .seconds(5))) {
         self.endpoint = endpoint
         self.reconnectDelays = reconnectDelays

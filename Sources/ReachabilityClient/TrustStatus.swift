@@ -11,10 +11,13 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
 
     /// One host's verdict.
     public struct Host: Decodable, Sendable, Equatable {
+        /// The host name checked (the config's `host`).
         public var host: String
+        /// The TCP port of its TLS service.
         public var port: Int
         /// The configured pattern whose policy applied.
         public var pattern: String
+        /// What the check found: `trusted`, or why not.
         public var verdict: Verdict
         /// Why, in words a user can act on.
         public var reason: String
@@ -26,6 +29,7 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
         public var presentedPins: [String]
         /// Something to fix before it bites (every pin a key of the current chain).
         public var warning: String?
+        /// When this host was last checked.
         public var checkedAt: Date
         /// The earliest notAfter of the validated chain, when one validated.
         public var certificateExpires: Date?
@@ -66,14 +70,23 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
+        /// The chain validated, the name matched and a pin matched (when pins are set).
         public static let trusted = Verdict(rawValue: "trusted")
+        /// The chain validated, but no key in it matches a configured pin.
         public static let pinMismatch = Verdict(rawValue: "pin-mismatch")
+        /// The chain does not lead to a configured or system trust anchor, or breaks a policy on the way.
         public static let chainInvalid = Verdict(rawValue: "chain-invalid")
+        /// The leaf certificate does not name the host.
         public static let hostMismatch = Verdict(rawValue: "host-mismatch")
+        /// A certificate of the chain is outside its validity period.
         public static let expired = Verdict(rawValue: "expired")
+        /// A certificate of the chain is revoked (OCSP, when the host's policy asks for it).
         public static let revoked = Verdict(rawValue: "revoked")
+        /// The handshake broke the host's TLS policy (protocol version, cipher).
         public static let tlsPolicy = Verdict(rawValue: "tls-policy")
+        /// The host's pin set is past its `expires` date: pins are no longer enforced, and that is said.
         public static let pinsExpired = Verdict(rawValue: "pins-expired")
+        /// No TLS handshake completed: no route, refused, or timed out.
         public static let unreachable = Verdict(rawValue: "unreachable")
         /// The handshake failed while connectivity is `portal`: a captive portal, not an attack.
         public static let portal = Verdict(rawValue: "portal")

@@ -13,6 +13,13 @@ public struct ConnectivityOptions: Sendable, Equatable {
     /// Per attempt: name resolution, connect, request and answer together.
     public var timeout: Duration
 
+    /// The probe's settings; the defaults are reachd's, and without a `uri` nothing is contacted.
+    ///
+    /// - Parameters:
+    ///   - uri: The `http://` URL to probe; nil switches the probe off.
+    ///   - response: What a 200's body must start with; "" accepts 204, or 200 with an empty body.
+    ///   - interval: The period while connectivity is full, and the longest back-off while it is not.
+    ///   - timeout: One attempt's limit: resolution, connect, request and answer together.
     public init(uri: ProbeURI? = nil, response: String = "", interval: Duration = .seconds(300), timeout: Duration = .seconds(5)) {
         self.uri = uri
         self.response = response
@@ -26,11 +33,15 @@ public struct ConnectivityOptions: Sendable, Equatable {
     public struct ProbeURI: Sendable, Equatable, CustomStringConvertible {
         /// The name or address to dial (no brackets), and the `Host` header's value.
         public var host: String
+        /// The TCP port: the URL's, or 80.
         public var port: UInt16
         /// From the first `/`, query included; "/" when the URL has none.
         public var target: String
+        /// The URL as written.
         public var description: String
 
+        /// Parses an `http://` URL; nil for anything else (another scheme, user
+        /// info, a fragment, spaces or control characters, a bad port).
         public init?(_ text: String) {
             let bytes = Array(text.utf8)
             let scheme = Array("http://".utf8)

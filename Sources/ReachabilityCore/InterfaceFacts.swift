@@ -13,6 +13,7 @@ public struct InterfaceFacts: Sendable, Equatable {
     /// The kernel driver bound to the device: "iwlwifi", "qmi_wwan", "ipheth", …
     public var driver: String?
 
+    /// Facts as sysfs would give them; what is unknown stays nil or false.
     public init(deviceType: String? = nil, isWireless: Bool = false, driver: String? = nil) {
         self.deviceType = deviceType
         self.isWireless = isWireless

@@ -25,6 +25,7 @@ public struct MonitorOptions: Sendable, Equatable {
     /// a.root-servers.net: stable for decades, routed like any Internet traffic, and never
     /// on-link (test labs put hosts on TEST-NET, 192.0.2.0/24). Nothing is ever sent to it.
     public static let defaultProbeIPv4 = "198.41.0.4"
+    /// a.root-servers.net's IPv6 address, for the same reasons.
     public static let defaultProbeIPv6 = "2001:503:ba3e::2:30"
 
     /// - Throws: `MonitorOptionsError` for a probe address that is not a global address of its family.

@@ -5,10 +5,14 @@ import FoundationEssentials
 public struct Path: Codable, Sendable, Equatable {
     /// An interface named in the document.
     public struct Interface: Codable, Sendable, Equatable {
+        /// The kernel's name for it: `eth0`, `wlan0`, `wg0`.
         public var name: String
+        /// The kernel's interface index (`ip link`'s number), stable while the interface exists.
         public var index: Int
+        /// What kind of device it is.
         public var kind: InterfaceKind
 
+        /// An interface of the document, as the monitor names it.
         public init(name: String, index: Int, kind: InterfaceKind) {
             self.name = name
             self.index = index
@@ -18,19 +22,24 @@ public struct Path: Codable, Sendable, Equatable {
 
     /// One entry of `interfaces`: every interface that is not ignored.
     public struct InterfaceState: Codable, Sendable, Equatable {
+        /// The kernel's name for it.
         public var name: String
+        /// The kernel's interface index.
         public var index: Int
+        /// What kind of device it is.
         public var kind: InterfaceKind
         /// RFC 2863 operational state: up, down, lowerlayerdown, dormant, unknown, …
         public var operstate: String
         /// Administratively up.
         public var up: Bool
+        /// The link layer is connected: a cable in, a Wi-Fi association, a tunnel with its process.
         public var carrier: Bool
         /// "192.0.2.10/24", "2001:db8::10/64": IPv4 first. Tentative (DAD still running) and
         /// DAD-failed addresses are left out: they cannot be used, and the kernel announces
         /// them only when DAD ends, so listing them would depend on when one looked.
         public var addresses: [String]
 
+        /// One interface's state, as the monitor reports it.
         public init(name: String, index: Int, kind: InterfaceKind, operstate: String, up: Bool, carrier: Bool, addresses: [String]) {
             self.name = name
             self.index = index
@@ -46,14 +55,18 @@ public struct Path: Codable, Sendable, Equatable {
     public struct Route: Codable, Sendable, Equatable {
         /// The probe (or resolved destination) address.
         public var destination: String
+        /// The medium of the interface the kernel picked, or `unreachable`.
         public var status: ReachabilityStatus
+        /// Why there is no path, when `status` is `unreachable`.
         public var reason: UnreachableReason?
         /// The interface the kernel picked (a tunnel, if it picked one).
         public var interface: String?
+        /// The next hop, when the route has one.
         public var gateway: String?
         /// The source address the kernel would use.
         public var source: String?
 
+        /// One probed address's route, as the kernel answered.
         public init(destination: String, status: ReachabilityStatus, reason: UnreachableReason? = nil,
                     interface: String? = nil, gateway: String? = nil, source: String? = nil) {
             self.destination = destination
@@ -65,6 +78,7 @@ public struct Path: Codable, Sendable, Equatable {
         }
     }
 
+    /// What the path is: `wifi`, `wired`, `cellular`, `unreachable`, or `unknown`.
     public var status: ReachabilityStatus
     /// Set only when `status` is `unreachable`.
     public var reason: UnreachableReason?
@@ -80,7 +94,9 @@ public struct Path: Codable, Sendable, Equatable {
     public var expensive: Bool
     /// The tunnel the kernel routes the probe through, if any.
     public var vpn: Interface?
+    /// Every interface that is not ignored, in index order.
     public var interfaces: [InterfaceState]
+    /// The trust checker's overall verdict for the configured hosts (`none` without any).
     public var trust: TrustSummary
     /// Whether the path reaches the Internet (CONTRACT.md, Connectivity).
     public var connectivity: Connectivity
@@ -90,12 +106,14 @@ public struct Path: Codable, Sendable, Equatable {
     public var initial: Bool
     /// When this status began.
     public var since: Date
+    /// Which network namespace the path describes: the caller's own or a named one.
     public var source: PathSource
     /// For per-destination monitors: the host name or address asked about; nil for the default path.
     public var destination: String?
     /// The kernel's lookups behind this path, one per probed address.
     public var routes: [Route]
 
+    /// A path document; everything but the status has the value of an unreachable path.
     public init(status: ReachabilityStatus, reason: UnreachableReason? = nil, interface: Interface? = nil,
                 gateway: String? = nil, ipv4: Bool = false, ipv6: Bool = false, expensive: Bool = false,
                 vpn: Interface? = nil, interfaces: [InterfaceState] = [], trust: TrustSummary = .none,

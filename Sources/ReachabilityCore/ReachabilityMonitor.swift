@@ -41,7 +41,9 @@ public final class ReachabilityMonitor: Sendable {
     /// reachctl and reachd do not pay for notifications nobody observes.
     package static let publishObserver = Mutex<(@Sendable (ReachabilityMonitor, Path) -> Void)?>(nil)
 
+    /// What the monitor watches and how: probe addresses, ignored and metered interfaces, the namespace.
     public let options: MonitorOptions
+    /// Whose path: the default path, or one host's.
     public let target: Target
     /// The in-process connectivity probe; without a `uri` (the default) nothing is
     /// contacted and `Path.connectivity` stays `unknown`.
@@ -74,9 +76,14 @@ public final class ReachabilityMonitor: Sendable {
         public var probes = 0
     }
 
-    /// - Parameter connectivity: opt-in: with a `uri`, the path's `connectivity` and
-    ///   `portal` come from the same HTTP probe reachd runs (CONTRACT.md, Connectivity),
-    ///   sent over the path's interface when the way out changes, then on its schedule.
+    /// A monitor; nothing is watched until ``start(queue:)``.
+    ///
+    /// - Parameters:
+    ///   - options: Probe addresses, ignored and metered interfaces, the network namespace.
+    ///   - target: The default path, or one host's.
+    ///   - connectivity: Opt-in: with a `uri`, the path's `connectivity` and
+    ///     `portal` come from the same HTTP probe reachd runs (docs/connectivity.md),
+    ///     sent over the path's interface when the way out changes, then on its schedule.
     public init(options: MonitorOptions = MonitorOptions(), target: Target = .defaultPath,
                 connectivity: ConnectivityOptions = ConnectivityOptions()) {
         self.options = options
@@ -135,11 +142,13 @@ public final class ReachabilityMonitor: Sendable {
         streams.forEach { $0.finish() }
     }
 
+    /// Between `start` and `stop`.
     public var isRunning: Bool { shared.withLock { $0.loop != nil } }
 
     /// The latest path; nil when the monitor is not running.
     public var currentPath: Path? { shared.withLock { $0.current } }
 
+    /// The event side's counters since the monitor was created.
     public var statistics: Statistics { shared.withLock { $0.statistics } }
 
     /// Called on the callback queue with the current path (`initial`) and every change after it.

@@ -4,8 +4,11 @@ public enum ReachabilityStatus: String, Codable, Sendable, CaseIterable {
     case unknown
     /// No usable path; `Path.reason` says why.
     case unreachable
+    /// Reachable over a wireless LAN.
     case wifi
+    /// Reachable over a wired (or virtual wired) link.
     case wired
+    /// Reachable over a cellular modem: expensive by default.
     case cellular
 
     /// Any of `wifi`, `wired`, `cellular`.
@@ -45,7 +48,9 @@ public enum UnreachableReason: String, Codable, Sendable, CaseIterable {
 public enum TrustSummary: String, Codable, Sendable, CaseIterable {
     /// No hosts are configured.
     case none
+    /// Hosts are configured but no round has finished yet.
     case unknown
+    /// Every host passed its checks.
     case ok
     /// Some host unreachable, or pins expired.
     case degraded

@@ -7,7 +7,9 @@ import Glibc
 
 /// A certificate file that could not be used, and why.
 public struct CertificateLoadingError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The file as configured.
     public let file: String
+    /// What is wrong with it: unreadable, not PEM or DER, no certificate in it.
     public let reason: String
     public var description: String { "\(file): \(reason)" }
 }

@@ -26,6 +26,14 @@ public struct ChainValidator: Sendable {
         case pinnedAnchors
     }
 
+    /// A validator of chains against `anchors`.
+    ///
+    /// - Parameters:
+    ///   - anchors: The trust anchors: the system's roots, or a host's own.
+    ///   - validationTime: The time to validate at; nil: now.
+    ///   - maximumIntermediates: The longest chain of intermediates accepted; nil: the policy's default.
+    ///   - publicSuffixes: Where wildcard names may not reach (no `*.co.uk`).
+    ///   - profile: The web PKI's rules, or RFC 5280 alone for pinned private anchors.
     public init(anchors: [Certificate], validationTime: Date? = nil, maximumIntermediates: Int? = nil,
                 publicSuffixes: PublicSuffixList = .system, profile: Profile = .webPKI) {
         self.anchors = anchors
@@ -48,6 +56,7 @@ public struct ChainValidator: Sendable {
     public enum Outcome: Sendable, Equatable {
         /// The validated chain, leaf first, ending at an anchor (which the server may not have sent).
         case trusted([Certificate])
+        /// No chain validated: the first failure, as a verdict and a reason.
         case untrusted(TrustEvaluation)
     }
 

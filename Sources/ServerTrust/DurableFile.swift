@@ -71,6 +71,7 @@ enum DurableFile {
     }
 }
 
+/// A file operation of the report spool or outbox failed: what, and the system's reason.
 public struct SpoolError: Error, CustomStringConvertible, Sendable {
     public let description: String
     init(_ operation: String, _ code: Int32) { description = "\(operation): \(String(cString: strerror(code)))" }

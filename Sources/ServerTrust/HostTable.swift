@@ -2,11 +2,18 @@
 /// `*.example.com` (exactly one more label), `**.example.com` (any depth, and the
 /// apex). Case-insensitive; a trailing dot is ignored.
 public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
+    /// How a pattern matches; a more specific kind wins over a less specific one of the same domain.
     public enum Kind: Int, Sendable, Comparable {
-        case anyDepth, oneLabel, exact
+        /// `**.domain`: the domain and any name under it.
+        case anyDepth
+        /// `*.domain`: exactly one label more than the domain.
+        case oneLabel
+        /// `domain`: that name only.
+        case exact
         public static func < (lhs: Kind, rhs: Kind) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
+    /// How the pattern matches.
     public let kind: Kind
     /// Lower case, no trailing dot; for wildcards, the part after `*.` / `**.`.
     public let domain: String
@@ -54,6 +61,7 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether `host` (any case, trailing dot or not) matches the pattern.
     public func matches(_ host: String) -> Bool {
         var name = host.lowercased()
         if name.hasSuffix(".") { name.removeLast() }
@@ -70,8 +78,11 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A host pattern that cannot be used, and why.
 public struct HostPatternError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The pattern as written.
     public let pattern: String
+    /// What is wrong with it.
     public let reason: String
     public var description: String { "host pattern \"\(pattern)\" \(reason)" }
 }
@@ -80,8 +91,10 @@ public struct HostPatternError: Error, CustomStringConvertible, Sendable, Equata
 /// longest domain, and for the same domain exact before `*.` before `**.`.
 /// Hosts that match nothing get the default evaluation.
 public struct HostTable<Value: Sendable>: Sendable {
+    /// The patterns and their values, in the order added.
     public private(set) var entries: [(pattern: HostPattern, value: Value)] = []
 
+    /// An empty table: every host gets the default.
     public init() {}
 
     /// - Throws: `HostPatternError` when the same pattern is configured twice.
@@ -92,6 +105,7 @@ public struct HostTable<Value: Sendable>: Sendable {
         entries.append((pattern, value))
     }
 
+    /// The entry whose pattern matches `host` most specifically; nil when none does.
     public func lookup(_ host: String) -> (pattern: HostPattern, value: Value)? {
         entries.filter { $0.pattern.matches(host) }.max { lhs, rhs in
             (lhs.pattern.domain.count, lhs.pattern.kind) < (rhs.pattern.domain.count, rhs.pattern.kind)

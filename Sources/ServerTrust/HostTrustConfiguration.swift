@@ -4,10 +4,13 @@ import X509
 
 /// One `[[trust.host]]` entry: which server, how to reach it, and how to judge it.
 public struct HostTrustConfiguration: Sendable {
+    /// Which hosts: an exact name, `*.domain` or `**.domain`.
     public var pattern: HostPattern
+    /// The TLS port to check (443 by default).
     public var port: Int
     /// The address to dial instead of resolving the name; SNI and the name check still use the name.
     public var connect: String?
+    /// How the chain is judged: mode, pins, anchors, revocation, the ATS baseline.
     public var policy: TrustPolicy
     /// The pins with TrustKit's rules (expiry, report-only, the backup-pin rule);
     /// nil unless the host is pinned. In certificate mode, the pinned certificates' keys.
@@ -15,6 +18,15 @@ public struct HostTrustConfiguration: Sendable {
     /// Where pin-failure reports are also POSTed (RFC 7469 report-uri).
     public var reportURIs: [String]
 
+    /// One host's entry.
+    ///
+    /// - Parameters:
+    ///   - pattern: Which hosts.
+    ///   - port: The TLS port.
+    ///   - connect: The address to dial instead of resolving the name.
+    ///   - policy: How the chain is judged.
+    ///   - pinSet: Pins with TrustKit's rules, instead of the policy's bare pins.
+    ///   - reportURIs: Where pin-failure reports are also POSTed.
     public init(pattern: HostPattern, port: Int = 443, connect: String? = nil, policy: TrustPolicy,
                 pinSet: PinSet? = nil, reportURIs: [String] = []) {
         self.pattern = pattern

@@ -5,10 +5,13 @@ import NIOSSL
 public struct HostTrustResult: Sendable, Equatable {
     /// The host name checked (the pattern of an exact entry, or the name asked for).
     public var host: String
+    /// The TLS port checked.
     public var port: Int
     /// The configured pattern whose policy applied (for an unconfigured host, the host).
     public var pattern: String
+    /// What the check found.
     public var verdict: TrustVerdict
+    /// Why, in words a user can act on.
     public var reason: String
     /// false for a report-only pin set: its mismatch is reported, not a failure.
     public var enforced: Bool
@@ -19,6 +22,7 @@ public struct HostTrustResult: Sendable, Equatable {
     /// Something to fix before it bites: every pin is a key of the current
     /// chain, so rotating that key would fail every client.
     public var warning: String?
+    /// When the check ran.
     public var checkedAt: Date
     /// The earliest notAfter of the chain that validated (nil when none did): when this host breaks next.
     public var certificateExpires: Date? = nil
@@ -51,12 +55,25 @@ public struct HostTrustResult: Sendable, Equatable {
 /// mismatch), `portal` (a host judged `portal`: a captive portal intercepts TLS),
 /// `compromised` (any enforced pin, chain, name, revocation or TLS failure).
 public enum OverallTrust: String, Sendable, Codable, CaseIterable, Comparable {
-    case none, unknown, ok, degraded, portal, compromised
+    /// No hosts are configured.
+    case none
+    /// No host could be reached, or no round has finished.
+    case unknown
+    /// Every host passed.
+    case ok
+    /// Some host was unreachable, its pins expired, or a report-only pin mismatched.
+    case degraded
+    /// A host was judged `portal`: a captive portal intercepts TLS.
+    case portal
+    /// An enforced pin, chain, name, revocation or TLS-policy failure.
+    case compromised
 
     public static func < (lhs: OverallTrust, rhs: OverallTrust) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 
+    /// The overall verdict of one round's results: the worst host's standing,
+    /// `unknown` when every host was unreachable, `none` without hosts.
     public init(_ results: [HostTrustResult]) {
         if results.isEmpty {
             self = .none

@@ -5,12 +5,17 @@ import X509
 /// A pin-failure report: RFC 7469's fields as TrustKit sends them, plus the path
 /// at the time (CONTRACT.md).
 public struct PinFailureReport: Codable, Sendable, Equatable {
+    /// When the failure was seen (`date-time`).
     public var dateTime: Date
+    /// The host checked.
     public var hostname: String
+    /// Its TLS port.
     public var port: Int
     /// The configured pattern that matched the host.
     public var notedHostname: String
+    /// Whether the pattern covers subdomains (`*.` or `**.`).
     public var includeSubdomains: Bool
+    /// false for a report-only pin set.
     public var enforcePinning: Bool
     /// PEM, leaf first, as the server sent it.
     public var servedCertificateChain: [String]
@@ -20,6 +25,7 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
     public var knownPins: [String]
     /// The verdict: `pin-mismatch`, `chain-invalid`, …
     public var validationResult: String
+    /// The day the pin set stops being enforced, if it has an expiry (`YYYY-MM-DD`).
     public var knownPinsExpirationDate: String?
     /// The status and interface when the check ran.
     public var path: [String: String]
@@ -32,6 +38,22 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
              validationResult = "validation-result", knownPinsExpirationDate = "known-pins-expiration-date", path
     }
 
+    /// A report of one failure.
+    ///
+    /// - Parameters:
+    ///   - dateTime: When it was seen.
+    ///   - hostname: The host checked.
+    ///   - port: Its TLS port.
+    ///   - notedHostname: The configured pattern that matched.
+    ///   - includeSubdomains: Whether the pattern covers subdomains.
+    ///   - enforcePinning: false for a report-only pin set.
+    ///   - served: The chain as the server sent it, leaf first.
+    ///   - validated: The chain that validated, if one did.
+    ///   - knownPins: The configured pins.
+    ///   - validationResult: The verdict.
+    ///   - knownPinsExpirationDate: When the pins stop being enforced.
+    ///   - path: The status and interface when the check ran.
+    /// - Throws: when a certificate cannot be serialized to PEM.
     public init(dateTime: Date, hostname: String, port: Int, notedHostname: String, includeSubdomains: Bool,
                 enforcePinning: Bool, served: [Certificate], validated: [Certificate], knownPins: [PublicKeyPin],
                 validationResult: TrustVerdict, knownPinsExpirationDate: Date?, path: [String: String]) throws {
@@ -62,6 +84,7 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
         return String(SHA256.hash(data: bytes).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
     }
 
+    /// The report as RFC 7469's JSON, keys sorted, dates in ISO 8601.
     public func json() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

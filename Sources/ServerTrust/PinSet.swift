@@ -3,16 +3,24 @@ import X509
 
 /// A host's pins with TrustKit's rules around them.
 public struct PinSet: Sendable, Equatable {
+    /// The accepted keys.
     public let pins: Set<PublicKeyPin>
     /// After this moment the pins are not enforced (verdict `pins-expired`), so an
     /// app that was never updated does not brick itself when keys rotate.
     public let expires: Date?
     /// false: report-only — a mismatch is reported, not a failure.
     public let enforce: Bool
+    /// How many pins the set must hold (the backup-pin rule).
     public let minimumPins: Int
 
-    /// - Parameter minimumPins: default 2 when enforcing (the backup-pin rule of RFC 7469:
-    ///   one pin for the live key, one for a key kept offline), 1 otherwise.
+    /// A pin set, refused when it could lock every client out.
+    ///
+    /// - Parameters:
+    ///   - pins: The accepted keys.
+    ///   - expires: After this, the pins are not enforced; nil: never.
+    ///   - enforce: false: report-only.
+    ///   - minimumPins: default 2 when enforcing (the backup-pin rule of RFC 7469:
+    ///     one pin for the live key, one for a key kept offline), 1 otherwise.
     /// - Throws: `TrustPolicyError` when enforcing with fewer pins than required, or with a minimum of 1.
     public init(pins: Set<PublicKeyPin>, expires: Date? = nil, enforce: Bool = true, minimumPins: Int? = nil) throws(TrustPolicyError) {
         let minimum = minimumPins ?? (enforce ? 2 : 1)
@@ -28,6 +36,7 @@ public struct PinSet: Sendable, Equatable {
         self.minimumPins = minimum
     }
 
+    /// Whether the set is past `expires` at `time`.
     public func hasExpired(at time: Date) -> Bool { expires.map { time > $0 } ?? false }
 
     /// A warning when every pin is a key of `chain`: no backup key is pinned, so

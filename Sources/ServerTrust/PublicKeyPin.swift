@@ -67,7 +67,9 @@ public struct PublicKeyPin: Hashable, Sendable, CustomStringConvertible {
 
 /// A pin that could not be read.
 public struct PinParsingError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The pin as written.
     public let text: String
+    /// What is wrong with it.
     public let reason: String
     public var description: String { "pin \"\(text)\" \(reason)" }
 }

@@ -8,15 +8,19 @@ public struct PublicSuffixList: Sendable {
     private let wildcards: Set<String>
     private let exceptions: Set<String>
 
+    /// Where Debian's `publicsuffix` package installs the list.
     public static let debianPath = "/usr/share/publicsuffix/public_suffix_list.dat"
 
     /// The system's list; without one, only single-label names count as public suffixes.
     public static let system: PublicSuffixList = (try? PublicSuffixList(contentsOf: debianPath)) ?? PublicSuffixList(text: "")
 
+    /// Reads a list in the publicsuffix.org format.
+    /// - Throws: when the file cannot be read as UTF-8.
     public init(contentsOf path: String) throws {
         self.init(text: try String(contentsOfFile: path, encoding: .utf8))
     }
 
+    /// Parses a list in the publicsuffix.org format (comments, `*.` wildcards, `!` exceptions).
     public init(text: String) {
         var rules: Set<String> = []
         var wildcards: Set<String> = []

@@ -9,6 +9,7 @@ import Glibc
 /// change, across restarts) until every collector has the report or the report
 /// is older than ``maximumAge``; then its file goes.
 public struct ReportOutbox: Sendable {
+    /// Where waiting reports are kept, one file each.
     public let directory: String
 
     /// Reports older than this are dropped undelivered (a collector gone for a week is gone).
@@ -20,15 +21,19 @@ public struct ReportOutbox: Sendable {
     /// Deliveries in flight at once.
     static let concurrency = 8
 
+    /// The outbox in `directory`, created when the first report is added.
     public init(directory: String) {
         self.directory = directory
     }
 
     /// One waiting report: `{"collectors": [URIs still to answer], "report": {…}}`.
     public struct Entry: Codable, Sendable, Equatable {
+        /// The report-uris that have not taken the report yet.
         public var collectors: [String]
+        /// The report.
         public var report: PinFailureReport
 
+        /// A report waiting for `collectors`.
         public init(collectors: [String], report: PinFailureReport) {
             self.collectors = collectors
             self.report = report
@@ -67,6 +72,7 @@ public struct ReportOutbox: Sendable {
         /// Why a collector did not take a report, why one was dropped.
         public var errors: [String] = []
 
+        /// Nothing delivered yet.
         public init() {}
     }
 

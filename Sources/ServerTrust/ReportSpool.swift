@@ -8,9 +8,12 @@ import Glibc
 /// written again within 24 hours (TrustKit's rule). A report with collectors
 /// (`report-uri`) also goes into the ``ReportOutbox`` until they have it.
 public struct ReportSpool: Sendable {
+    /// Where reports are written, one file each.
     public let directory: String
+    /// How long an identical report is not written again (24 hours).
     public let repeatInterval: TimeInterval
 
+    /// The spool in `directory`.
     public init(directory: String, repeatInterval: TimeInterval = 24 * 3600) {
         self.directory = directory
         self.repeatInterval = repeatInterval

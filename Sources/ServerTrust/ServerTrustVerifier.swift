@@ -20,7 +20,9 @@ import X509
 ///                                       customVerificationCallbackWithMetadata: verifier.callback)
 /// ```
 public struct ServerTrustVerifier: Sendable {
+    /// The checker whose configuration judges the handshake.
     public let checker: TrustChecker
+    /// The host the connection is for.
     public let host: String
     let onResult: (@Sendable (HostTrustResult) -> Void)?
 

@@ -19,9 +19,19 @@ public struct TLSProbe: Sendable {
     public var handshakeTimeout: TimeAmount
     /// Protocol bounds offered (the diagnose command narrows them).
     public var minimumTLSVersion: TLSVersion
+    /// The newest version offered; nil: the newest the library has.
     public var maximumTLSVersion: TLSVersion?
+    /// The TLS 1.2 cipher suites offered; nil: the library's defaults.
     public var cipherSuites: [NIOTLSCipher]?
 
+    /// A probe.
+    ///
+    /// - Parameters:
+    ///   - connectTimeout: The longest the TCP connect may take.
+    ///   - handshakeTimeout: The longest the TLS handshake may take.
+    ///   - minimumTLSVersion: The oldest version offered.
+    ///   - maximumTLSVersion: The newest version offered; nil: the newest there is.
+    ///   - cipherSuites: The TLS 1.2 cipher suites offered; nil: the defaults.
     public init(connectTimeout: TimeAmount = .seconds(5), handshakeTimeout: TimeAmount = .seconds(5),
                 minimumTLSVersion: TLSVersion = .tlsv1, maximumTLSVersion: TLSVersion? = nil,
                 cipherSuites: [NIOTLSCipher]? = nil) {
@@ -36,10 +46,12 @@ public struct TLSProbe: Sendable {
     public struct Presented: Sendable, Equatable {
         /// The certificates that parsed, in the order sent.
         public var chain: [Certificate]
+        /// The version the handshake negotiated.
         public var tlsVersion: TLSVersion?
         /// Why a presented certificate could not be used (a 1024-bit RSA key, bad DER); nil when all parsed.
         public var undecodable: String?
 
+        /// What a server presented.
         public init(chain: [Certificate], tlsVersion: TLSVersion? = nil, undecodable: String? = nil) {
             self.chain = chain
             self.tlsVersion = tlsVersion

@@ -8,7 +8,9 @@ import X509
 /// pinned host's failure is written to the report spool before the result is
 /// returned, so whoever signals it knows the report is on disk.
 public struct TrustChecker: Sendable {
+    /// The hosts and their policies.
     public let configuration: TrustConfiguration
+    /// The system's trust anchors, for policies that validate chains.
     public let systemAnchors: [Certificate]
     /// Where pin-failure reports go; nil: not written (reachctl's one-off checks).
     public let spool: ReportSpool?
@@ -16,6 +18,12 @@ public struct TrustChecker: Sendable {
     /// Per pattern: the evaluator of the policy, and the one used once the pins expired.
     private let evaluators: [HostPattern: (policy: CompositeTrustEvaluator, pinsExpired: CompositeTrustEvaluator)]
 
+    /// A checker.
+    ///
+    /// - Parameters:
+    ///   - configuration: The hosts and their policies.
+    ///   - systemAnchors: The system's trust anchors.
+    ///   - spool: Where pin-failure reports go; nil: nowhere.
     public init(configuration: TrustConfiguration, systemAnchors: [Certificate], spool: ReportSpool? = nil) {
         self.configuration = configuration
         self.systemAnchors = systemAnchors
@@ -35,6 +43,7 @@ public struct TrustChecker: Sendable {
 
     /// The result of one round.
     public struct Round: Sendable {
+        /// The round's overall verdict.
         public var overall: OverallTrust
         /// In the order of the configuration.
         public var hosts: [HostTrustResult]

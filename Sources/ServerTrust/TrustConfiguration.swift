@@ -6,14 +6,17 @@ import X509
 /// The `[trust]` part of reachd.toml: when to re-check, how long a probe may
 /// take, where pin-failure reports go, and the `[[trust.host]]` table.
 public struct TrustConfiguration: Sendable {
+    /// When hosts are checked again; the raw values are the config's `recheck`.
     public enum Recheck: String, Sendable, CaseIterable {
         /// On every published path change.
         case onChange = "on-change"
         /// Every `interval`.
         case interval
+        /// On every change and every `interval`.
         case both
     }
 
+    /// When hosts are checked again.
     public var recheck: Recheck = .onChange
     /// For `interval` and `both`.
     public var interval: Duration = .seconds(6 * 3600)
@@ -21,8 +24,10 @@ public struct TrustConfiguration: Sendable {
     public var timeout: Duration = .seconds(5)
     /// The durable spool of pin-failure reports.
     public var reports: String = "/var/lib/reachd/reports"
+    /// The `[[trust.host]]` entries by pattern.
     public var hosts = HostTable<HostTrustConfiguration>()
 
+    /// No hosts, the defaults.
     public init() {}
 
     /// The hosts a check dials: the exact patterns. Wildcard entries only give

@@ -1,13 +1,22 @@
 /// A host's verdict (CONTRACT.md). A network failure is never a trust failure.
 public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
+    /// The chain validated, the name matched and a pin matched (when pins are set).
     case trusted
+    /// The chain validated, but no key in it matches a configured pin.
     case pinMismatch = "pin-mismatch"
+    /// The chain does not lead to a trust anchor, or breaks a policy on the way.
     case chainInvalid = "chain-invalid"
+    /// The leaf certificate does not name the host.
     case hostMismatch = "host-mismatch"
+    /// A certificate of the chain is outside its validity period.
     case expired
+    /// A certificate of the chain is revoked (OCSP).
     case revoked
+    /// The handshake broke the host's TLS policy (protocol version, key exchange, key size).
     case tlsPolicy = "tls-policy"
+    /// The pin set is past its `expires` date: the chain alone was judged, and that is said.
     case pinsExpired = "pins-expired"
+    /// No TLS handshake completed: no route, refused, or timed out.
     case unreachable
     /// The handshake failed validation while connectivity is `portal`: a captive
     /// portal intercepting TLS, not an attack — no report, no PinFailure.
@@ -25,9 +34,12 @@ public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
 
 /// A verdict with the reason behind it, in words a user can act on.
 public struct TrustEvaluation: Sendable, Equatable, CustomStringConvertible {
+    /// What was found.
     public var verdict: TrustVerdict
+    /// Why.
     public var reason: String
 
+    /// A verdict and its reason.
     public init(_ verdict: TrustVerdict, _ reason: String) {
         self.verdict = verdict
         self.reason = reason

@@ -2,8 +2,10 @@ import X509
 
 /// Public-key pinning: some key of the chain has one of the pins.
 public struct PublicKeysTrustEvaluator: ServerTrustEvaluator {
+    /// The accepted keys' pins; one match in the chain is enough.
     public let pins: Set<PublicKeyPin>
 
+    /// An evaluator accepting a chain with a key of `pins`.
     public init(pins: Set<PublicKeyPin>) { self.pins = pins }
 
     public func evaluate(_ context: inout ServerTrustContext) async -> TrustEvaluation {
@@ -18,8 +20,10 @@ public struct PublicKeysTrustEvaluator: ServerTrustEvaluator {
 
 /// Certificate pinning: some certificate of the chain is one of `certificates`, byte for byte.
 public struct PinnedCertificatesTrustEvaluator: ServerTrustEvaluator {
+    /// The accepted certificates.
     public let certificates: [Certificate]
 
+    /// An evaluator accepting a chain that contains one of `certificates`.
     public init(certificates: [Certificate]) { self.certificates = certificates }
 
     public func evaluate(_ context: inout ServerTrustContext) async -> TrustEvaluation {

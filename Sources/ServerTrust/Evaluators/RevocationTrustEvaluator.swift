@@ -7,15 +7,24 @@ import NIOCore
 /// reached, or an answer that cannot be used, passes; only a signed "revoked"
 /// fails. Hard-fail: anything but a signed "good" fails.
 public struct RevocationTrustEvaluator: ServerTrustEvaluator {
+    /// How an OCSP answer that is missing or unusable counts; the raw values are the config's.
     public enum Mode: String, Sendable, CaseIterable {
+        /// Only a signed "revoked" fails.
         case soft = "ocsp-soft"
+        /// Anything but a signed "good" fails.
         case hard = "ocsp-hard"
     }
 
+    /// Soft- or hard-fail.
     public var mode: Mode
     /// The longest one responder may take.
     public var timeout: TimeAmount
 
+    /// An OCSP check of every certificate of the chain but the anchor.
+    ///
+    /// - Parameters:
+    ///   - mode: Soft- or hard-fail.
+    ///   - timeout: The longest one responder may take.
     public init(mode: Mode, timeout: TimeAmount = .seconds(5)) {
         self.mode = mode
         self.timeout = timeout

@@ -16,6 +16,7 @@ public struct ServerTrustContext: Sendable {
     /// The chain as validated to an anchor, leaf first; nil until chain validation ran.
     public internal(set) var validated: [Certificate]?
 
+    /// What evaluators judge: a host's presented chain, and the handshake when there was one.
     public init(host: String, presented: [Certificate], connection: NegotiatedTLS? = nil, validationTime: Date? = nil) {
         self.host = host
         self.presented = presented
@@ -30,10 +31,12 @@ public struct ServerTrustContext: Sendable {
 
 /// What a TLS handshake negotiated.
 public struct NegotiatedTLS: Sendable, Equatable {
+    /// The protocol version; nil when the handshake did not say.
     public var version: TLSVersion?
     /// true: an ephemeral key exchange; nil: the client offered both kinds and cannot tell.
     public var forwardSecret: Bool?
 
+    /// What a handshake negotiated.
     public init(version: TLSVersion?, forwardSecret: Bool?) {
         self.version = version
         self.forwardSecret = forwardSecret
@@ -50,8 +53,10 @@ public protocol ServerTrustEvaluator: Sendable {
 
 /// Runs evaluators in order; the first that does not trust decides.
 public struct CompositeTrustEvaluator: ServerTrustEvaluator {
+    /// The evaluators, in the order they run.
     public let evaluators: [any ServerTrustEvaluator]
 
+    /// An evaluator running `evaluators` in order.
     public init(_ evaluators: [any ServerTrustEvaluator]) { self.evaluators = evaluators }
 
     public func evaluate(_ context: inout ServerTrustContext) async -> TrustEvaluation {
@@ -67,6 +72,7 @@ public struct CompositeTrustEvaluator: ServerTrustEvaluator {
 
 /// Trusts everything. Whoever configures it must say so loudly (reachd logs it at start).
 public struct DisabledTrustEvaluator: ServerTrustEvaluator {
+    /// The evaluator that trusts everything.
     public init() {}
     public func evaluate(_ context: inout ServerTrustContext) async -> TrustEvaluation {
         TrustEvaluation(.trusted, "trust evaluation is disabled for \(context.host)")

@@ -5,6 +5,7 @@ import X509
 /// a forward-secret key exchange, certificates signed with SHA-256 or better,
 /// and keys of at least RSA 2048 or EC 256 bits.
 public struct TLSPolicyEvaluator: ServerTrustEvaluator {
+    /// The ATS baseline check.
     public init() {}
 
     /// Cipher suites a client keeps to when it requires forward secrecy (TLS 1.2
@@ -61,6 +62,7 @@ public struct TLSPolicyEvaluator: ServerTrustEvaluator {
     }
 }
 
+/// Comparison of TLS versions, oldest first.
 extension TLSVersion {
     /// Orders versions: NIOSSL's enum is not Comparable.
     var rank: Int {

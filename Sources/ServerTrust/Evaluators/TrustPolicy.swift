@@ -9,6 +9,7 @@ import X509
 /// root the server never sent — so appending a pinned certificate to a rogue
 /// chain gains nothing.
 public struct TrustPolicy: Sendable {
+    /// What is checked beyond the chain; the raw values are the config's `mode`.
     public enum Mode: String, Sendable, CaseIterable {
         /// Chain and host only.
         case `default`
@@ -20,11 +21,15 @@ public struct TrustPolicy: Sendable {
         case disabled
     }
 
+    /// What is checked beyond the chain.
     public var mode: Mode
+    /// The pins of `publicKey` mode.
     public var pins: Set<PublicKeyPin>
+    /// The certificates of `certificate` mode.
     public var certificates: [Certificate]
     /// Validate the chain to a trust anchor (AFNetworking's `!allowInvalidCertificates`).
     public var validateChain: Bool
+    /// Check that the leaf names the host (AFNetworking's `validatesDomainName`).
     public var validateHost: Bool
     /// The pinned certificates become the only anchors (self-signed servers).
     public var acceptSelfSigned: Bool
@@ -32,6 +37,7 @@ public struct TrustPolicy: Sendable {
     public var anchors: [Certificate]
     /// OCSP checking of the validated chain; nil: none.
     public var revocation: RevocationTrustEvaluator.Mode?
+    /// The longest one OCSP responder may take.
     public var revocationTimeout: TimeAmount
     /// Apple's ATS baseline (TLS 1.2+, forward secrecy, SHA-256+ signatures, RSA ≥ 2048 / EC ≥ 256).
     public var requiresTLSBaseline: Bool
