@@ -20,7 +20,8 @@ STDLIB_SUBSTITUTIONS = ("$ss", "_$ss", "$sS", "$sSo", "$sSC")
 
 PROJECT = {"reachd", "reachctl", "reachd_trust", "ReachabilityCore", "Reachability", "ReachabilityBus", "ReachabilityClient",
            "Netlink", "TOML", "ServerTrust", "DaemonCore", "ReachdMetrics", "ReachctlSupport", "TrustCommands",
-           "TrustHelperMessages", "Libexec", "ReachdVersion"}
+           "TrustHelperMessages", "Libexec", "ReachdVersion", "ReachdProgram", "ReachctlProgram", "ReachdTrustProgram",
+           "Sockets", "reachd_multicall"}
 GROUPS = [
     ("BoringSSL (swift-crypto)", lambda n: "CCryptoBoringSSL" in n),
     ("BoringSSL (swift-nio-ssl)", lambda n: "CNIOBoringSSL" in n),
@@ -43,7 +44,7 @@ def module_of(name):
             return "swift-nio, swift-nio-ssl"
         if module in ("X509", "_CertificateInternals"):
             return "swift-certificates"
-        if module in ("Crypto", "_CryptoExtras", "CryptoBoringWrapper", "CCryptoBoringSSLShims"):
+        if module in ("Crypto", "_CryptoExtras", "CryptoExtras", "CryptoBoringWrapper", "CCryptoBoringSSLShims"):
             return "swift-crypto"
         if module == "SwiftASN1":
             return "swift-asn1"
@@ -53,6 +54,8 @@ def module_of(name):
             return "FoundationEssentials"
         if module in ("Dispatch",):
             return "libdispatch"
+        if module in ("DequeModule", "InternalCollectionsUtilities"):
+            return "swift-collections"
         if module in ("Synchronization", "_Concurrency", "_StringProcessing", "RegexBuilder", "Atomics", "_RegexParser"):
             return "Swift runtime and standard library"
         return module

@@ -10,8 +10,9 @@
 # share a few pages.
 #
 # How: valgrind's lackey traces every block reachd-multicall executes while
-# reachd starts, idles, follows link, address and route changes and answers
-# reachctl status, watch and route, and stops; each block's address becomes the
+# reachd starts on a bus (a dbus-daemon of its own, as under systemd) and its
+# private socket, idles, follows link, address and route changes, answers
+# reachctl status, watch and route on both, and stops; each block's address becomes the
 # name of the function that holds it, in the order first run. reachd's functions
 # come first, then reachctl's. Run as root (a network namespace) after
 # `make release`; commit the result. A stale file only costs memory: lld ignores
@@ -42,12 +43,19 @@ ip -n "$ns" address add 10.77.0.2/24 dev eth0
 ip -n "$ns" route add default via 10.77.0.1
 
 # In the namespace and a mount namespace of its own, with an empty /run: reachd
-# serves /run/reachd/bus, where reachctl looks when there is no system bus.
+# owns its name on a bus of its own and serves /run/reachd/bus, where reachctl
+# looks when there is no system bus.
 ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
     work=$1
     mount -t tmpfs tmpfs /run
+    bus=unix:path=/run/order-bus
+    dbus-daemon --session --nofork --nopidfile --address=$bus &
+    broker=$!
     trace() { local log=$1; shift; valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/$log" "$@"; }
-    valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/reachd.lackey" "$work/reachd" --config "$work/reachd.toml" --bus none --socket /run/reachd/bus --log-level error &
+    for _ in $(seq 50); do [ -S /run/order-bus ] && break; sleep 0.1; done
+    # As under systemd: readiness and watchdog notifications (to nobody), a short watchdog so idle pings are traced.
+    NOTIFY_SOCKET=/run/order-notify WATCHDOG_USEC=1000000 \
+        valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/reachd.lackey" "$work/reachd" --config "$work/reachd.toml" --bus $bus --socket /run/reachd/bus 2> "$work/reachd.log" &
     daemon=$!
     for _ in $(seq 120); do [ -S /run/reachd/bus ] && break; sleep 0.5; done
     sleep 5
@@ -62,6 +70,7 @@ ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
     trace reachctl-status.lackey "$work/reachctl" status > /dev/null
     trace reachctl-json.lackey "$work/reachctl" status --json > /dev/null
     trace reachctl-route.lackey "$work/reachctl" route 10.77.0.9 > /dev/null
+    trace reachctl-status-bus.lackey "$work/reachctl" status --bus $bus > /dev/null
     timeout -s INT 25 valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/reachctl-watch.lackey" "$work/reachctl" watch > /dev/null &
     sleep 15
     change ip route del default
@@ -69,6 +78,7 @@ ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
     wait $! || true
     kill -TERM $daemon
     wait $daemon || true
+    kill $broker
 ' bash "$work"
 
 python3 - "$binary" "$work" > Sources/reachd-multicall/symbol-order.txt <<'EOF'

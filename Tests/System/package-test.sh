@@ -500,6 +500,12 @@ for unit in reachd NetworkManager systemd-networkd; do
     printf '  info  idle 60 s, %-17s %s\n' "$unit:" "$measured"
     [ "$unit" = reachd ] && reachd_idle=$measured
 done
+# Where reachd's RSS is, per mapping (BENCHMARKS.md §11): its binary's code, data and
+# relocated data, and the shared libraries.
+pid=$(inside systemctl show --property=MainPID --value reachd.service)
+inside awk '/^[0-9a-f]+-/ { name = ($6 ~ /reachd$/) ? "reachd " $2 : ($6 ~ /\.so/ ? "shared libraries" : "other (heap, stacks, anonymous)") }
+    /^Rss:/ { rss[name] += $2 } /^Anonymous:/ { anon[name] += $2 }
+    END { for (n in rss) printf "  info  reachd idle: %-32s RSS %6d KiB, anonymous %5d KiB\n", n, rss[n], anon[n] }' /proc/$pid/smaps | sort
 reachd_rss=$(sed -n 's/.*VmRSS: \([0-9]*\).*/\1/p' <<< "$reachd_idle")
 reachd_anon=$(sed -n 's/.*RssAnon: \([0-9]*\).*/\1/p' <<< "$reachd_idle")
 # Issue 22's goal, not met by the multi-call binary (BENCHMARKS.md §11): said, not checked.
