@@ -78,10 +78,19 @@ final class BackgroundProcess: @unchecked Sendable {
         return lines.count >= count
     }
 
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-    }
+    func stop() { stopProcess(process) }
+}
+
+/// SIGTERM, then SIGKILL after 5 s. A child inherits the signal mask of the
+/// thread that spawned it, and a Dispatch worker blocks SIGTERM: `python3` and
+/// `ip monitor` started from one never saw the SIGTERM, and waiting for them hung
+/// `make bench` (in its connectivity and subscriber sections, once each).
+func stopProcess(_ process: Process) {
+    kill(process.processIdentifier, SIGTERM)
+    let deadline = now() + 5_000_000_000
+    while process.isRunning && now() < deadline { usleep(10_000) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
 }
 
 /// A namespace with an uplink (veth to a router namespace, default route), and

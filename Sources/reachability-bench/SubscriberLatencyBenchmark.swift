@@ -235,8 +235,5 @@ final class LineReader: @unchecked Sendable {
 
     var pid: Int32 { process.processIdentifier }
 
-    func stop() {
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-    }
+    func stop() { stopProcess(process) }
 }
