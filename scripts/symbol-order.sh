@@ -51,11 +51,11 @@ ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
     bus=unix:path=/run/order-bus
     dbus-daemon --session --nofork --nopidfile --address=$bus &
     broker=$!
-    trace() { local log=$1; shift; valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/$log" "$@"; }
+    lackey=(valgrind --tool=lackey --trace-superblocks=yes)
     for _ in $(seq 50); do [ -S /run/order-bus ] && break; sleep 0.1; done
     # As under systemd: readiness and watchdog notifications (to nobody), a short watchdog so idle pings are traced.
     NOTIFY_SOCKET=/run/order-notify WATCHDOG_USEC=1000000 \
-        valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/reachd.lackey" "$work/reachd" --config "$work/reachd.toml" --bus $bus --socket /run/reachd/bus 2> "$work/reachd.log" &
+        "${lackey[@]}" --log-file="$work/reachd.lackey" "$work/reachd" --config "$work/reachd.toml" --bus $bus --socket /run/reachd/bus 2> "$work/reachd.log" &
     daemon=$!
     for _ in $(seq 120); do [ -S /run/reachd/bus ] && break; sleep 0.5; done
     sleep 5
@@ -67,11 +67,11 @@ ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
     change ip address del 10.77.0.2/24 dev eth0
     change ip address add 10.77.0.2/24 dev eth0
     change ip route add default via 10.77.0.1
-    trace reachctl-status.lackey "$work/reachctl" status > /dev/null
-    trace reachctl-json.lackey "$work/reachctl" status --json > /dev/null
-    trace reachctl-route.lackey "$work/reachctl" route 10.77.0.9 > /dev/null
-    trace reachctl-status-bus.lackey "$work/reachctl" status --bus $bus > /dev/null
-    timeout -s INT 25 valgrind --tool=lackey --trace-superblocks=yes --log-file="$work/reachctl-watch.lackey" "$work/reachctl" watch > /dev/null &
+    "${lackey[@]}" --log-file="$work/reachctl-status.lackey" "$work/reachctl" status > /dev/null
+    "${lackey[@]}" --log-file="$work/reachctl-json.lackey" "$work/reachctl" status --json > /dev/null
+    "${lackey[@]}" --log-file="$work/reachctl-route.lackey" "$work/reachctl" route 10.77.0.9 > /dev/null
+    "${lackey[@]}" --log-file="$work/reachctl-status-bus.lackey" "$work/reachctl" status --bus $bus > /dev/null
+    timeout -s INT 25 "${lackey[@]}" --log-file="$work/reachctl-watch.lackey" "$work/reachctl" watch > /dev/null &
     sleep 15
     change ip route del default
     change ip route add default via 10.77.0.1

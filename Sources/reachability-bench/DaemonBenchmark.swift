@@ -30,7 +30,7 @@ struct DaemonBenchmark {
         let site = try BenchSite("rd")
         let host = site.host
         let (daemon, socket) = try site.startDaemon(reachd, logLevel: "warning")
-        defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
+        defer { stopProcess(daemon) }
         let subscriber = try SignalSubscriber(socket: socket)
 
         let namespace = NetworkNamespace(name: host.name)

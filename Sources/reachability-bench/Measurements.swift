@@ -81,10 +81,11 @@ final class BackgroundProcess: @unchecked Sendable {
     func stop() { stopProcess(process) }
 }
 
-/// SIGTERM, then SIGKILL after 5 s. A child inherits the signal mask of the
-/// thread that spawned it, and a Dispatch worker blocks SIGTERM: `python3` and
-/// `ip monitor` started from one never saw the SIGTERM, and waiting for them hung
-/// `make bench` (in its connectivity and subscriber sections, once each).
+/// Stops every child the benchmark started: SIGTERM, then SIGKILL after 5 s. A
+/// child inherits the signal mask of the thread that spawned it, and a Dispatch
+/// worker blocks SIGTERM: `python3` and `ip monitor` started from one never saw
+/// the SIGTERM, and waiting for them hung `make bench` (three times). reachd reads
+/// its signals from a signalfd, so it stops at the SIGTERM whatever its mask.
 func stopProcess(_ process: Process) {
     kill(process.processIdentifier, SIGTERM)
     let deadline = now() + 5_000_000_000

@@ -38,7 +38,7 @@ struct MetricsBenchmark {
         for metrics in [false, true] {
             let config = try write(hosts: 0, metrics: metrics, in: scratch)
             let daemon = try start(in: host, config: config, scratch: scratch)
-            defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
+            defer { stopProcess(daemon) }
             if metrics { _ = try scrape(in: host, times: 1) }
             sleep(3)
             if metrics { result.rssWithMetricsKiB = residentKiB(of: daemon.processIdentifier) } else { result.rssWithoutMetricsKiB = residentKiB(of: daemon.processIdentifier) }
@@ -46,7 +46,7 @@ struct MetricsBenchmark {
         for hosts in hostCounts {
             let config = try write(hosts: hosts, metrics: true, in: scratch)
             let daemon = try start(in: host, config: config, scratch: scratch)
-            defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
+            defer { stopProcess(daemon) }
             try waitForRound(hosts: hosts, in: host)
             // Between rounds: hosts on on-change re-check only on a path change, so nothing else runs.
             let before = Self.cpuNanoseconds(of: daemon.processIdentifier)
@@ -57,7 +57,7 @@ struct MetricsBenchmark {
         // A scrape every second, one host, otherwise idle.
         let config = try write(hosts: 1, metrics: true, in: scratch)
         let daemon = try start(in: host, config: config, scratch: scratch)
-        defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
+        defer { stopProcess(daemon) }
         try waitForRound(hosts: 1, in: host)
         let before = Self.cpuNanoseconds(of: daemon.processIdentifier)
         let (bytes, _) = try scrape(in: host, times: idleSeconds, interval: 1)

@@ -48,7 +48,7 @@ struct SubscriberLatencyBenchmark {
         // At its default log level: what operators run.
         let (daemon, socket) = try site.startDaemon(reachd, logLevel: "info", bus: systemBus?.address ?? "none",
                                                     config: toolkits ? config.path : "/nonexistent")
-        defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
+        defer { stopProcess(daemon) }
         let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
         // reachctl watch would watch on its own if no daemon answered yet.
         for _ in 0 ..< 400 where (try? client.currentPath()) == nil { usleep(25_000) }

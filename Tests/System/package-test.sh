@@ -502,7 +502,7 @@ for unit in reachd NetworkManager systemd-networkd; do
 done
 # Where reachd's RSS is, per mapping (BENCHMARKS.md §11): its binary's code, data and
 # relocated data, and the shared libraries.
-pid=$(inside systemctl show --property=MainPID --value reachd.service)
+pid=$(main_pid)
 inside awk '/^[0-9a-f]+-/ { name = ($6 ~ /reachd$/) ? "reachd " $2 : ($6 ~ /\.so/ ? "shared libraries" : "other (heap, stacks, anonymous)") }
     /^Rss:/ { rss[name] += $2 } /^Anonymous:/ { anon[name] += $2 }
     END { for (n in rss) printf "  info  reachd idle: %-32s RSS %6d KiB, anonymous %5d KiB\n", n, rss[n], anon[n] }' /proc/$pid/smaps | sort
