@@ -6,7 +6,7 @@ PREFIX      ?= /usr
 # the tests: a bus, iproute2, openssl and curl as peers, python3 as a hostile local
 # user (the limits tests), and for the system test
 # a Debian 12 root file system (mmdebstrap) booted by systemd-nspawn.
-DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 \
+DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev libstdc++-12-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 \
                debhelper dpkg-dev jq mmdebstrap systemd-container lintian man-db
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc
@@ -26,8 +26,13 @@ SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # Each Swift function in a section of its own, laid out in the order reachd and
 # reachctl first run them (scripts/symbol-order.sh): the code they run shares
 # pages instead of being spread over 16 MB (BENCHMARKS.md §11).
+# libstdc++ (the runtime's C++) and libgcc linked in too: only the few KiB the
+# runtime calls, where libstdc++.so cost reachd 1 MB of RSS. SwiftPM and the
+# toolchain both ask for -lstdc++; the linker finds it as a static archive
+# because STATIC_CXX, which holds only libstdc++.a, comes first on its path.
+STATIC_CXX   = .build/static-c++
 RELEASE_BIN  = .build/release-bin
-RELEASE      = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --icf=all -Xlinker --symbol-ordering-file=$(CURDIR)/Sources/reachd-multicall/symbol-order.txt -Xlinker --no-warn-symbol-ordering -Xlinker -z -Xlinker now -Xswiftc -Osize -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -fno-asynchronous-unwind-tables
+RELEASE      = -c release --static-swift-stdlib -Xswiftc -L$(CURDIR)/$(STATIC_CXX) -Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --icf=all -Xlinker --symbol-ordering-file=$(CURDIR)/Sources/reachd-multicall/symbol-order.txt -Xlinker --no-warn-symbol-ordering -Xlinker -z -Xlinker now -Xswiftc -Osize -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -fno-asynchronous-unwind-tables
 
 # `make fuzz`: each parser's libFuzzer target for FUZZ_SECONDS (0: no limit) or
 # FUZZ_RUNS executions (-1: no limit), whichever ends first; FUZZ_TARGETS picks some.
@@ -149,10 +154,16 @@ fuzz: fuzz-build
 	done
 
 ## Benchmarks against a raw netlink listener in the same namespace; prints numbers.
-bench: deps
+bench: deps $(STATIC_CXX)/libstdc++.a
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench: needs root (network namespaces)" >&2; exit 1; }
 	$(SWIFT) build $(RELEASE)
 	.build/release/reachability-bench
+
+# The archive the toolchain's clang would link for -static-libstdc++.
+$(STATIC_CXX)/libstdc++.a:
+	@archive=$$($(dir $(realpath $(shell command -v $(SWIFT))))clang -print-file-name=libstdc++.a); \
+	[ -f "$$archive" ] || { echo "make: no libstdc++.a (libstdc++-12-dev) for the Swift toolchain's clang" >&2; exit 1; }; \
+	mkdir -p $(STATIC_CXX) && ln -sfn "$$archive" $@
 
 version:
 	@echo $(VERSION)
@@ -160,7 +171,7 @@ version:
 ## The release binary, with the static Swift standard library (no toolchain needed
 ## on the target): reachd, reachctl and reachd-trust in one file, run under their
 ## names ($(RELEASE_BIN) has the three links; README, "Installed files").
-release: deps
+release: deps $(STATIC_CXX)/libstdc++.a
 	@# SwiftPM does not know the link reads the order file: a newer one relinks.
 	[ Sources/reachd-multicall/symbol-order.txt -ot .build/release/reachd-multicall ] || rm -f .build/release/reachd-multicall
 	$(SWIFT) build $(RELEASE) --product reachd-multicall

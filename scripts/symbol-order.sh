@@ -13,10 +13,16 @@
 # reachd starts on a bus (a dbus-daemon of its own, as under systemd) and its
 # private socket, idles, follows link, address and route changes, answers
 # reachctl status, watch and route on both, and stops; each block's address becomes the
-# name of the function that holds it, in the order first run. reachd's functions
-# come first, then reachctl's. Run as root (a network namespace) after
-# `make release`; commit the result. A stale file only costs memory: lld ignores
-# names it no longer finds.
+# name of the function that holds it, in the order first run. Run natively, reachd
+# also runs code valgrind never saw (about 45 pages of it, spread over the whole
+# text): so reachd runs the same scenario again without valgrind, from a file
+# system of its own whose device reads nothing ahead (a loop device,
+# read_ahead_kb 0) and with a cold page cache, where the kernel maps exactly the
+# pages reachd touches; /proc/PID/pagemap lists them, and every function on a
+# touched page that holds none of the traced ones follows the traced functions.
+# reachd's functions come first, then reachctl's. Run as root (a network
+# namespace, a loop device) after `make release`; commit the result. A stale file
+# only costs memory: lld ignores names it no longer finds.
 set -euo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "symbol-order.sh: needs root (a network namespace)" >&2; exit 1; }
 command -v valgrind > /dev/null || apt-get install -y --no-install-recommends valgrind
@@ -25,13 +31,20 @@ binary=.build/release/reachd-multicall
 [ -x "$binary" ] || { echo "symbol-order.sh: run make release first" >&2; exit 1; }
 work=$(mktemp -d)
 ns=reachd-order-$$
-cleanup() { ip netns del "$ns" 2> /dev/null || true; rm -rf "$work"; }
+device=""
+cleanup() {
+    ip netns del "$ns" 2> /dev/null || true
+    umount "$work/cold" 2> /dev/null || true
+    [ -z "$device" ] || losetup -d "$device"
+    rm -rf "$work"
+}
 trap cleanup EXIT
 
 # valgrind 3.19 cannot read the DWARF 5 the toolchain writes: trace a stripped
 # copy (same addresses) and name the addresses from the unstripped one.
 strip -o "$work/reachd-multicall" "$binary"
-for name in reachd reachctl; do ln -s reachd-multicall "$work/$name"; done
+# reachd-trust too: reachd starts it as it does once installed (Libexec: beside itself).
+for name in reachd reachctl reachd-trust; do ln -s reachd-multicall "$work/$name"; done
 : > "$work/reachd.toml"
 
 ip netns add "$ns"
@@ -42,20 +55,33 @@ ip -n "$ns" link set eth0 up
 ip -n "$ns" address add 10.77.0.2/24 dev eth0
 ip -n "$ns" route add default via 10.77.0.1
 
+# The native run's file system: nothing read ahead, nothing cached.
+truncate -s 128M "$work/cold.img"
+mkfs.ext4 -q "$work/cold.img"
+device=$(losetup --find --show "$work/cold.img")
+echo 0 > "/sys/block/${device#/dev/}/queue/read_ahead_kb"
+mkdir "$work/cold"
+mount "$device" "$work/cold"
+cp -a "$work/reachd-multicall" "$work/reachd" "$work/reachd-trust" "$work/cold/"
+umount "$work/cold"
+mount "$device" "$work/cold"
+
 # In the namespace and a mount namespace of its own, with an empty /run: reachd
 # owns its name on a bus of its own and serves /run/reachd/bus, where reachctl
-# looks when there is no system bus.
-ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
-    work=$1
+# looks when there is no system bus. $2 runs each program (valgrind, or nothing);
+# with $3, reachd's touched code pages are written there before it stops.
+scenario() {
+    ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
+    work=$1; bin=$2; read -ra runner <<< "$3"; pages=${4:-}
     mount -t tmpfs tmpfs /run
     bus=unix:path=/run/order-bus
     dbus-daemon --session --nofork --nopidfile --address=$bus &
     broker=$!
-    lackey=(valgrind --tool=lackey --trace-superblocks=yes)
+    run() { local log=$1; shift; "${runner[@]/@LOG@/$log}" "$@"; }
     for _ in $(seq 50); do [ -S /run/order-bus ] && break; sleep 0.1; done
     # As under systemd: readiness and watchdog notifications (to nobody), a short watchdog so idle pings are traced.
     NOTIFY_SOCKET=/run/order-notify WATCHDOG_USEC=1000000 \
-        "${lackey[@]}" --log-file="$work/reachd.lackey" "$work/reachd" --config "$work/reachd.toml" --bus $bus --socket /run/reachd/bus 2> "$work/reachd.log" &
+        "${runner[@]/@LOG@/reachd}" "$bin/reachd" --config "$work/reachd.toml" --bus $bus --socket /run/reachd/bus 2> "$work/reachd.log" &
     daemon=$!
     for _ in $(seq 120); do [ -S /run/reachd/bus ] && break; sleep 0.5; done
     sleep 5
@@ -67,19 +93,41 @@ ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
     change ip address del 10.77.0.2/24 dev eth0
     change ip address add 10.77.0.2/24 dev eth0
     change ip route add default via 10.77.0.1
-    "${lackey[@]}" --log-file="$work/reachctl-status.lackey" "$work/reachctl" status > /dev/null
-    "${lackey[@]}" --log-file="$work/reachctl-json.lackey" "$work/reachctl" status --json > /dev/null
-    "${lackey[@]}" --log-file="$work/reachctl-route.lackey" "$work/reachctl" route 10.77.0.9 > /dev/null
-    "${lackey[@]}" --log-file="$work/reachctl-status-bus.lackey" "$work/reachctl" status --bus $bus > /dev/null
-    timeout -s INT 25 "${lackey[@]}" --log-file="$work/reachctl-watch.lackey" "$work/reachctl" watch > /dev/null &
-    sleep 15
-    change ip route del default
-    change ip route add default via 10.77.0.1
-    wait $! || true
+    if [ -z "$pages" ]; then
+        run reachctl-status "$bin/reachctl" status > /dev/null
+        run reachctl-json "$bin/reachctl" status --json > /dev/null
+        run reachctl-route "$bin/reachctl" route 10.77.0.9 > /dev/null
+        run reachctl-status-bus "$bin/reachctl" status --bus $bus > /dev/null
+        timeout -s INT 25 "${runner[@]/@LOG@/reachctl-watch}" "$bin/reachctl" watch > /dev/null &
+        sleep 15
+        change ip route del default
+        change ip route add default via 10.77.0.1
+        wait $! || true
+    else
+        sleep 10
+        # Offsets in the file of the present pages of its code mapping.
+        python3 -c "
+import struct, sys
+pid, out = sys.argv[1], sys.argv[2]
+with open(f\"/proc/{pid}/pagemap\", \"rb\") as pagemap, open(out, \"w\") as pages:
+    for line in open(f\"/proc/{pid}/maps\"):
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != \"r-xp\" or not fields[5].endswith(\"reachd-multicall\"):
+            continue
+        low, high = (int(x, 16) for x in fields[0].split(\"-\"))
+        for address in range(low, high, 4096):
+            pagemap.seek(address // 4096 * 8)
+            if struct.unpack(\"Q\", pagemap.read(8))[0] >> 63:
+                print(address - low + int(fields[2], 16), file=pages)
+" $daemon "$pages"
+    fi
     kill -TERM $daemon
     wait $daemon || true
     kill $broker
-' bash "$work"
+' bash "$work" "$@"
+}
+scenario "$work" "valgrind --tool=lackey --trace-superblocks=yes --log-file=$work/@LOG@.lackey"
+scenario "$work/cold" "" "$work/reachd.pages"
 
 python3 - "$binary" "$work" > Sources/reachd-multicall/symbol-order.txt <<'EOF'
 import bisect, glob, subprocess, sys
@@ -100,6 +148,18 @@ high = low + int(text[index + 4], 16)
 entry = int(next(l.split()[-1] for l in subprocess.run(["readelf", "-h", binary], capture_output=True, text=True).stdout.splitlines() if "Entry point" in l), 16)
 base = 0x108000
 seen, order = set(), []
+
+
+def add(start):
+    if start not in seen:
+        seen.add(start)
+        order.extend(names[start])
+
+
+def function_at(address):
+    return starts[bisect.bisect_right(starts, address) - 1]
+
+
 logs = [f"{work}/reachd.lackey"] + sorted(glob.glob(f"{work}/reachctl-*.lackey"))
 for log in logs:
     blocks = [int(line[3:], 16) for line in open(log) if line.startswith("SB ")]
@@ -108,12 +168,22 @@ for log in logs:
         sys.exit(f"symbol-order.sh: {log}: the entry point is not at valgrind's usual base")
     for address in blocks:
         address -= base
-        if not low <= address < high:
-            continue
-        start = starts[bisect.bisect_right(starts, address) - 1]
-        if start not in seen:
-            seen.add(start)
-            order.extend(names[start])
+        if low <= address < high:
+            add(function_at(address))
+    if log.endswith("/reachd.lackey"):
+        # The pages reachd touched natively that hold none of the functions it
+        # ran under valgrind: every function on them, in address order.
+        traced_pages = {start // 4096 for start in seen}
+        segment = next(l.split() for l in subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True).stdout.splitlines()
+                       if l.split()[:1] == ["LOAD"] and l.split()[6] == "R" and l.split()[7] == "E")
+        offset_to_address = int(segment[2], 16) - int(segment[1], 16)
+        untraced = sorted({(int(line) + offset_to_address) // 4096 for line in open(f"{work}/reachd.pages")} - traced_pages)
+        for page in untraced:
+            for start in starts[bisect.bisect_left(starts, page * 4096):bisect.bisect_left(starts, (page + 1) * 4096)]:
+                add(start)
+            if low <= page * 4096 < high:
+                add(function_at(page * 4096))
+        print(f"symbol-order.sh: {len(untraced)} pages reachd touched natively hold no function valgrind saw it run", file=sys.stderr)
 # The runtime's first protocol-conformance lookup reads every conformance
 # descriptor of the binary: together, they take a few pages instead of some in
 # each of the 3 MB of .rodata.
