@@ -14,7 +14,7 @@
 # private socket, idles, follows link, address and route changes, answers
 # reachctl status, watch and route on both, and stops; each block's address becomes the
 # name of the function that holds it, in the order first run. Run natively, reachd
-# also runs code valgrind never saw (about 45 pages of it, spread over the whole
+# also runs code valgrind never saw (dozens of pages of it, spread over the whole
 # text): so reachd runs the same scenario again without valgrind, from a file
 # system of its own whose device reads nothing ahead (a loop device,
 # read_ahead_kb 0) and with a cold page cache, where the kernel maps exactly the
@@ -66,10 +66,12 @@ cp -a "$work/reachd-multicall" "$work/reachd" "$work/reachd-trust" "$work/cold/"
 umount "$work/cold"
 mount "$device" "$work/cold"
 
-# In the namespace and a mount namespace of its own, with an empty /run: reachd
-# owns its name on a bus of its own and serves /run/reachd/bus, where reachctl
-# looks when there is no system bus. $2 runs each program (valgrind, or nothing);
-# with $3, reachd's touched code pages are written there before it stops.
+# scenario DIRECTORY RUNNER [PAGES]: the programs in DIRECTORY, each run by RUNNER
+# (valgrind, where @LOG@ becomes the program's name; or nothing), in the namespace
+# and a mount namespace of its own, with an empty /run: reachd owns its name on a
+# bus of its own and serves /run/reachd/bus, where reachctl looks when there is no
+# system bus. With PAGES, only reachd runs, and the offsets of the code pages it
+# touched are written there before it stops.
 scenario() {
     ip netns exec "$ns" unshare --mount bash -euo pipefail -c '
     work=$1; bin=$2; read -ra runner <<< "$3"; pages=${4:-}
@@ -129,7 +131,7 @@ with open(f\"/proc/{pid}/pagemap\", \"rb\") as pagemap, open(out, \"w\") as page
 scenario "$work" "valgrind --tool=lackey --trace-superblocks=yes --log-file=$work/@LOG@.lackey"
 scenario "$work/cold" "" "$work/reachd.pages"
 
-python3 - "$binary" "$work" > Sources/reachd-multicall/symbol-order.txt <<'EOF'
+python3 - "$binary" "$work" > "$work/symbol-order.txt" <<'EOF'
 import bisect, glob, subprocess, sys
 
 binary, work = sys.argv[1], sys.argv[2]
@@ -191,4 +193,5 @@ conformances = [parts[2] for parts in map(str.split, subprocess.run(["nm", binar
                 if len(parts) == 3 and parts[1] in "dDrR" and parts[2].endswith("Mc")]
 print("\n".join(order + sorted(conformances)))
 EOF
+mv "$work/symbol-order.txt" Sources/reachd-multicall/symbol-order.txt
 echo "symbol-order.sh: $(wc -l < Sources/reachd-multicall/symbol-order.txt) symbols"

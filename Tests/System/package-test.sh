@@ -517,13 +517,15 @@ sleep 60
 reachd_cold=$(idle reachd)
 printf '  info  idle 60 s, %-17s %s\n' "reachd, cold:" "$reachd_cold"
 # Issue 22's goal (BENCHMARKS.md §11): said, not checked.
-for run in "$reachd_idle" "$reachd_cold"; do
-    rss=$(sed -n 's/.*VmRSS: \([0-9]*\).*/\1/p' <<< "$run")
-    anon=$(sed -n 's/.*RssAnon: \([0-9]*\).*/\1/p' <<< "$run")
-    [ "$rss" -le 10240 ] && [ "$anon" -le 1228 ] && goal="met" || goal="NOT met"
-    [ "$run" = "$reachd_idle" ] && start="after the install" || start="cold"
-    echo "  info  reachd idle, $start: RSS $rss KiB, anonymous $anon KiB; the goal (≤ 10,240 and ≤ 1,228) is $goal"
-done
+goal() {
+    local rss anon verdict
+    rss=$(sed -n 's/.*VmRSS: \([0-9]*\).*/\1/p' <<< "$2")
+    anon=$(sed -n 's/.*RssAnon: \([0-9]*\).*/\1/p' <<< "$2")
+    [ "$rss" -le 10240 ] && [ "$anon" -le 1228 ] && verdict="met" || verdict="NOT met"
+    echo "  info  reachd idle, $1: RSS $rss KiB, anonymous $anon KiB; the goal (≤ 10,240 and ≤ 1,228) is $verdict"
+}
+goal "after the install" "$reachd_idle"
+goal "cold" "$reachd_cold"
 inside systemctl stop NetworkManager.service systemd-networkd.service systemd-networkd.socket
 rm "$root/etc/systemd/network/50-eth0.network"
 good_config
