@@ -157,7 +157,9 @@ fuzz: fuzz-build
 bench: deps $(STATIC_CXX)/libstdc++.a
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench: needs root (network namespaces)" >&2; exit 1; }
 	$(SWIFT) build $(RELEASE)
-	.build/release/reachability-bench
+	@# Linked statically, a crash prints its backtrace only with the static backtracer named.
+	SWIFT_BACKTRACE=enable=yes,interactive=no,swift-backtrace=$(dir $(realpath $(shell command -v $(SWIFT))))../libexec/swift/linux/swift-backtrace-static \
+	  .build/release/reachability-bench
 
 # The archive the toolchain's clang would link for -static-libstdc++.
 $(STATIC_CXX)/libstdc++.a:
