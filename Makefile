@@ -31,6 +31,8 @@ SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # toolchain both ask for -lstdc++; the linker finds it as a static archive
 # because STATIC_CXX, which holds only libstdc++.a, comes first on its path.
 STATIC_CXX   = .build/static-c++
+# The toolchain's own bin/, where swift really is: its clang, and ../libexec.
+TOOLCHAIN_BIN = $(dir $(realpath $(shell command -v $(SWIFT))))
 RELEASE_BIN  = .build/release-bin
 RELEASE      = -c release --static-swift-stdlib -Xswiftc -L$(CURDIR)/$(STATIC_CXX) -Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --icf=all -Xlinker --symbol-ordering-file=$(CURDIR)/Sources/reachd-multicall/symbol-order.txt -Xlinker --no-warn-symbol-ordering -Xlinker -z -Xlinker now -Xswiftc -Osize -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -fno-asynchronous-unwind-tables
 
@@ -158,12 +160,12 @@ bench: deps $(STATIC_CXX)/libstdc++.a
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench: needs root (network namespaces)" >&2; exit 1; }
 	$(SWIFT) build $(RELEASE)
 	@# Linked statically, a crash prints its backtrace only with the static backtracer named.
-	SWIFT_BACKTRACE=enable=yes,interactive=no,swift-backtrace=$(dir $(realpath $(shell command -v $(SWIFT))))../libexec/swift/linux/swift-backtrace-static \
+	SWIFT_BACKTRACE=enable=yes,interactive=no,swift-backtrace=$(TOOLCHAIN_BIN)../libexec/swift/linux/swift-backtrace-static \
 	  .build/release/reachability-bench
 
 # The archive the toolchain's clang would link for -static-libstdc++.
 $(STATIC_CXX)/libstdc++.a:
-	@archive=$$($(dir $(realpath $(shell command -v $(SWIFT))))clang -print-file-name=libstdc++.a); \
+	@archive=$$($(TOOLCHAIN_BIN)clang -print-file-name=libstdc++.a); \
 	[ -f "$$archive" ] || { echo "make: no libstdc++.a (libstdc++-12-dev) for the Swift toolchain's clang" >&2; exit 1; }; \
 	mkdir -p $(STATIC_CXX) && ln -sfn "$$archive" $@
 
