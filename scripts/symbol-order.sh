@@ -66,6 +66,23 @@ cp -a "$work/reachd-multicall" "$work/reachd" "$work/reachd-trust" "$work/cold/"
 umount "$work/cold"
 mount "$device" "$work/cold"
 
+# touched-pages.py PID FILE: the file offsets of the pages of reachd-multicall's
+# code that PID has mapped, one per line.
+cat > "$work/touched-pages.py" <<'PY'
+import struct, sys
+pid, out = sys.argv[1], sys.argv[2]
+with open(f"/proc/{pid}/pagemap", "rb") as pagemap, open(out, "w") as pages:
+    for line in open(f"/proc/{pid}/maps"):
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "r-xp" or not fields[5].endswith("reachd-multicall"):
+            continue
+        low, high = (int(x, 16) for x in fields[0].split("-"))
+        for address in range(low, high, 4096):
+            pagemap.seek(address // 4096 * 8)
+            if struct.unpack("Q", pagemap.read(8))[0] >> 63:
+                print(address - low + int(fields[2], 16), file=pages)
+PY
+
 # scenario DIRECTORY RUNNER [PAGES]: the programs in DIRECTORY, each run by RUNNER
 # (valgrind, where @LOG@ becomes the program's name; or nothing), in the namespace
 # and a mount namespace of its own, with an empty /run: reachd owns its name on a
@@ -79,6 +96,7 @@ scenario() {
     bus=unix:path=/run/order-bus
     dbus-daemon --session --nofork --nopidfile --address=$bus &
     broker=$!
+    # What runs in the background is started without run(), so that $! is the program.
     run() { local log=$1; shift; "${runner[@]/@LOG@/$log}" "$@"; }
     for _ in $(seq 50); do [ -S /run/order-bus ] && break; sleep 0.1; done
     # As under systemd: readiness and watchdog notifications (to nobody), a short watchdog so idle pings are traced.
@@ -107,21 +125,7 @@ scenario() {
         wait $! || true
     else
         sleep 10
-        # Offsets in the file of the present pages of its code mapping.
-        python3 -c "
-import struct, sys
-pid, out = sys.argv[1], sys.argv[2]
-with open(f\"/proc/{pid}/pagemap\", \"rb\") as pagemap, open(out, \"w\") as pages:
-    for line in open(f\"/proc/{pid}/maps\"):
-        fields = line.split()
-        if len(fields) < 6 or fields[1] != \"r-xp\" or not fields[5].endswith(\"reachd-multicall\"):
-            continue
-        low, high = (int(x, 16) for x in fields[0].split(\"-\"))
-        for address in range(low, high, 4096):
-            pagemap.seek(address // 4096 * 8)
-            if struct.unpack(\"Q\", pagemap.read(8))[0] >> 63:
-                print(address - low + int(fields[2], 16), file=pages)
-" $daemon "$pages"
+        python3 "$work/touched-pages.py" $daemon "$pages"
     fi
     kill -TERM $daemon
     wait $daemon || true
@@ -181,10 +185,10 @@ for log in logs:
         offset_to_address = int(segment[2], 16) - int(segment[1], 16)
         untraced = sorted({(int(line) + offset_to_address) // 4096 for line in open(f"{work}/reachd.pages")} - traced_pages)
         for page in untraced:
-            for start in starts[bisect.bisect_left(starts, page * 4096):bisect.bisect_left(starts, (page + 1) * 4096)]:
-                add(start)
             if low <= page * 4096 < high:
                 add(function_at(page * 4096))
+            for start in starts[bisect.bisect_left(starts, page * 4096):bisect.bisect_left(starts, (page + 1) * 4096)]:
+                add(start)
         print(f"symbol-order.sh: {len(untraced)} pages reachd touched natively hold no function valgrind saw it run", file=sys.stderr)
 # The runtime's first protocol-conformance lookup reads every conformance
 # descriptor of the binary: together, they take a few pages instead of some in

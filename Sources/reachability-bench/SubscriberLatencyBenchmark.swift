@@ -108,6 +108,9 @@ struct SubscriberLatencyBenchmark {
             try change()
             for stage in stages {
                 guard let time = stage.wait() else { throw BenchmarkError("\(name): \(stage.name) saw nothing within 5 s") }
+                // A waiter stamps a message when it reads it, before it takes the lock that
+                // arm() holds: one read just before the arm can match after it.
+                guard time >= start else { throw BenchmarkError("\(name): \(stage.name) matched a message read before the change") }
                 samples[name, default: [:]][stage.name, default: []].append(milliseconds(time - start))
             }
         }
@@ -159,6 +162,7 @@ final class LineReader: @unchecked Sendable {
     private let lock = NSLock()
     private var matcher: ((String) -> Bool)?
     private var time: UInt64?
+    private var armed: UInt64 = 0
     private var first: String?
     private var last: String?
     private let semaphore = DispatchSemaphore(value: 0)
@@ -197,7 +201,9 @@ final class LineReader: @unchecked Sendable {
             first = line
             firstSeen.signal()
         }
-        guard let matcher, matcher(line) else { return }
+        // A line read before the arm (ip monitor's trailing IPv6 lines, which its
+        // match-anything matcher takes) is not the change's.
+        guard time >= armed, let matcher, matcher(line) else { return }
         self.matcher = nil
         self.time = time
         semaphore.signal()
@@ -224,6 +230,7 @@ final class LineReader: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         self.matcher = matcher
         time = nil
+        armed = now()
         while semaphore.wait(timeout: .now()) == .success {}
     }
 
