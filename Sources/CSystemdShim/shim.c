@@ -15,6 +15,8 @@ static int trust_status(sd_bus_message *m, void *u, sd_bus_error *e) { return ha
 static int recheck_trust(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.recheck_trust(m, u, e); }
 static int reload(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.reload(m, u, e); }
 static int check_connectivity(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.check_connectivity(m, u, e); }
+static int interfaces(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.interfaces(m, u, e); }
+static int watch_interfaces(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.watch_interfaces(m, u, e); }
 static int property(sd_bus *b, const char *p, const char *i, const char *n, sd_bus_message *r, void *u, sd_bus_error *e) {
     return handlers.property(b, p, i, n, r, u, e);
 }
@@ -38,7 +40,10 @@ static const sd_bus_vtable reachability_vtable[] = {
     SD_BUS_METHOD("RecheckTrust", "", "", recheck_trust, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("Reload", "", "", reload, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("CheckConnectivity", "", "s", check_connectivity, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("Interfaces", "", "s", interfaces, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("WatchInterfaces", "", "s", watch_interfaces, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_SIGNAL("StatusChanged", "ss", 0),
+    SD_BUS_SIGNAL("InterfaceChanged", "ss", 0),
     SD_BUS_SIGNAL("TrustChanged", "ss", 0),
     SD_BUS_SIGNAL("PinFailure", "s", 0),
     SD_BUS_VTABLE_END

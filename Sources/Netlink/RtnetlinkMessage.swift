@@ -9,9 +9,37 @@ import Sockets
 package struct RouteChange: Hashable, Sendable {
     package var family: IPAddress.Family
     package var table: UInt8
+    /// The route's destination prefix (`RTA_DST`); nil for a default route, which has none.
+    package var destination: IPAddress?
     package var destinationPrefixLength: UInt8
     package var type: UInt8
     package var removed: Bool
+
+    package init(family: IPAddress.Family, table: UInt8, destination: IPAddress? = nil, destinationPrefixLength: UInt8,
+                 type: UInt8, removed: Bool) {
+        self.family = family
+        self.table = table
+        self.destination = destination
+        self.destinationPrefixLength = destinationPrefixLength
+        self.type = type
+        self.removed = removed
+    }
+
+    /// Whether the route's prefix contains `address`: a route that does not can
+    /// change no lookup of it, whatever table or metric it has.
+    package func covers(_ address: IPAddress) -> Bool {
+        guard address.family == family else { return false }
+        guard destinationPrefixLength > 0 else { return true }
+        guard let destination else { return true }  // a prefix without its address: assume it may
+        var remaining = Int(destinationPrefixLength)
+        for (own, other) in zip(destination.bytes, address.bytes) where remaining > 0 {
+            let bits = min(8, remaining)
+            let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - bits))
+            if own & mask != other & mask { return false }
+            remaining -= bits
+        }
+        return true
+    }
 }
 
 /// One rtnetlink message that matters to the path.
@@ -52,7 +80,11 @@ extension RtnetlinkMessage {
             case AF_INET6: family = .v6
             default: return nil
             }
-            self = .route(RouteChange(family: family, table: route.rtm_table,
+            var destination: IPAddress?
+            header.forEachAttribute(headerSize: MemoryLayout<rtmsg>.size) { attribute in
+                if attribute.type == RouteAttribute.destination { destination = IPAddress(bytes: attribute.bytes) }
+            }
+            self = .route(RouteChange(family: family, table: route.rtm_table, destination: destination,
                                       destinationPrefixLength: route.rtm_dst_len, type: route.rtm_type,
                                       removed: header.pointee.nlmsg_type == MessageType.deleteRoute))
         case MessageType.newRule, MessageType.deleteRule:

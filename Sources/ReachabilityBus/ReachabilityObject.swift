@@ -14,9 +14,12 @@ package protocol ReachabilityObjectDelegate: AnyObject {
     func route(to destination: String, caller: String, reply: @escaping (Result<String, BusMethodError>) -> Void)
     func trustStatus() -> String
     func recheckTrust() throws(BusMethodError)
-    func reload() throws(BusMethodError)
+    /// Re-reads the config (the caller is root); `reply` once it is in force or refused, on the loop thread.
+    func reload(reply: @escaping (Result<String, BusMethodError>) -> Void)
     /// Probes connectivity now and answers with the state (later: the probe must not block the loop).
     func checkConnectivity(reply: @escaping (Result<String, BusMethodError>) -> Void)
+    /// Every interface, as a JSON array (docs/api.md, `Interfaces()`).
+    func interfaces() -> String
 }
 
 /// A method's error as the caller sees it: a D-Bus error name and a message.
@@ -133,15 +136,24 @@ package final class ReachabilityObject {
                     return sd_bus_error_set(error, "org.freedesktop.DBus.Error.AccessDenied",
                                             status < 0 ? "the caller's credentials are unknown" : "Reload is for root only")
                 }
-                return ReachabilityObject.from(userdata).reply(message, error) { delegate throws(BusMethodError) in
-                    try delegate.reload()
-                    return nil
-                }
+                guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
+                delegate.reload(reply: ReachabilityObject.laterReply(to: message, empty: true))
+                return 1
             },
             check_connectivity: { message, userdata, _ in
                 guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
                 delegate.checkConnectivity(reply: ReachabilityObject.laterReply(to: message))
                 return 1
+            },
+            interfaces: { message, userdata, _ in
+                ReachabilityObject.from(userdata).reply(message) { $0.interfaces() }
+            },
+            watch_interfaces: { message, userdata, _ in
+                let object = ReachabilityObject.from(userdata)
+                let bus = sd_bus_message_get_bus(message)
+                // Signals sent after this reply are newer than the inventory it carries.
+                object.subscribers.first { $0.connection.bus == bus }?.watchesInterfaces = true
+                return object.reply(message) { $0.interfaces() }
             },
             property: { _, _, _, name, reply, userdata, _ in
                 guard let name, let value = ReachabilityObject.from(userdata).properties.value(of: String(cString: name)) else {
@@ -162,12 +174,13 @@ package final class ReachabilityObject {
     }
 
     /// A reply given after the handler returned: the call is kept until it is sent.
-    static func laterReply(to message: OpaquePointer?) -> (Result<String, BusMethodError>) -> Void {
+    /// `empty`: the method returns nothing, whatever the success carries.
+    static func laterReply(to message: OpaquePointer?, empty: Bool = false) -> (Result<String, BusMethodError>) -> Void {
         let call = sd_bus_message_ref(message)
         return { result in
             switch result {
             case let .success(answer):
-                _ = reachd_bus_reply_string(call, answer)
+                _ = empty ? reachd_bus_reply_empty(call) : reachd_bus_reply_string(call, answer)
             case let .failure(failure):
                 var error = sd_bus_error()
                 _ = sd_bus_error_set(&error, failure.name, failure.message)
@@ -230,6 +243,16 @@ package final class ReachabilityObject {
         bringUpToDate()
     }
 
+    /// Interfaces that changed: `InterfaceChanged` (name, entry), one per interface, to
+    /// every connection that watches interfaces. A connection that cannot take more
+    /// keeps the latest entry per interface until it can.
+    package func publishInterfaces(_ changes: [(index: Int, name: String, document: String)]) {
+        for subscriber in subscribers where subscriber.watchesInterfaces {
+            for change in changes { subscriber.pendingInterfaces[change.index] = (change.name, change.document) }
+        }
+        bringUpToDate()
+    }
+
     /// Emits a signal that carries an event, not state, on every connection.
     package func emit(_ member: String, _ argument: String) {
         enforceLimits()
@@ -241,7 +264,7 @@ package final class ReachabilityObject {
     /// Runs on every change, and after every loop iteration while any is behind.
     private func bringUpToDate() {
         let now = ContinuousClock.now
-        for subscriber in subscribers where subscriber.sent != state {
+        for subscriber in subscribers where !subscriber.isUpToDate(with: state) {
             if subscriber.canTakeMore {
                 send(to: subscriber)
             } else if subscriber.behindSince == nil {
@@ -276,7 +299,12 @@ package final class ReachabilityObject {
             _ = sd_bus_emit_properties_changed_strv(bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
         }
         subscriber.sent = state
-        subscriber.behindSince = nil
+        // After the path: a subscriber waiting for the path is not held up by a pod's veth.
+        for index in subscriber.pendingInterfaces.keys.sorted() {
+            guard subscriber.canTakeMore, let change = subscriber.pendingInterfaces.removeValue(forKey: index) else { break }
+            _ = reachd_bus_emit(bus, nil, "InterfaceChanged", change.name, change.document)
+        }
+        subscriber.behindSince = subscriber.pendingInterfaces.isEmpty ? nil : (subscriber.behindSince ?? .now)
     }
 
     /// A peer that lets replies pile up, or stays behind for `catchUpTimeout`, does

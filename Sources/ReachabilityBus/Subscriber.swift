@@ -14,13 +14,24 @@ final class Subscriber {
     var sent: ReachabilityObject.State
     /// Since when a change is waiting for the connection to take more; nil while it keeps up.
     var behindSince: ContinuousClock.Instant?
+    /// Sent `InterfaceChanged`: the bus always (its broker delivers each signal only to
+    /// the clients whose match rules ask for it), a private peer once it called
+    /// `WatchInterfaces()` — nobody receives a pod's veth who did not ask.
+    var watchesInterfaces: Bool
+    /// Interface changes not yet sent, the latest per interface: a peer that falls
+    /// behind holds at most one per interface, never a queue that grows with the churn.
+    var pendingInterfaces: [Int: (name: String, document: String)] = [:]
 
     init(connection: BusConnection, holding state: ReachabilityObject.State) {
         self.connection = connection
         sent = state
+        watchesInterfaces = !connection.isPeerToPeer
     }
 
     var canTakeMore: Bool { connection.canTakeMore }
 
     var isBehind: Bool { behindSince != nil }
+
+    /// Whether anything is waiting to be sent.
+    func isUpToDate(with state: ReachabilityObject.State) -> Bool { sent == state && pendingInterfaces.isEmpty }
 }

@@ -68,8 +68,8 @@ public final class ReachabilityClient: Sendable {
     static let name = "io.reachd.Reachability1"
 
     /// How many paths a `paths` stream holds for a consumer that does not keep up
-    /// (as `ReachabilityMonitor.paths`).
-    public static let bufferedPaths = 4096
+    /// (as `ReachabilityMonitor.paths`): the latest only.
+    public static let bufferedPaths = 1
 
     /// A connection to the daemon. Calls always name the daemon (a peer ignores
     /// the destination); signals are taken only from the name's owner on the
@@ -118,6 +118,17 @@ public final class ReachabilityClient: Sendable {
     /// The daemon's current path.
     public func currentPath() throws(Failure) -> Path {
         try Self.decode(try connect().document)
+    }
+
+    /// Every interface the daemon sees, in index order: the inventory of
+    /// `reachctl status --interfaces` (the path lists only the available ones).
+    public func interfaces() throws(Failure) -> [InterfaceChange] {
+        let document = try call("Interfaces")
+        do {
+            return try InterfaceChange.decodeArray(document)
+        } catch {
+            throw Failure(description: "the daemon's interfaces do not parse: \(error)")
+        }
     }
 
     /// The daemon's path to a host name or address (like `reachctl route`).
@@ -179,9 +190,10 @@ public final class ReachabilityClient: Sendable {
 
     /// The current path (marked initial), then every change. Ends when the task is cancelled.
     ///
-    /// A consumer that keeps up gets every change. One that falls more than
-    /// `bufferedPaths` behind skips the oldest it has not read: the latest path is
-    /// always the last it gets.
+    /// The stream holds state, not history: a consumer that keeps up gets every
+    /// change; one that reads slower skips the paths it had no time for, and the
+    /// latest path is always the last it gets (the first it reads is marked
+    /// `initial` all the same).
     public var paths: AsyncStream<Path> {
         AsyncStream(bufferingPolicy: .bufferingNewest(Self.bufferedPaths)) { continuation in
             let id = subscribers.withLock { subscribers in
@@ -192,6 +204,29 @@ public final class ReachabilityClient: Sendable {
             continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
             startWatcherIfNeeded()
         }
+    }
+
+    /// Every interface (each entry marked `initial`), then each interface that
+    /// changes, removed ones included: the daemon's `WatchInterfaces()` and
+    /// `InterfaceChanged` (docs/api.md). The path's ``Path/interfaces`` lists only
+    /// the interfaces that could carry a path; this is for the rest (bridge ports,
+    /// pod veths, interfaces that are down), and only a subscriber of it is sent them.
+    ///
+    /// It holds the latest entry per interface for a consumer that falls behind,
+    /// never a queue, and survives the daemon restarting. Ends when the consuming
+    /// task is cancelled.
+    public var interfaceChanges: InterfaceChangeStream {
+        let box = WatcherBox()
+        let stream = InterfaceChangeStream { box.watcher?.stop() }
+        let watcher = Watcher(client: self, mode: .interfaces(stream.buffer))
+        box.watcher = watcher
+        watcher.start()
+        return stream
+    }
+
+    /// Where a stream's termination finds the watcher started after the stream was made.
+    private final class WatcherBox: @unchecked Sendable {
+        var watcher: Watcher?
     }
 
     /// Calls `handler` on `queue` with the current path (marked initial), then every change.
@@ -236,22 +271,42 @@ public final class ReachabilityClient: Sendable {
         copy.initial = initial
         let marked = copy
         let (streams, callbacks) = subscribers.withLock { ($0.streams.values.map { $0 }, $0.callbacks.values.map { $0 }) }
-        for stream in streams { stream.yield(marked) }
+        for stream in streams {
+            // The stream holds one path: if the one replaced was the consumer's first, so is this one.
+            if case let .dropped(replaced) = stream.yield(marked), replaced.initial, !marked.initial {
+                var first = marked
+                first.initial = true
+                stream.yield(first)
+            }
+        }
         for (queue, handler) in callbacks { queue.async { handler(marked) } }
     }
 
     /// The subscription's thread: connect, read the path, follow StatusChanged;
     /// on any loss, back off and start over.
     fileprivate final class Watcher: @unchecked Sendable {
+        /// What the watcher follows.
+        enum Mode {
+            /// StatusChanged: the path, for every `paths` and `onChange` subscriber.
+            case paths
+            /// InterfaceChanged, for one `interfaceChanges` stream.
+            case interfaces(InterfaceChangeStream.Buffer)
+        }
+
         /// Strong: subscribers keep their client alive; the last one to leave stops the watcher.
         let client: ReachabilityClient
+        let mode: Mode
+        /// The interfaces as last delivered, by index (interfaces mode).
+        private var known: [Int: InterfaceChange] = [:]
+        private var deliveredInventory = false
         private let stopped = Atomic<Bool>(false)
         private let wake: (read: Int32, write: Int32)
         private var last: Path?
         private var thread: DedicatedThread?
 
-        init(client: ReachabilityClient) {
+        init(client: ReachabilityClient, mode: Mode = .paths) {
             self.client = client
+            self.mode = mode
             var ends: [Int32] = [0, 0]
             _ = pipe(&ends)
             for end in ends { _ = fcntl(end, F_SETFL, O_NONBLOCK); _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -292,7 +347,10 @@ public final class ReachabilityClient: Sendable {
             var delay = client.reconnectDelays.first
             while !isStopped {
                 do {
-                    try follow()
+                    switch mode {
+                    case .paths: try follow()
+                    case let .interfaces(buffer): try followInterfaces(into: buffer)
+                    }
                     delay = client.reconnectDelays.first
                 } catch {
                     // The daemon is not (or no longer) there: try again later.
@@ -302,23 +360,62 @@ public final class ReachabilityClient: Sendable {
             }
         }
 
-        /// One connection's life: returns when it ends.
-        ///
-        /// Signals that arrived while Describe was answered are queued behind its
-        /// reply but were sent before it: they are older than the document, and are
-        /// skipped (by serial), or the subscriber would end on an earlier state.
+        /// One connection's life for `paths`: the document, then each StatusChanged newer than it.
         private func follow() throws {
-            var answered = UInt64.max
-            var refresh = false
-            let (session, document, serial) = try client.connect { [self] session in
-                try session.connection.onSignal(sender: session.signalSender, path: "/io/reachd/Reachability1",
-                                                interface: ReachabilityClient.name, member: "StatusChanged",
-                                                twoArguments: true) { [self] _, document, serial in
-                    guard serial > answered, let document, let path = try? ReachabilityClient.decode(document) else { return }
-                    offer(path)
+            try follow("StatusChanged", reading: "Describe", answer: { [self] in offer(try ReachabilityClient.decode($0)) },
+                       signal: { [self] document in (try? ReachabilityClient.decode(document)).map(offer) })
+        }
+
+        /// One connection's life for `interfaceChanges`: the inventory from
+        /// WatchInterfaces, then each InterfaceChanged newer than it. After a
+        /// reconnection the inventory is compared with what was delivered: what
+        /// changed meanwhile is delivered, and what vanished as removed.
+        private func followInterfaces(into buffer: InterfaceChangeStream.Buffer) throws {
+            try follow("InterfaceChanged", reading: "WatchInterfaces", answer: { [self] inventory in
+                let entries: [InterfaceChange]
+                do {
+                    entries = try InterfaceChange.decodeArray(inventory)
+                } catch {
+                    throw ReachabilityClient.Failure(description: "the daemon's interfaces do not parse: \(error)")
                 }
-                // On a bus the daemon can restart behind the same connection: read the path again.
-                // (On the private socket this never comes: a restart closes the connection.)
+                let initial = !deliveredInventory
+                deliveredInventory = true
+                var vanished = known
+                for var entry in entries {
+                    vanished[entry.index] = nil
+                    entry.initial = initial
+                    if initial || known[entry.index].map({ $0.interface != entry.interface || $0.master != entry.master }) ?? true {
+                        deliver(entry, to: buffer)
+                    }
+                }
+                for var gone in vanished.values {
+                    gone.removed = true
+                    gone.available = false
+                    deliver(gone, to: buffer)
+                }
+            }, signal: { [self] document in (try? InterfaceChange(json: document)).map { deliver($0, to: buffer) } })
+        }
+
+        /// One connection's life: returns when it ends. Subscribes to `member`, then
+        /// calls `method` (`Describe` is the one `connect` already called) and hands
+        /// its answer to `answer` — again when, on a bus, the daemon's name changes
+        /// owner (a restart behind the same connection; on the private socket a
+        /// restart closes the connection instead).
+        ///
+        /// Signals that arrived while the method was answered are queued behind its
+        /// reply but were sent before it: they are older than the answer, and are
+        /// skipped (by serial), or the subscriber would end on an earlier state.
+        private func follow(_ member: String, reading method: String, answer: @escaping (String) throws -> Void,
+                            signal: @escaping (String) -> Void) throws {
+            var answered = UInt64.max
+            var refresh = method != "Describe"
+            let (session, document, serial) = try client.connect { session in
+                try session.connection.onSignal(sender: session.signalSender, path: "/io/reachd/Reachability1",
+                                                interface: ReachabilityClient.name, member: member,
+                                                twoArguments: true) { _, document, serial in
+                    guard serial > answered, let document else { return }
+                    signal(document)
+                }
                 try session.connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                                 interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
                                                 twoArguments: false) { name, _, _ in
@@ -328,18 +425,31 @@ public final class ReachabilityClient: Sendable {
                     refresh = true
                 }
             }
-            answered = serial
+            if !refresh {
+                answered = serial
+                try answer(document)
+            }
+            try pump(session) {
+                guard refresh else { return }
+                refresh = false
+                // The name may have no owner for a moment: failing here means reconnecting.
+                let (fresh, serial) = try session.connection.callWithSerial(method, destination: session.destination, timeout: .seconds(5))
+                answered = serial
+                try answer(fresh ?? "")
+            }
+        }
+
+        private func deliver(_ entry: InterfaceChange, to buffer: InterfaceChangeStream.Buffer) {
+            if entry.removed { known[entry.index] = nil } else { known[entry.index] = entry }
+            buffer.put(entry)
+        }
+
+        /// Reads the connection until it closes or the watcher stops; `poll` runs before each wait.
+        private func pump(_ session: Session, _ refresh: () throws -> Void) throws {
             let connection = session.connection
-            offer(try ReachabilityClient.decode(document))
             while !isStopped {
                 while try connection.process() {}
-                if refresh {
-                    refresh = false
-                    // The name may have no owner for a moment: failing here means reconnecting.
-                    let (fresh, serial) = try connection.callWithSerial("Describe", destination: session.destination, timeout: .seconds(5))
-                    answered = serial
-                    offer(try ReachabilityClient.decode(fresh ?? ""))
-                }
+                try refresh()
                 guard connection.isOpen else { throw ReachabilityClient.Failure(description: "the connection closed") }
                 let request = connection.pollRequest
                 var descriptors = [pollfd(fd: connection.fileDescriptor, events: request.events, revents: 0),

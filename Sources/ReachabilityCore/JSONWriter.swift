@@ -10,6 +10,16 @@ struct JSONWriter {
         ObjectWriter.write(into: &text, body)
     }
 
+    /// A top-level array of objects.
+    mutating func array<Element>(_ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
+        text.append("[")
+        for (index, element) in elements.enumerated() {
+            if index > 0 { text.append(",") }
+            ObjectWriter.write(into: &text) { body(&$0, element) }
+        }
+        text.append("]")
+    }
+
     struct ObjectWriter {
         private(set) var text: String
         private var first = true

@@ -7,15 +7,17 @@ import Synchronization
 import Glibc
 #endif
 
-/// The event loop of a `ReachabilityMonitor`: one thread that owns the engine,
-/// polls the netlink socket (and a pipe for stop requests and name
-/// resolutions), drains every queued event, then evaluates the path once.
+/// The event loop of a `ReachabilityMonitor`: one thread that runs the
+/// `PathWatcher` — polls the netlink socket (and a pipe for stop requests and
+/// name resolutions), and lets the watcher decide what each batch of events asks.
 /// It sleeps in `poll` with no timeout while the network is quiet; the only
-/// timed wake-ups are the re-checks after an IPv4 route removal and, when a
-/// connectivity probe is configured, its schedule.
+/// timed wake-ups are the watcher's (re-checks after an IPv4 route removal, a
+/// failed re-read retried) and, when a connectivity probe is configured, its schedule.
 package final class MonitorLoop: @unchecked Sendable {
     // Touched only by the loop thread once it runs (and by `start` before that).
-    private let engine: PathEngine
+    private var watcher: PathWatcher!
+    private var engine: PathEngine { watcher.engine }
+    private var watcherDue: ContinuousClock.Instant?
     private var addresses: [IPAddress]
     private var resolutionKey: String?
 
@@ -31,10 +33,11 @@ package final class MonitorLoop: @unchecked Sendable {
     private var connectivity: ConnectivityScheduler?
     private var probeDue: ContinuousClock.Instant?
     private let probed = Mutex<[(generation: Int, verdict: ConnectivityProbe.Verdict)]>([])
+    /// Work other threads ask of the loop's thread (the engine is not thread-safe).
+    private let requests = Mutex<[@Sendable () -> Void]>([])
 
     init(engine: PathEngine, target: ReachabilityMonitor.Target, connectivity options: ConnectivityOptions,
          monitor: ReachabilityMonitor) throws {
-        self.engine = engine
         self.target = target
         self.monitor = monitor
         addresses = Self.resolve(target)
@@ -45,6 +48,12 @@ package final class MonitorLoop: @unchecked Sendable {
             _ = fcntl(end, F_SETFL, O_NONBLOCK)
         }
         wake = (ends[0], ends[1])
+        watcher = PathWatcher(
+            engine: engine,
+            timer: .init(arm: { [unowned self] in watcherDue = .now + $0 }, disarm: { [unowned self] in watcherDue = nil }),
+            evaluate: { [unowned self] in Self.evaluate($0, target: target, addresses: addresses) },
+            offer: { [unowned self] in publish($0) },
+            interfacesChanged: { [unowned self] in self.monitor?.publish(interfaceChanges: $0) })
         guard options.uri != nil else { return }
         connectivity = ConnectivityScheduler(
             options: options, namespace: engine.options.networkNamespace.map(NetworkNamespace.init(path:)),
@@ -69,7 +78,9 @@ package final class MonitorLoop: @unchecked Sendable {
         return (try? HostResolver.resolve(host)) ?? []
     }
 
-    package static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress]) -> Path {
+    /// The path to `target`; with `watch` false, a one-off answer that leaves what the engine watches as it is.
+    package static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress],
+                                 watch: Bool = true) -> Path {
         switch target {
         case .defaultPath:
             return engine.evaluateDefaultPath()
@@ -83,12 +94,28 @@ package final class MonitorLoop: @unchecked Sendable {
             path.routes = []
             return path
         case let .host(host):
-            return engine.evaluate(destination: host, addresses: addresses)
+            return engine.evaluate(destination: host, addresses: addresses, watch: watch)
         }
     }
 
-    func publishCurrentPath() {
-        var path = Self.evaluate(engine, target: target, addresses: addresses)
+    func publishCurrentPath() { watcher.evaluateNow() }
+
+    /// Whether the engine keeps interface changes (someone subscribed to them); the next batch of events is the first it keeps.
+    func trackInterfaces(_ on: Bool) {
+        onLoop { [self] in engine.tracksInterfaces = on }
+    }
+
+    /// Turns interface tracking on and hands `subscribe` the inventory, on the loop's
+    /// thread: a change comes either in the inventory or after it, never in neither.
+    func subscribeInterfaces(_ subscribe: @escaping @Sendable ([InterfaceChange]) -> Void) {
+        onLoop { [self] in
+            engine.tracksInterfaces = true
+            subscribe(engine.inventory())
+        }
+    }
+
+    private func publish(_ evaluated: Path) {
+        var path = evaluated
         if let connectivity {
             connectivity.observe(path)
             (path.connectivity, path.portal) = connectivity.state(of: path)
@@ -113,15 +140,22 @@ package final class MonitorLoop: @unchecked Sendable {
         _ = write(wake.write, &byte, 1)
     }
 
+    /// Runs `body` on the loop's thread and waits for it (or at once, when no thread runs).
+    private func onLoop(_ body: @escaping @Sendable () -> Void) {
+        guard let thread, !thread.isCurrent, !stopRequested.load(ordering: .sequentiallyConsistent) else { return body() }
+        let done = DispatchSemaphore(value: 0)
+        requests.withLock { $0.append({ body(); done.signal() }) }
+        signalWake()
+        done.wait()
+    }
+
     private func run() {
         var descriptors = [pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-        var rechecks: [ContinuousClock.Instant] = []
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
-            // Sleep until told, unless a re-check is due, or the state is unknown
-            // (then the dump is retried every second).
-            var timeout: Duration? = engine.isSynchronized ? nil : .seconds(1)
-            for next in [rechecks.first, probeDue].compactMap({ $0 }) {
+            // Sleep until told, unless the watcher's or the probe's timer is due.
+            var timeout: Duration?
+            for next in [watcherDue, probeDue].compactMap({ $0 }) {
                 let remaining = max(.zero, ContinuousClock.now.duration(to: next))
                 timeout = min(timeout ?? remaining, remaining)
             }
@@ -132,6 +166,7 @@ package final class MonitorLoop: @unchecked Sendable {
             if descriptors[1].revents != 0 {
                 var bytes = [UInt8](repeating: 0, count: 64)
                 while read(wake.read, &bytes, bytes.count) > 0 {}
+                for request in requests.withLock({ value in defer { value = [] }; return value }) { request() }
                 if let fresh = resolved.withLock({ value in defer { value = nil }; return value }), fresh != addresses {
                     addresses = fresh
                     evaluate = true
@@ -151,23 +186,12 @@ package final class MonitorLoop: @unchecked Sendable {
                 probeDue = nil
                 connectivity?.timerFired()
             }
-            if descriptors[0].revents != 0 {
-                let outcome = engine.processEvents()
-                evaluate = evaluate || outcome.evaluate
-                if outcome.recheck {
-                    let now = ContinuousClock.now
-                    rechecks = PathEngine.recheckDelays.map { now + $0 }
-                }
+            if descriptors[0].revents != 0 { watcher.readable() }
+            if let due = watcherDue, ContinuousClock.now >= due {
+                watcherDue = nil
+                watcher.timerFired()
             }
-            if let due = rechecks.first, ContinuousClock.now >= due {
-                rechecks.removeAll { $0 <= .now }
-                evaluate = true
-            }
-            if !engine.isSynchronized {
-                try? engine.resynchronize()
-                evaluate = true
-            }
-            if evaluate { publishCurrentPath() }
+            if evaluate { watcher.evaluateNow() }
         }
     }
 

@@ -6,6 +6,9 @@ package struct NetworkState: Sendable, Equatable {
     package private(set) var links: [Int32: Link] = [:]
     /// Addresses by interface, each interface's in document order (IPv4 first).
     private var addressesByInterface: [Int32: [InterfaceAddress]] = [:]
+    /// Bridge and bond ports by their master: a bridge with a thousand pod veths is
+    /// asked for its ports without a walk over every link.
+    private var portsByMaster: [Int32: Set<Int32>] = [:]
     /// Goes up with every change of links or addresses, so derived values can be kept until then.
     package private(set) var generation = 0
 
@@ -16,33 +19,63 @@ package struct NetworkState: Sendable, Equatable {
     /// Replaces everything with a fresh dump.
     package mutating func replace(links: [Link], addresses: [InterfaceAddress]) {
         self.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        portsByMaster = [:]
+        for link in self.links.values { if let master = link.masterIndex { portsByMaster[master, default: []].insert(link.index) } }
         addressesByInterface = [:]
         for address in addresses { insert(address) }
         generation += 1
     }
 
-    /// Applies one event. Returns false when it changed nothing the path depends on
-    /// (route and rule events always may: the FIB answers differently).
+    /// What one event changed.
+    package enum Effect: Equatable, Sendable {
+        /// Nothing: the kernel repeated what the state already holds.
+        case none
+        /// One interface's link or addresses.
+        case interface(Int32)
+        /// A route or a rule: the FIB may answer differently.
+        case routing(RouteChange?)
+    }
+
+    /// Applies one event, in time independent of how many interfaces there are.
     @discardableResult
-    package mutating func apply(_ message: RtnetlinkMessage) -> Bool {
+    package mutating func apply(_ message: RtnetlinkMessage) -> Effect {
+        let index: Int32
         switch message {
         case let .link(link):
-            guard links.updateValue(link, forKey: link.index) != link else { return false }
-        case let .linkRemoved(index):
-            addressesByInterface[index] = nil
-            guard links.removeValue(forKey: index) != nil else { return false }
-        case let .address(address):
-            guard insert(address) else { return false }
-        case let .addressRemoved(address):
-            guard let index = addressesByInterface[address.interfaceIndex]?.firstIndex(where: { $0.key == address.key }) else {
-                return false
+            let before = links.updateValue(link, forKey: link.index)
+            guard before != link else { return .none }
+            if before?.masterIndex != link.masterIndex {
+                if let old = before?.masterIndex { removePort(link.index, of: old) }
+                if let new = link.masterIndex { portsByMaster[new, default: []].insert(link.index) }
             }
-            addressesByInterface[address.interfaceIndex]!.remove(at: index)
-        case .route, .rule:
-            return true
+            index = link.index
+        case let .linkRemoved(removed):
+            addressesByInterface[removed] = nil
+            guard let before = links.removeValue(forKey: removed) else { return .none }
+            if let master = before.masterIndex { removePort(removed, of: master) }
+            index = removed
+        case let .address(address):
+            guard insert(address) else { return .none }
+            index = address.interfaceIndex
+        case let .addressRemoved(address):
+            guard let position = addressesByInterface[address.interfaceIndex]?.firstIndex(where: { $0.key == address.key }) else {
+                return .none
+            }
+            addressesByInterface[address.interfaceIndex]!.remove(at: position)
+            if addressesByInterface[address.interfaceIndex]!.isEmpty { addressesByInterface[address.interfaceIndex] = nil }
+            index = address.interfaceIndex
+        case let .route(change):
+            return .routing(change)
+        case .rule:
+            return .routing(nil)
         }
         generation += 1
-        return true
+        return .interface(index)
+    }
+
+    private mutating func removePort(_ port: Int32, of master: Int32) {
+        portsByMaster[master]?.remove(port)
+        if portsByMaster[master]?.isEmpty == true { portsByMaster[master] = nil }
     }
 
     /// Adds or replaces an address; false when it was already there as it is.
@@ -73,6 +106,6 @@ package struct NetworkState: Sendable, Equatable {
 
     /// The interfaces enslaved to a bridge or bond.
     package func members(of index: Int32) -> [Link] {
-        links.values.filter { $0.masterIndex == index }
+        (portsByMaster[index] ?? []).compactMap { links[$0] }
     }
 }

@@ -17,9 +17,16 @@ package final class PathEngine {
     /// until `resynchronize()` succeeds.
     package private(set) var isSynchronized = false
     package private(set) var statistics = Statistics()
-    /// The interfaces the last evaluated path runs over (carrier and VPN), and whether it was usable.
+    /// The interfaces the last evaluation looked up or runs over (carrier, VPN, their
+    /// lower devices), and whether the path was usable.
     private var pathInterfaces: Set<Int32> = []
     private var pathIsUsable = false
+    /// The addresses the last watched evaluation asked about: only routes that cover one matter.
+    private var watched: [IPAddress]
+    /// Interfaces changed since the evaluator last looked.
+    private var touched: Set<Int32> = []
+    /// Interfaces changed since `takeInterfaceChanges()`, with the link as last seen.
+    private var pendingInterfaces: [Int32: Link] = [:]
 
     package struct Statistics: Sendable, Equatable {
         /// Kernel messages that mattered.
@@ -36,6 +43,7 @@ package final class PathEngine {
     /// Opens the sockets (inside `options.networkNamespace`, if set) and dumps links and addresses.
     package init(options: MonitorOptions) throws {
         self.options = options
+        watched = [options.probeAddresses.v4, options.probeAddresses.v6]
         let facts: any InterfaceFactsSource
         if let namespace = options.networkNamespace {
             let sockets = try NetworkNamespace(path: namespace).perform {
@@ -55,12 +63,22 @@ package final class PathEngine {
     /// The kernel's receive buffer for events, as granted.
     package var receiveBufferSize: Int { subscription.receiveBufferSize }
 
-    /// Replaces the state with a fresh dump of links and addresses.
+    /// Replaces the state with a fresh dump of links and addresses. The interfaces that
+    /// differ from what was held are reported as changed, like the events they replace.
     package func resynchronize() throws {
         isSynchronized = false
         let links = try query.links()
         let addresses = try query.addresses()
+        let before = state
         state.replace(links: links, addresses: addresses)
+        evaluator.rebuild(state)
+        touched = []
+        if tracksInterfaces {
+            for index in Set(before.links.keys).union(state.links.keys)
+            where before.links[index] != state.links[index] || before.addresses(of: index) != state.addresses(of: index) {
+                pendingInterfaces[index] = state.links[index] ?? before.links[index]!
+            }
+        }
         statistics.dumps += 1
         isSynchronized = true
     }
@@ -75,6 +93,8 @@ package final class PathEngine {
         /// lookup made at once can still find the route. Nothing else is sent
         /// afterwards: without a second look the stale answer would stand.
         package var recheck = false
+        /// Interfaces changed: `takeInterfaceChanges()` has something (only while `tracksInterfaces`).
+        package var interfacesChanged = false
     }
 
     /// When to look again after an IPv4 route removal. The kernel finishes the removal
@@ -88,14 +108,43 @@ package final class PathEngine {
     /// Reads every queued event and says what the loop must do. An overrun is
     /// answered with a re-dump: a monitor that carried on would report a stale
     /// state forever.
+    ///
+    /// Each event costs the same however many interfaces there are: it is applied
+    /// to the state, and the path is evaluated only when the event could change the
+    /// kernel's answer or the document (`matters`). A pod's veth coming and going on
+    /// a container host costs a parse, not two route lookups and a publication.
     package func processEvents() -> EventsOutcome {
         var outcome = EventsOutcome()
         do {
             switch try subscription.drain(limit: 10_000, { message in
                 statistics.messages += 1
                 let urgent = isUrgent(message)
-                if state.apply(message) { outcome.evaluate = true }
-                if case let .route(change) = message, change.removed, change.family == .v4 { outcome.recheck = true }
+                let before: Link? = switch message {
+                case let .link(link): state.links[link.index]
+                case let .linkRemoved(index): state.links[index]
+                default: nil
+                }
+                switch state.apply(message) {
+                case .none:
+                    break
+                case let .interface(index):
+                    touched.insert(index)
+                    if tracksInterfaces {
+                        if let seen = state.links[index] ?? before {
+                            pendingInterfaces[index] = seen
+                            outcome.interfacesChanged = true
+                        }
+                    }
+                    if matters(index, before: before) { outcome.evaluate = true }
+                case let .routing(change):
+                    guard let change else {
+                        outcome.evaluate = true  // a rule: any lookup may be answered otherwise
+                        break
+                    }
+                    guard watched.contains(where: change.covers) else { break }
+                    outcome.evaluate = true
+                    if change.removed, change.family == .v4 { outcome.recheck = true }
+                }
                 return urgent
             }) {
             case .drained, .paused:
@@ -105,12 +154,28 @@ package final class PathEngine {
                 // The subscription has emptied its queue: the dump is the newest state,
                 // and every later event is queued behind it or reported as a new overrun.
                 try resynchronize()
-                return EventsOutcome(evaluate: true, recheck: true)
+                return EventsOutcome(evaluate: true, recheck: true, interfacesChanged: tracksInterfaces && !pendingInterfaces.isEmpty)
             }
         } catch {
             isSynchronized = false
             return EventsOutcome(evaluate: true)
         }
+    }
+
+    /// Whether a change of interface `index` can change the path or its document.
+    /// The kernel stays the judge of the path: this only rules out interfaces it
+    /// cannot route the watched addresses through without telling us by a route
+    /// event — ones that neither carried nor were asked about in the last evaluation,
+    /// are not (and were not) available, are no port or lower device of the path's
+    /// interface, and did not come up or lose carrier (a route through an interface
+    /// can become usable again without a message when its carrier returns).
+    private func matters(_ index: Int32, before: Link?) -> Bool {
+        if pathInterfaces.contains(index) || evaluator.wasAvailable(index) { return true }
+        guard let link = state.links[index] else { return false }
+        if evaluator.isAvailable(link, state: state) { return true }
+        if let master = link.masterIndex, pathInterfaces.contains(master) { return true }
+        if link.masterIndex == nil, let before, before.isUp != link.isUp || before.hasCarrier != link.hasCarrier { return true }
+        return false
     }
 
     /// The path's own interface going down, losing carrier or vanishing — or, while
@@ -131,22 +196,69 @@ package final class PathEngine {
         }
     }
 
-    private func remember(_ path: Path) -> Path {
-        pathInterfaces = Set([path.interface?.index, path.vpn?.index].compactMap { $0.map(Int32.init) })
+    private func remember(_ path: Path, addresses: [IPAddress]) -> Path {
+        var interfaces = evaluator.lookedUpInterfaces
+        for index in [path.interface?.index, path.vpn?.index].compactMap({ $0 }) {
+            interfaces.insert(Int32(index))
+            // A VLAN's lower device carries it too.
+            if let lower = state.links[Int32(index)]?.lowerIndex { interfaces.insert(lower) }
+        }
+        pathInterfaces = interfaces
         pathIsUsable = path.status.isReachable
+        watched = addresses + [options.probeAddresses.v4, options.probeAddresses.v6]
         return path
     }
 
-    /// The path to the probes of `options`.
-    package func evaluateDefaultPath() -> Path {
-        guard isSynchronized else { return remember(.unknown()) }
-        let probes = options.probeAddresses
-        return remember(evaluator.evaluate([probes.v4, probes.v6], state: state, query: query))
+    /// Brings the evaluator's view of the interfaces up to date before a lookup.
+    private func refresh() {
+        guard !touched.isEmpty else { return }
+        evaluator.refresh(touched, state: state)
+        touched = []
     }
 
-    /// The path to one destination's addresses (already resolved).
-    package func evaluate(destination: String, addresses: [IPAddress]) -> Path {
-        guard isSynchronized else { return remember(.unknown(destination: destination)) }
-        return remember(evaluator.evaluate(addresses, state: state, query: query, destination: destination))
+    /// The path to the probes of `options`: what the engine watches.
+    package func evaluateDefaultPath() -> Path {
+        guard isSynchronized else { return .unknown() }
+        refresh()
+        let probes = [options.probeAddresses.v4, options.probeAddresses.v6]
+        return remember(evaluator.evaluate(probes, state: state, query: query), addresses: probes)
+    }
+
+    /// The path to one destination's addresses (already resolved). With `watch`, the
+    /// destination is what the engine watches (a monitor of one host); without, a
+    /// one-off answer (the daemon's `Route()`) that leaves the watched path as it is.
+    package func evaluate(destination: String, addresses: [IPAddress], watch: Bool = true) -> Path {
+        guard isSynchronized else { return .unknown(destination: destination) }
+        refresh()
+        if !watch {
+            let kept = evaluator.lookedUpInterfaces
+            defer { evaluator.restoreLookedUp(kept) }
+            return evaluator.evaluate(addresses, state: state, query: query, destination: destination)
+        }
+        return remember(evaluator.evaluate(addresses, state: state, query: query, destination: destination), addresses: addresses)
+    }
+
+    // MARK: Interfaces
+
+    /// Whether interface changes are kept for `takeInterfaceChanges()`: on while
+    /// anyone subscribes to them, so nobody's monitor pays for them otherwise.
+    package var tracksInterfaces = false {
+        didSet { if !tracksInterfaces { pendingInterfaces = [:] } }
+    }
+
+    /// Every interface, in index order: the inventory (`Interfaces()`).
+    package func inventory() -> [InterfaceChange] {
+        refresh()
+        return state.links.values.sorted { $0.index < $1.index }.map { evaluator.change(of: $0, state: state) }
+    }
+
+    /// The interfaces changed since the last call, each once, as they are now (a
+    /// removed one as it was last seen), in index order.
+    package func takeInterfaceChanges() -> [InterfaceChange] {
+        refresh()
+        defer { pendingInterfaces = [:] }
+        return pendingInterfaces.sorted { $0.key < $1.key }.map { index, last in
+            if let link = state.links[index] { evaluator.change(of: link, state: state) } else { evaluator.removal(of: last) }
+        }
     }
 }

@@ -10,8 +10,15 @@ struct PathEvaluator {
     let classifier: InterfaceClassifier
     /// Kinds already decided, by interface index and name (sysfs is read once per device).
     private var kinds: [Int32: (name: String, kind: InterfaceKind)] = [:]
-    /// The document's interface list for one state generation: route churn leaves it as it is.
-    private var interfaceList: (generation: Int, states: [Path.InterfaceState])?
+    /// The interfaces that could carry a path of their own (docs/path.md, "Available
+    /// interfaces"): the document's `interfaces`, and the only candidates when a route
+    /// must be found around an ignored interface or under a tunnel. Kept up to date
+    /// one touched interface at a time, so a pod's veth costs nothing here.
+    private var available: [Int32: Path.InterfaceState] = [:]
+    /// `available` in index order, until it changes.
+    private var availableInOrder: [Path.InterfaceState]?
+    /// The interfaces the kernel's answers named in the latest evaluation, usable or not.
+    private(set) var lookedUpInterfaces: Set<Int32> = []
 
     init(options: MonitorOptions, facts: any InterfaceFactsSource) {
         self.options = options
@@ -50,19 +57,88 @@ struct PathEvaluator {
         return kind
     }
 
-    /// Forgets cached kinds of interfaces that are gone.
-    mutating func prune(_ state: NetworkState) {
-        guard interfaceList?.generation != state.generation else { return }
-        kinds = kinds.filter { state.links[$0.key]?.name == $0.value.name }
+    // MARK: Available interfaces
+
+    /// Whether `link` could carry a path of its own: up, with carrier, not a port of a
+    /// bridge or bond (its master carries the traffic), not loopback, not ignored, and
+    /// holding an address that can reach beyond the link.
+    func isAvailable(_ link: Link, state: NetworkState) -> Bool {
+        link.isUp && link.hasCarrier && link.masterIndex == nil && !link.flags.contains(.loopback)
+            && state.addresses(of: link.index).contains(where: \.isUsableForGlobalTraffic) && !options.isIgnored(link.name)
     }
+
+    /// Whether `index` is in the available set as last brought up to date.
+    func wasAvailable(_ index: Int32) -> Bool { available[index] != nil }
+
+    /// Brings the available set up to date for the interfaces events touched; forgets
+    /// the kinds of interfaces that are gone.
+    mutating func refresh(_ touched: some Sequence<Int32>, state: NetworkState) {
+        for index in touched {
+            guard let link = state.links[index] else {
+                kinds[index] = nil
+                if available.removeValue(forKey: index) != nil { availableInOrder = nil }
+                continue
+            }
+            let entry = isAvailable(link, state: state) ? interfaceState(link, state: state) : nil
+            if available[index] != entry {
+                available[index] = entry
+                availableInOrder = nil
+            }
+        }
+    }
+
+    /// Rebuilds the available set from a fresh dump.
+    mutating func rebuild(_ state: NetworkState) {
+        kinds = kinds.filter { state.links[$0.key]?.name == $0.value.name }
+        available = [:]
+        availableInOrder = nil
+        refresh(state.links.keys, state: state)
+    }
+
+    /// The document's `interfaces`.
+    mutating func availableInterfaces() -> [Path.InterfaceState] {
+        if let availableInOrder { return availableInOrder }
+        let list = available.values.sorted { $0.index < $1.index }
+        availableInOrder = list
+        return list
+    }
+
+    /// One interface as `Interfaces()` and `InterfaceChanged` describe it (docs/api.md).
+    mutating func change(of link: Link, state: NetworkState) -> InterfaceChange {
+        InterfaceChange(interface: interfaceState(link, state: state),
+                        master: link.masterIndex.map { state.links[$0]?.name ?? String($0) },
+                        available: isAvailable(link, state: state))
+    }
+
+    /// A removed interface's entry, from the link as it was last seen.
+    mutating func removal(of link: Link) -> InterfaceChange {
+        var entry = Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
+                                        operstate: link.operationalState.description, up: link.isUp, carrier: link.hasCarrier,
+                                        addresses: [])
+        entry.up = false
+        kinds[link.index] = nil
+        return InterfaceChange(interface: entry, available: false, removed: true)
+    }
+
+    /// Puts back what a one-off evaluation (not the watched path) replaced.
+    mutating func restoreLookedUp(_ interfaces: Set<Int32>) { lookedUpInterfaces = interfaces }
+
+    private mutating func interfaceState(_ link: Link, state: NetworkState) -> Path.InterfaceState {
+        Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
+                            operstate: link.operationalState.description, up: link.isUp, carrier: link.hasCarrier,
+                            addresses: state.addresses(of: link.index).filter(\.hasSettled).map(\.cidr))
+    }
+
+    // MARK: The path
 
     /// The path to `addresses` (the probes, or a host's resolved addresses).
     mutating func evaluate(_ addresses: [IPAddress], state: NetworkState, query: RtnetlinkQuery,
                            destination: String? = nil) -> Path {
-        prune(state)
+        lookedUpInterfaces = []
         let outcomes = addresses.map { outcome(for: $0, state: state, query: query) }
+        for case let lookup? in outcomes.map(\.lookup) { lookedUpInterfaces.insert(lookup.outputInterface) }
         var path = Path(status: .unknown, destination: destination)
-        path.interfaces = interfaceStates(state)
+        path.interfaces = availableInterfaces()
         path.routes = outcomes.map { describe($0, state: state) }
         if outcomes.contains(where: { $0.lookupFailed != nil }) {
             return path  // The kernel could not be asked: say so rather than guess.
@@ -140,17 +216,16 @@ struct PathEvaluator {
         return usable ? nil : .noAddress
     }
 
-    /// The best real route to `destination` through an interface that is up, has
-    /// carrier and is not ignored: for each candidate, a FIB-match lookup restricted
+    /// The best real route to `destination` through an available interface (up, with
+    /// carrier, addressed, not a bridge port, not ignored): for each candidate, a FIB-match lookup restricted
     /// to it (a plain lookup with an output interface would invent an on-link route).
     /// Most specific wins, then the lowest metric.
     mutating func bestRoute(to destination: IPAddress, state: NetworkState, query: RtnetlinkQuery,
                             excludingTunnels: Bool) -> RouteLookup? {
         var best: RouteLookup?
-        for link in state.links.values.sorted(by: { $0.index < $1.index }) {
-            guard link.isUp, link.hasCarrier, !options.isIgnored(link.name) else { continue }
-            let kind = kind(of: link)
-            guard kind != .loopback, !(excludingTunnels && kind.isTunnel) else { continue }
+        for entry in availableInterfaces() {
+            guard let link = state.links[Int32(entry.index)] else { continue }
+            guard !(excludingTunnels && entry.kind.isTunnel) else { continue }
             guard case let .success(match) = query.lookupRoute(to: destination, outputInterface: link.index,
                                                                matchingFIBEntry: true),
                   match.type == RouteType.unicast else { continue }
@@ -178,8 +253,13 @@ struct PathEvaluator {
             guard depth < 8 else { return .wired }
             let members = state.members(of: link.index)
             let active = members.filter(\.hasCarrier)
-            let media = (active.isEmpty ? members : active).map { medium(of: $0, state: state, depth: depth + 1) }
-            return media.min { $0.preference < $1.preference } ?? .wired
+            var best: Medium?
+            for member in active.isEmpty ? members : active {
+                let medium = medium(of: member, state: state, depth: depth + 1)
+                if best == nil || medium.preference < best!.preference { best = medium }
+                if medium == .wired { break }  // nothing is preferred to it: a bridge of pod veths stops at the first
+            }
+            return best ?? .wired
         case .vlan, .macvlan:
             guard depth < 8, let lower = link.lowerIndex.flatMap({ state.links[$0] }) else { return .wired }
             return medium(of: lower, state: state, depth: depth + 1)
@@ -195,6 +275,8 @@ struct PathEvaluator {
 
     /// No route at all: say what is missing, from the interfaces that could carry a path.
     mutating func explainMissingRoute(_ state: NetworkState) -> UnreachableReason {
+        // An available interface that is no tunnel has all the rest: only the route is missing.
+        if availableInterfaces().contains(where: { !$0.kind.isTunnel && $0.kind != .loopback }) { return .noRoute }
         var candidates: [Link] = []
         for link in state.links.values where !options.isIgnored(link.name) {
             let kind = kind(of: link)
@@ -215,19 +297,6 @@ struct PathEvaluator {
 
     mutating func describe(_ link: Link) -> Path.Interface {
         Path.Interface(name: link.name, index: Int(link.index), kind: kind(of: link))
-    }
-
-    mutating func interfaceStates(_ state: NetworkState) -> [Path.InterfaceState] {
-        if let cached = interfaceList, cached.generation == state.generation { return cached.states }
-        let states = state.links.values.sorted { $0.index < $1.index }.compactMap { link -> Path.InterfaceState? in
-            guard !options.isIgnored(link.name) else { return nil }
-            return Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
-                                       operstate: link.operationalState.description, up: link.isUp,
-                                       carrier: link.hasCarrier,
-                                       addresses: state.addresses(of: link.index).filter(\.hasSettled).map(\.cidr))
-        }
-        interfaceList = (state.generation, states)
-        return states
     }
 
     mutating func describe(_ outcome: Outcome, state: NetworkState) -> Path.Route {

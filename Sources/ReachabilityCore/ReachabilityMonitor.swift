@@ -58,6 +58,7 @@ public final class ReachabilityMonitor: Sendable {
         var handlerHasInitial = false
         var notificationsHaveInitial = false
         var streams: [UInt64: (continuation: AsyncStream<Path>.Continuation, hasInitial: Bool)] = [:]
+        var interfaceStreams: [UInt64: InterfaceChangeStream.Buffer] = [:]
         var nextStreamID: UInt64 = 0
         var statistics = Statistics()
     }
@@ -130,16 +131,19 @@ public final class ReachabilityMonitor: Sendable {
 
     /// Stops watching: no more deliveries, `paths` streams finish, `currentPath` becomes nil.
     public func stop() {
-        let (loop, streams) = shared.withLock { shared in
+        let (loop, streams, interfaceStreams) = shared.withLock { shared in
             let loop = shared.loop
             shared.loop = nil
             shared.current = nil
             let streams = shared.streams.values.map(\.continuation)
             shared.streams.removeAll()
-            return (loop, streams)
+            let interfaceStreams = Array(shared.interfaceStreams.values)
+            shared.interfaceStreams.removeAll()
+            return (loop, streams, interfaceStreams)
         }
         loop?.stopAndWait()
         streams.forEach { $0.finish() }
+        interfaceStreams.forEach { $0.finish() }
     }
 
     /// Between `start` and `stop`.
@@ -169,8 +173,13 @@ public final class ReachabilityMonitor: Sendable {
 
     /// A new stream of paths: the current one (`initial`) — or, asked for before
     /// `start()`, the first one — then every change, until the monitor stops.
+    ///
+    /// The stream holds state, not history: a consumer that reads slower than the
+    /// path changes skips the paths it had no time for, and always gets the latest
+    /// (the first it reads is marked `initial` all the same). Having skipped a change
+    /// and its undoing, it may read the path it already had.
     public var paths: AsyncStream<Path> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(4096))
+        let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(1))
         shared.withLock { shared in
             let id = shared.nextStreamID
             shared.nextStreamID += 1
@@ -188,6 +197,58 @@ public final class ReachabilityMonitor: Sendable {
         return stream
     }
 
+    /// A new stream of the interfaces: every interface first (the inventory, each
+    /// entry marked `initial`), then each interface that changes, removed ones
+    /// included, until the monitor stops — the in-process form of
+    /// `reachctl watch --interfaces --direct` (docs/path.md, "Available interfaces").
+    ///
+    /// The path's ``Path/interfaces`` lists only the interfaces that could carry a
+    /// path; this lists all of them, bridge ports and pod veths included, and costs
+    /// nothing while nobody iterates one. Ask for it after ``start(queue:)``: the
+    /// stream of a monitor that is not running ends at once.
+    public var interfaceChanges: InterfaceChangeStream {
+        let id = shared.withLock { shared in
+            shared.nextStreamID += 1
+            return shared.nextStreamID
+        }
+        let stream = InterfaceChangeStream { [weak self] in self?.removeInterfaceStream(id) }
+        guard let loop = shared.withLock({ $0.loop }) else {
+            stream.buffer.finish()
+            return stream
+        }
+        // On the loop's thread: no change can fall between the inventory and the first delta.
+        loop.subscribeInterfaces { [weak self] inventory in
+            guard let self else { return stream.buffer.finish() }
+            let running = shared.withLock { shared -> Bool in
+                guard shared.loop != nil else { return false }
+                shared.interfaceStreams[id] = stream.buffer
+                return true
+            }
+            guard running else { return stream.buffer.finish() }
+            for var entry in inventory {
+                entry.initial = true
+                stream.buffer.put(entry)
+            }
+        }
+        return stream
+    }
+
+    private func removeInterfaceStream(_ id: UInt64) {
+        let (loop, none) = shared.withLock { shared in
+            shared.interfaceStreams[id] = nil
+            return (shared.loop, shared.interfaceStreams.isEmpty)
+        }
+        if none { loop?.trackInterfaces(false) }
+    }
+
+    /// Called by the loop with the interfaces a batch of events changed.
+    func publish(interfaceChanges: [InterfaceChange]) {
+        let buffers = shared.withLock { Array($0.interfaceStreams.values) }
+        for buffer in buffers {
+            for change in interfaceChanges { buffer.put(change) }
+        }
+    }
+
     /// Computes the path once, without watching: what `reachctl status --direct` prints.
     /// - Throws: when netlink cannot be opened, or a `.host` name does not resolve
     ///   (a running monitor reports that as `unknown` instead, and keeps trying).
@@ -198,6 +259,12 @@ public final class ReachabilityMonitor: Sendable {
         var path = MonitorLoop.evaluate(engine, target: target, addresses: addresses)
         path.initial = true
         return path
+    }
+
+    /// Reads every interface once, without watching: what `reachctl status --interfaces --direct` prints.
+    /// - Throws: when netlink cannot be opened.
+    public static func interfaces(options: MonitorOptions = MonitorOptions()) throws -> [InterfaceChange] {
+        try PathEngine(options: options).inventory()
     }
 
     // MARK: Publishing (called by the loop)
@@ -211,13 +278,7 @@ public final class ReachabilityMonitor: Sendable {
             shared.statistics.messages = engineStatistics.messages
             shared.statistics.overruns = engineStatistics.overruns
             shared.statistics.dumps = engineStatistics.dumps
-            guard shared.loop != nil else { return nil }
-            var path = candidate
-            if let current = shared.current {
-                if current.isSamePath(as: path) { return nil }
-                if current.status == path.status { path.since = current.since }
-            }
-            path.initial = false
+            guard shared.loop != nil, let path = candidate.succeeding(shared.current) else { return nil }
             shared.current = path
             shared.statistics.published += 1
             let handlerInitial = !shared.handlerHasInitial
@@ -235,7 +296,10 @@ public final class ReachabilityMonitor: Sendable {
         guard let (path, queue, handler, handlerInitial, notificationInitial, fresh, known) = deliveries else { return nil }
         let initialPath = { var copy = path; copy.initial = true; return copy }()
         fresh.forEach { $0.yield(initialPath) }
-        known.forEach { $0.yield(path) }
+        for stream in known {
+            // The stream holds one path: if the one replaced was the consumer's first, so is this one.
+            if case let .dropped(replaced) = stream.yield(path), replaced.initial { stream.yield(initialPath) }
+        }
         let observer = Self.publishObserver.withLock { $0 }
         // Waking the callback queue for nobody costs a thread hop per change.
         guard handler != nil || observer != nil else { return path }

@@ -37,6 +37,24 @@ enum PathText {
         return words.joined(separator: " ")
     }
 
+    /// `reachctl status --interfaces` and `reachctl watch --interfaces`: one interface.
+    static func interface(_ change: InterfaceChange) -> String {
+        let state = change.interface
+        var words = ["\(state.name) (\(state.index), \(state.kind.rawValue))"]
+        if change.removed {
+            words.append("removed")
+        } else {
+            words.append(state.operstate)
+            if state.up { words.append("up") }
+            if state.carrier { words.append("carrier") }
+            if let master = change.master { words.append("master \(master)") }
+            words += state.addresses
+            if change.available { words.append("available") }
+        }
+        if change.initial { words.append("(initial)") }
+        return words.joined(separator: " ")
+    }
+
     /// `reachctl route`: the verdict, then the kernel's answer per address.
     static func route(_ path: Path) -> String {
         var lines = [field("destination", path.destination ?? "-"), field("status", statusText(path))]

@@ -3,6 +3,7 @@ import ReachabilityClient
 import ReachabilityCore
 import ReachctlSupport
 import ReachdVersion
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,6 +35,11 @@ struct ReachCtl: AsyncParsableCommand {
     }
 }
 
+/// Whether a watcher that started without a daemon follows one now.
+private final class WatchSource: Sendable {
+    let followsDaemon = Atomic<Bool>(false)
+}
+
 /// Flags every command takes.
 struct CommonOptions: ParsableArguments {
     @Flag(help: "Print JSON, one object per line.")
@@ -45,9 +51,10 @@ struct CommonOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Where the daemon is: system, session, or a D-Bus address or socket path (default: the system bus name, then the private socket).", valueName: "bus"))
     var bus: String?
 
-    /// The daemon, unless --direct.
+    /// The daemon, unless --direct. A watcher that lost it looks for it again within a second.
     var client: ReachabilityClient? {
-        direct ? nil : ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic)
+        direct ? nil : ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic,
+                                          reconnectDelays: (.milliseconds(100), .seconds(1)))
     }
 
     @Option(help: ArgumentHelp("The reachd config whose [monitor] table to use.", valueName: "file"))
@@ -68,20 +75,73 @@ struct CommonOptions: ParsableArguments {
     }
 
     /// The current path, then every change: from the daemon when one answers
-    /// (surviving its restarts), else from a monitor in this process.
+    /// (surviving its restarts), else from a monitor in this process — until a
+    /// daemon answers: then from it, said on stderr. With `--bus`, only from the
+    /// daemon there (waiting for it, said on stderr), never computed here.
     /// `stop` ends the stream on SIGINT/SIGTERM.
     func paths() throws -> (AsyncStream<Path>, stop: @Sendable () -> Void) {
-        if let client, (try? client.currentPath()) != nil {
-            let stream = client.paths
-            return (stream, { Glibc.exit(0) })
+        guard let client else {
+            let monitor = try startMonitor()
+            return (monitor.paths, { monitor.stop() })
         }
+        if bus != nil || (try? client.currentPath()) != nil {
+            if bus != nil, (try? client.currentPath()) == nil {
+                write(line: "reachctl: no reachd answers at \(bus!) yet: waiting for it", to: STDERR_FILENO)
+            }
+            return (client.paths, { Glibc.exit(0) })
+        }
+        // No daemon now: compute the path here, and follow the daemon as soon as one answers.
+        let monitor = try startMonitor()
+        let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(1))
+        let source = WatchSource()
+        Task.detached {
+            for await path in monitor.paths {
+                guard !source.followsDaemon.load(ordering: .sequentiallyConsistent) else { break }
+                continuation.yield(path)
+            }
+        }
+        Task.detached {
+            for await path in client.paths {
+                var path = path
+                if !source.followsDaemon.exchange(true, ordering: .sequentiallyConsistent) {
+                    monitor.stop()
+                    write(line: "reachctl: reachd answers now: following it", to: STDERR_FILENO)
+                    path.initial = false
+                }
+                continuation.yield(path)
+            }
+        }
+        return (stream, { Glibc.exit(0) })
+    }
+
+    /// The interfaces, then each change: from the daemon when one answers (or `--bus` names it),
+    /// else from a monitor here, which `source` keeps running.
+    func interfaceChanges() throws -> (InterfaceChangeStream, source: AnyObject) {
+        if let client, bus != nil || (try? client.currentPath()) != nil { return (client.interfaceChanges, client) }
+        let monitor = try startMonitor()
+        return (monitor.interfaceChanges, monitor)
+    }
+
+    /// Every interface: the daemon's inventory when one answers, else the kernel's read here.
+    func interfaces() throws -> [InterfaceChange] {
+        if let client, let inventory = try? client.interfaces() { return inventory }
+        do {
+            return try ReachabilityMonitor.interfaces(options: try monitorOptions())
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            throw fail("reading the network state", error)
+        }
+    }
+
+    private func startMonitor() throws -> ReachabilityMonitor {
         let monitor = ReachabilityMonitor(options: try monitorOptions())
         do {
             try monitor.start()
         } catch {
             throw fail("watching the network state", error)
         }
-        return (monitor.paths, { monitor.stop() })
+        return monitor
     }
 
     /// The `[monitor]` options of the named config, or of the default one when it

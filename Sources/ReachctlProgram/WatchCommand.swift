@@ -14,7 +14,20 @@ struct WatchCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    @Flag(help: "Print every interface, then one line per interface that changes (not the path).")
+    var interfaces = false
+
     func run() async throws {
+        if interfaces {
+            let stop = SignalStop(signals: [SIGINT, SIGTERM]) { Glibc.exit(0) }
+            defer { withExtendedLifetime(stop) {} }
+            let (changes, source) = try common.interfaceChanges()
+            defer { withExtendedLifetime(source) {} }
+            for await change in changes {
+                write(line: common.json ? change.jsonString() : PathText.interface(change))
+            }
+            return
+        }
         let (paths, stopPaths) = try common.paths()
         let stop = SignalStop(signals: [SIGINT, SIGTERM], stopPaths)
         defer { withExtendedLifetime(stop) {} }

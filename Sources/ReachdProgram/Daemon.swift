@@ -26,16 +26,17 @@ final class Daemon: ReachabilityObjectDelegate {
     let mailbox = Mailbox<Message>()
 
     private var configuration: DaemonConfiguration
-    private var engine: PathEngine
+    /// The event algorithm (`PathWatcher`, shared with the library's monitor) on this loop.
+    private var watcher: PathWatcher!
+    private var engine: PathEngine { watcher.engine }
     private var engineWatch: EventLoop.Watch?
     private var current: Path?
     private var isReady = false
     private var lastLoggedLine = ""
 
-    private var rechecks: [ContinuousClock.Instant] = []
-    private var recheckTimer: EventLoop.Timer!
-
     private let helper: TrustHelper?
+    /// reachd-trust's runs in flight, read on the loop (the loop never waits for a child).
+    private let helperRuns: HelperRuns
     /// When rounds and report deliveries run in reachd-trust.
     private var trust: TrustScheduler!
     private var trustRound: TrustRound?
@@ -63,10 +64,19 @@ final class Daemon: ReachabilityObjectDelegate {
         self.configuration = configuration
         self.helper = helper
         self.loop = loop
-        engine = try PathEngine(options: configuration.monitor)
+        helperRuns = try HelperRuns(loop: loop)
+        let engine = try PathEngine(options: configuration.monitor)
+        // Always kept: the bus's broker delivers InterfaceChanged to whoever asks, and an entry costs microseconds.
+        engine.tracksInterfaces = true
         object = try ReachabilityObject(loop: loop)
+        let watcherTimer = try loop.timer { [unowned self] in watcher.timerFired() }
+        watcher = PathWatcher(
+            engine: engine, timer: .init(arm: { watcherTimer.arm(after: $0) }, disarm: { watcherTimer.disarm() }),
+            evaluate: { $0.evaluateDefaultPath() },
+            offer: { [unowned self] in pathEvaluated($0) },
+            interfacesChanged: { [unowned self] in interfacesChanged($0) },
+            log: { Log.warning($0) })
         object.delegate = self
-        recheckTimer = try loop.timer { [unowned self] in recheckDue() }
         let mailbox = mailbox
         connectivity = try ConnectivityChecker(options: configuration.connectivity, loop: loop) {
             mailbox.post(.probed(generation: $0, verdict: $1))
@@ -100,39 +110,20 @@ final class Daemon: ReachabilityObjectDelegate {
     private func watchEngine() throws {
         engineWatch = try loop.onReadable(engine.fileDescriptor) { [unowned self] in
             let overruns = engine.statistics.overruns
-            let outcome = engine.processEvents()
-            if outcome.recheck {
-                let now = ContinuousClock.now
-                rechecks = PathEngine.recheckDelays.map { now + $0 }
-                armRecheck()
-            }
-            let wasSynchronized = engine.isSynchronized
-            resynchronizeIfNeeded()
-            if outcome.evaluate || !wasSynchronized { publishCurrentPath() }
+            watcher.readable()
             if engine.statistics.overruns != overruns { metricsChanged() }
-        }
-    }
-
-    /// After an overrun the state is re-dumped; a dump that fails is retried
-    /// every second (the path is `unknown` meanwhile).
-    private func resynchronizeIfNeeded() {
-        guard !engine.isSynchronized else { return }
-        do {
-            try engine.resynchronize()
-        } catch {
-            Log.warning("netlink: re-reading the state failed (\(error)); retrying in 1 s")
-            rechecks.append(.now + .seconds(1))
-            rechecks.sort()
-            armRecheck()
         }
     }
 
     // MARK: The path
 
-    /// Evaluates the path and publishes it when it changed: properties,
+    /// Evaluates the path and publishes it when it changed.
+    func publishCurrentPath() { watcher.evaluateNow() }
+
+    /// A path the watcher evaluated: published when it changed — properties,
     /// StatusChanged, STATUS=, and READY=1 the first time.
-    func publishCurrentPath() {
-        var path = engine.evaluateDefaultPath()
+    private func pathEvaluated(_ evaluated: Path) {
+        var path = evaluated
         path.source = .daemon
         path.initial = false
         connectivity.observe(path)
@@ -151,10 +142,7 @@ final class Daemon: ReachabilityObjectDelegate {
         path.trust = trustSummary
         // Without a probe, CONTRACT.md's evidence of `full` is a host validated in the latest round.
         (path.connectivity, path.portal) = connectivity.schedule.state(of: path, unprobed: trustValidated ? .full : .unknown)
-        if let current {
-            if current.isSamePath(as: path) { return false }
-            if current.status == path.status { path.since = current.since }
-        }
+        guard let path = path.succeeding(current) else { return false }
         let before = current?.connectivity
         current = path
         object.publish(properties(of: path), status: path.status.rawValue, document: path.jsonString())
@@ -162,7 +150,7 @@ final class Daemon: ReachabilityObjectDelegate {
         metrics.pathChanges += 1
         metricsChanged()
         let line = Self.describe(path)
-        // Interface-list changes publish a document too; the log says when the status line moves.
+        // Changes of the available interfaces publish a document too; the log says when the status line moves.
         if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
         lastLoggedLine = line
         if before != path.connectivity, path.status.isReachable {
@@ -207,16 +195,9 @@ final class Daemon: ReachabilityObjectDelegate {
         return text
     }
 
-    private func armRecheck() {
-        rechecks.removeAll { $0 <= .now }
-        guard let next = rechecks.first else { return recheckTimer.disarm() }
-        recheckTimer.arm(after: ContinuousClock.now.duration(to: next))
-    }
-
-    private func recheckDue() {
-        resynchronizeIfNeeded()
-        publishCurrentPath()
-        armRecheck()
+    /// Interfaces changed: InterfaceChanged to those who watch them.
+    private func interfacesChanged(_ changes: [InterfaceChange]) {
+        object.publishInterfaces(changes.map { ($0.index, $0.interface.name, $0.jsonString()) })
     }
 
     // MARK: Trust
@@ -235,10 +216,10 @@ final class Daemon: ReachabilityObjectDelegate {
             case .round:
                 Log.debug("trust: checking \(configuration.trust.hosts) hosts (\(reason))")
                 let path = current.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
-                try helper.startCheck(configFile, path: path, on: loop) { [unowned self] result in finishRound(job, result) }
+                try helper.startCheck(configFile, path: path, runs: helperRuns) { [unowned self] result in finishRound(job, result) }
             case .delivery:
                 Log.debug("trust: delivering \(trust.reportsPending) waiting reports (\(reason))")
-                try helper.startDelivery(configFile, on: loop) { [unowned self] result in finishDelivery(result) }
+                try helper.startDelivery(configFile, runs: helperRuns) { [unowned self] result in finishDelivery(result) }
             }
             return true
         } catch {
@@ -367,11 +348,13 @@ final class Daemon: ReachabilityObjectDelegate {
         guard !addresses.isEmpty else {
             return reply(.failure(.init("io.reachd.Reachability1.Error.UnknownHost", "cannot resolve \(destination)")))
         }
-        var path = MonitorLoop.evaluate(engine, target: .host(destination), addresses: addresses)
+        var path = MonitorLoop.evaluate(engine, target: .host(destination), addresses: addresses, watch: false)
         path.source = .daemon
         path.trust = trustSummary
         reply(.success(path.jsonString()))
     }
+
+    func interfaces() -> String { InterfaceChange.jsonArray(engine.inventory()) }
 
     /// `{"hosts": [...], "reports-pending": N, "trust": "..."}` (keys sorted, as reachd-trust writes them).
     func trustStatus() -> String {
@@ -391,45 +374,81 @@ final class Daemon: ReachabilityObjectDelegate {
         connectivity.checkNow(reply: reply)
     }
 
-    func reload() throws(BusMethodError) {
+    func reload(reply: @escaping (Result<String, BusMethodError>) -> Void) {
+        reloadConfiguration { result in reply(result.mapError { .failed("\($0)") }.map { "" }) }
+    }
+
+    /// A reload waiting for its config check.
+    private var reloading = false
+
+    /// Re-reads the config; a bad one is reported and the running one stays in force.
+    /// The helper checks `[trust]` while the loop goes on; `done` runs once the new
+    /// config is in force or was refused.
+    func reloadConfiguration(_ done: @escaping (Result<Void, any Error>) -> Void = { _ in }) {
+        guard !reloading else { return done(.failure(DaemonConfiguration.Failure(description: "a reload is already in progress"))) }
+        notify("RELOADING=1\nMONOTONIC_USEC=\(Self.monotonicMicroseconds())")
+        let refuse = { [unowned self] (error: any Error) in
+            reloading = false
+            Log.error("reload: \(error); the previous configuration stays in force")
+            notify("READY=1")
+            done(.failure(error))
+        }
+        let parsed: DaemonConfiguration
         do {
-            try reloadConfiguration()
+            parsed = try DaemonConfiguration.parse(configFile, helperInstalled: helper != nil)
         } catch {
-            throw .failed("\(error)")
+            return refuse(error)
+        }
+        reloading = true
+        guard let helper, access(configFile, F_OK) == 0 else { return apply(parsed, refuse: refuse, done) }
+        do {
+            try helper.startConfigCheck(configFile, runs: helperRuns) { [unowned self] result in
+                switch result {
+                case let .success(summary):
+                    var checked = parsed
+                    checked.trust = summary
+                    apply(checked, refuse: refuse, done)
+                case let .failure(failure):
+                    refuse(failure)
+                }
+            }
+        } catch {
+            refuse(error)
         }
     }
 
-    /// Re-reads the config; a bad one is reported and the running one stays in force.
-    func reloadConfiguration() throws {
-        notify("RELOADING=1\nMONOTONIC_USEC=\(Self.monotonicMicroseconds())")
-        defer { notify("READY=1") }
-        let fresh: DaemonConfiguration
+    private func apply(_ fresh: DaemonConfiguration, refuse: (any Error) -> Void, _ done: (Result<Void, any Error>) -> Void) {
         let freshEngine: PathEngine
         do {
-            fresh = try DaemonConfiguration.load(configFile, helper: helper)
             freshEngine = try PathEngine(options: fresh.monitor)
             try startMetrics(fresh.metrics)
         } catch {
-            Log.error("reload: \(error); the previous configuration stays in force")
-            throw error
+            return refuse(error)
         }
         engineWatch?.cancel()
         metrics.earlierOverruns += engine.statistics.overruns
-        engine = freshEngine
-        try watchEngine()
+        watcher.replace(freshEngine)
+        do {
+            try watchEngine()
+            try configureCompat(fresh)
+        } catch {
+            Log.error("reload: \(error)")
+        }
         let connectivityChanged = fresh.connectivity != configuration.connectivity
         trust.reconfigure(isEnabled: Self.checksTrust(fresh, helper), canDeliver: helper != nil, recheck: Self.recheck(fresh),
                           interval: .seconds(fresh.trust.interval), connectivityChanged: connectivityChanged)
         if connectivityChanged { connectivity.reconfigure(fresh.connectivity) }
         configuration = fresh
-        try configureCompat(fresh)
         trustRound = nil
         trustValidated = false
         loggedTrustWarnings = []
         updateReportsPending(fresh.trust.reportsPending)
+        reloading = false
         Log.notice("reloaded \(configFile)")
         publishCurrentPath()
         trust.requestRound("reload")
+        notify("READY=1")
+        done(.success(()))
     }
 
     // MARK: NetworkManager compatibility

@@ -22,7 +22,16 @@ struct DaemonConfiguration {
     }
 
     /// A missing file means defaults; anything else wrong is an error naming `file:line`.
+    /// At start, before the loop runs: the `[trust]` table is checked by the helper here.
     static func load(_ file: String, helper: TrustHelper?) throws -> DaemonConfiguration {
+        var configuration = try parse(file, helperInstalled: helper != nil)
+        if let helper, access(file, F_OK) == 0 { configuration.trust = try helper.checkConfig(file) }
+        return configuration
+    }
+
+    /// Everything but the `[trust]` table, which the helper checks (`TrustHelper.checkConfig`
+    /// or, on the loop, `startConfigCheck`): `trust` is `.none` here.
+    static func parse(_ file: String, helperInstalled: Bool) throws -> DaemonConfiguration {
         guard access(file, F_OK) == 0 else { return DaemonConfiguration() }
         let monitor = try MonitorOptions.load(contentsOf: file)
         let document = try TOML.parse(contentsOfFile: file)
@@ -41,12 +50,8 @@ struct DaemonConfiguration {
         _ = root.value("monitor")
         _ = root.value("trust")
         try root.finish()
-        if let helper {
-            return DaemonConfiguration(monitor: monitor, trust: try helper.checkConfig(file), metrics: metrics, connectivity: connectivity,
-                                       networkManagerCompat: networkManagerCompat)
-        }
         // Without the helper a config may still go without trust checks.
-        guard document["trust"] == nil else {
+        guard helperInstalled || document["trust"] == nil else {
             throw Failure(description: "\(file) has a [trust] table, but reachd-trust, which reads it, is not installed beside reachd")
         }
         return DaemonConfiguration(monitor: monitor, metrics: metrics, connectivity: connectivity, networkManagerCompat: networkManagerCompat)

@@ -63,7 +63,7 @@ package struct ReachD {
         Log.info("serving \(privateSocket.path)")
         let onBus = try connectBus(daemon.object, loop: loop)
         try daemon.attach(bus: onBus)
-        try loop.onSignal(SIGHUP) { try? daemon.reloadConfiguration() }
+        try loop.onSignal(SIGHUP) { daemon.reloadConfiguration() }
         try loop.onSignal(SIGTERM) { loop.exit(0) }
         try loop.onSignal(SIGINT) { loop.exit(0) }
         loop.enableWatchdog()

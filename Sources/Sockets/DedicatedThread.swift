@@ -30,6 +30,9 @@ package final class DedicatedThread {
         package var description: String { "starting a thread: \(String(cString: strerror(errno)))" }
     }
 
+    /// Whether the caller runs on this thread.
+    package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
+
     /// Waits for the body to return. Call it once.
     package func join() {
         guard !joined else { return }

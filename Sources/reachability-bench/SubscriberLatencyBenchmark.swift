@@ -194,8 +194,13 @@ final class LineReader: @unchecked Sendable {
         withExtendedLifetime(output) {}
     }
 
+    /// Lines read so far.
+    var lineCount: Int { lock.withLock { count } }
+    private var count = 0
+
     private func received(_ line: String, at time: UInt64) {
         lock.lock(); defer { lock.unlock() }
+        count += 1
         last = line
         if first == nil {
             first = line

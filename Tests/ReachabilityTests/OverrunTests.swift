@@ -11,6 +11,8 @@ struct OverrunTests {
         try await withNamespaces("storm", "router") { ns in
             try ns[0].addUplink(router: ns[1])
             try ns[0].ip("link add name flap0 type veth peer name flap1")
+            // An address makes flap0 an available interface: the document lists its state.
+            try ns[0].ip("addr add 10.2.0.2/24 dev flap0")
             // The smallest buffer the kernel grants: a few messages overflow it.
             let monitor = ReachabilityMonitor(options: try options(ns[0], receiveBufferSize: 1))
             try monitor.start()

@@ -21,6 +21,8 @@ typedef struct reachd_bus_handlers {
     reachd_method_handler recheck_trust;
     reachd_method_handler reload;
     reachd_method_handler check_connectivity;
+    reachd_method_handler interfaces;
+    reachd_method_handler watch_interfaces;
     reachd_property_getter property;
 } reachd_bus_handlers;
 

@@ -1,0 +1,161 @@
+import Foundation
+import NamespaceTesting
+import Netlink
+import ReachabilityClient
+import Sockets
+
+/// §12: a container host. `interfaces` interfaces as pods (veth pairs, the host end
+/// on a bridge of at most 1,000 ports, as with two Docker networks), then pods
+/// created and deleted at `podsPerSecond` each in the CNI bridge plugin's order,
+/// while the default route is deleted and re-added every half second. Measured in
+/// the same run: CPU per pod (create + delete) of reachd, its `reachctl watch`, a
+/// `reachctl watch --direct` and the `ip monitor` reference; RSS; reachd's start-up;
+/// and how long the route's deletion takes to reach each subscriber.
+struct ContainerHostBenchmark {
+    let interfaces: Int
+    let seconds: Int
+    let podsPerSecond = 20
+    let reachd: String
+    let reachctl: String
+
+    struct Result {
+        var startupMilliseconds: Double
+        var pods: Int
+        /// Process name → CPU ms per pod, RSS KiB at the end.
+        var cpuPerPod: [(String, Double)] = []
+        /// Process name → CPU ms per second while nothing changed (the host's own background: IPv6 timers of every interface).
+        var idlePerSecond: [(String, Double)] = []
+        var rss: [(String, Int)] = []
+        /// Subscriber → milliseconds from the deletion's request to its line.
+        var deletion: [(String, [Double])] = []
+        /// Lines the daemon's path subscriber printed during the churn beyond the route changes.
+        var extraPathDocuments: Int
+    }
+
+    func run() throws -> Result {
+        let site = try BenchSite("pods\(interfaces)")
+        let host = site.host
+        let pairs = interfaces / 2
+        var commands: [String] = []
+        let bridges = (pairs + 999) / 1000
+        for bridge in 0 ..< bridges {
+            commands += ["link add name cni\(bridge) type bridge", "addr add 10.\(88 + bridge).0.1/16 dev cni\(bridge)", "link set dev cni\(bridge) up"]
+        }
+        for pod in 0 ..< pairs { commands += Self.create(pod, bridges: bridges) }
+        _ = try NamespaceTesting.run(["ip", "-n", host.name, "-batch", "-"], input: commands.joined(separator: "\n") + "\n")
+        // The kernel goes on configuring thousands of new interfaces for a while (IPv6 addresses,
+        // routes, multicast): a node that has been up for a while is what is measured.
+        sleep(UInt32(3 + interfaces / 1000))
+
+        let started = now()
+        let (daemon, socket) = try site.startDaemon(reachd, logLevel: "info")
+        defer { stopProcess(daemon) }
+        let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
+        while (try? client.currentPath()) == nil {
+            guard now() - started < 30_000_000_000 else { throw BenchmarkError("reachd did not answer within 30 s") }
+            usleep(1_000)
+        }
+        var result = Result(startupMilliseconds: milliseconds(now() - started), pods: 0, extraPathDocuments: 0)
+
+        let watch = try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
+        defer { watch.stop() }
+        let direct = try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--direct"])
+        defer { direct.stop() }
+        let ipMonitor = try LineReader(["ip", "-n", host.name, "monitor"])
+        defer { ipMonitor.stop() }
+        let clientWaiter = PathWaiter()
+        let token = client.onChange(queue: DispatchQueue(label: "bench.pods")) { clientWaiter.received($0) }
+        defer { client.cancel(token) }
+        for reader in [watch, direct] where reader.firstLine(timeout: 30) == nil { throw BenchmarkError("reachctl watch printed nothing") }
+        _ = clientWaiter.wait(for: { $0.status == .wired })
+        usleep(300_000)
+
+        let namespace = NetworkNamespace(name: host.name)
+        let (control, query) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery()) }
+        guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else { throw BenchmarkError("no eth0") }
+        let gateway = IPAddress("10.1.0.1")!, any = IPAddress("0.0.0.0")!
+
+        let processes = [("reachd", daemon.processIdentifier), ("reachctl watch", watch.pid), ("reachctl watch --direct", direct.pid),
+                         ("ip monitor", ipMonitor.pid)]
+        let idleStart = processes.map { cpuNanoseconds(of: $0.1) }
+        let idleSeconds: UInt32 = 3
+        sleep(idleSeconds)
+        let cpuBefore = processes.map { cpuNanoseconds(of: $0.1) }
+        for (index, process) in processes.enumerated() {
+            result.idlePerSecond.append((process.0, Double(cpuBefore[index] - idleStart[index]) / 1e6 / Double(idleSeconds)))
+        }
+        let churnStarted = now()
+        let linesBefore = watch.lineCount
+
+        // The churn: one `ip -batch` fed a pod at a time, on a thread of its own.
+        let churn = Process()
+        churn.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        churn.arguments = ["ip", "-n", host.name, "-batch", "-"]
+        let input = Pipe()
+        churn.standardInput = input
+        churn.standardError = FileHandle.nullDevice
+        try churn.run()
+        let total = podsPerSecond * seconds
+        let churning = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let start = now()
+            for step in 0 ..< total {
+                // Create a new pod, delete the oldest: the count of interfaces stays put.
+                let lines = Self.create(pairs + step, bridges: bridges) + ["link del dev h\(step)"]
+                input.fileHandleForWriting.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+                let due = start + UInt64(step + 1) * 1_000_000_000 / UInt64(podsPerSecond)
+                let current = now()
+                if due > current { usleep(UInt32((due - current) / 1000)) }
+            }
+            try? input.fileHandleForWriting.close()
+            churning.signal()
+        }
+
+        var samples: [String: [Double]] = [:]
+        var routeChanges = 0
+        let deadline = now() + UInt64(seconds) * 1_000_000_000 - 600_000_000
+        while now() < deadline {
+            usleep(250_000)
+            let stages: [(String, () -> Void, () -> UInt64?)] = [
+                ("ip monitor", { ipMonitor.arm { $0.hasPrefix("Deleted default") } }, ipMonitor.wait),
+                ("reachctl watch", { watch.arm { $0.contains("\"status\":\"unreachable\"") } }, watch.wait),
+                ("reachctl watch --direct", { direct.arm { $0.contains("\"status\":\"unreachable\"") } }, direct.wait),
+                ("ReachabilityClient (StatusChanged)", { clientWaiter.arm { $0.status == .unreachable } }, { clientWaiter.wait() }),
+            ]
+            stages.forEach { $0.1() }
+            let start = now()
+            try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
+            for (name, _, wait) in stages {
+                guard let time = wait(), time >= start else { throw BenchmarkError("\(name) did not see the deletion within 5 s") }
+                samples[name, default: []].append(milliseconds(time - start))
+            }
+            usleep(250_000)
+            clientWaiter.arm { $0.status == .wired }
+            try control.route(add: true, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
+            _ = clientWaiter.wait()
+            routeChanges += 2
+        }
+        churning.wait()
+        churn.waitUntilExit()
+        usleep(500_000)
+        let cpuAfter = processes.map { cpuNanoseconds(of: $0.1) }
+        let churnSeconds = Double(now() - churnStarted) / 1e9
+        result.pods = total
+        for (index, process) in processes.enumerated() {
+            // Net of the background the host costs each process anyway.
+            let used = Double(cpuAfter[index] - cpuBefore[index]) / 1e6 - result.idlePerSecond[index].1 * churnSeconds
+            result.cpuPerPod.append((process.0, max(0, used) / Double(total)))
+            result.rss.append((process.0, residentKiB(of: process.1)))
+        }
+        result.deletion = ["ip monitor", "reachctl watch", "reachctl watch --direct", "ReachabilityClient (StatusChanged)"].map { ($0, samples[$0] ?? []) }
+        result.extraPathDocuments = watch.lineCount - linesBefore - routeChanges
+        return result
+    }
+
+    /// One pod in the CNI bridge plugin's order: the veth pair, the host end up, the
+    /// pod end up, the host end onto its bridge.
+    static func create(_ pod: Int, bridges: Int) -> [String] {
+        ["link add name h\(pod) type veth peer name p\(pod)", "link set dev h\(pod) up", "link set dev p\(pod) up",
+         "link set dev h\(pod) master cni\(pod % bridges)"]
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A container host in miniature (docs/path.md, "Available interfaces"): pods come
+/// and go as veth pairs on a bridge, in the CNI bridge plugin's order. What each
+/// subscriber receives is counted, not timed: a subscriber of the path receives
+/// nothing for a pod, a subscriber of interfaces receives only the pods' interfaces,
+/// and nothing holds a queue that grows with the churn. (`make bench`, section 12,
+/// measures the same at 200 to 5,000 interfaces.)
+@Suite("container hosts: a pod costs a parse, and reaches only who asked", .serialized)
+struct ContainerHostTests {
+    /// A command's stdout lines in a file; stderr in another.
+    final class Recorder {
+        let process = Process()
+        let file: URL
+        let errors: URL
+
+        init(_ name: String, _ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws {
+            file = directory.appendingPathComponent("\(name).out")
+            errors = directory.appendingPathComponent("\(name).err")
+            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = environment.map { "\($0)=\($1)" } + arguments
+            process.standardOutput = try FileHandle(forWritingTo: file)
+            process.standardError = try FileHandle(forWritingTo: errors)
+            try process.run()
+        }
+
+        var lines: [Substring] { ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n") }
+        var stderr: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+
+        func stop() {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// `pods` pods created, then deleted: host end `vh<n>` onto `cni0`, pod end `vp<n>`.
+    static func churn(_ namespace: TestNamespace, pods: Range<Int>) throws {
+        var commands: [String] = []
+        for pod in pods {
+            commands += ["link add name vh\(pod) type veth peer name vp\(pod)", "link set dev vh\(pod) up",
+                         "link set dev vp\(pod) up", "link set dev vh\(pod) master cni0"]
+        }
+        commands += pods.map { "link del dev vh\($0)" }
+        _ = try run(["ip", "-n", namespace.name, "-batch", "-"], input: commands.joined(separator: "\n") + "\n")
+    }
+
+    /// The node: an uplink with the default route, and a CNI bridge with one pod that stays.
+    static func node(_ ns: [TestNamespace]) throws {
+        try ns[0].addUplink(router: ns[1])
+        try ns[0].ip("link add name cni0 type bridge")
+        try ns[0].ip("addr add 10.88.0.1/16 dev cni0")
+        try ns[0].ip("link set dev cni0 up")
+        try churnStay(ns[0])
+    }
+
+    private static func churnStay(_ namespace: TestNamespace) throws {
+        for command in ["link add name vhstay type veth peer name vpstay", "link set dev vhstay up", "link set dev vpstay up",
+                        "link set dev vhstay master cni0"] {
+            try namespace.ip(command)
+        }
+    }
+
+    @Test("reachd: 100 pods send a path subscriber nothing, an interface subscriber only their interfaces; the path still moves",
+          .timeLimit(.minutes(3)))
+    func daemon() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdpods", "router") { ns in
+                try Self.node(ns)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch)
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                // The bridge's link-local address and its operational state "up" come a moment after
+                // its first port (the kernel's link watch): real changes, before the churn.
+                #expect(await eventually {
+                    let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath())?.interfaces
+                        .first { $0.name == "cni0" }
+                    return bridge?.addresses.count == 2 && bridge?.operstate == "up"
+                })
+                let paths = try Recorder("paths", [DaemonProcess.reachctl, "watch", "--json", "--bus", daemon.address], in: scratch)
+                defer { paths.stop() }
+                let interfaces = try Recorder("interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", daemon.address],
+                                              in: scratch)
+                defer { interfaces.stop() }
+                let before = try ReachabilityClient(endpoint: .address(daemon.address)).interfaces()
+                #expect(await eventually { paths.lines.count == 1 && interfaces.lines.count == before.count })
+                let initial = interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }
+                #expect(initial.allSatisfy(\.initial) && initial.map(\.interface.name) == before.map(\.interface.name))
+                // The document lists what could carry a path: the uplink and the bridge, no port.
+                let document = try ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
+                #expect(Set(document.interfaces.map(\.name)) == ["eth0", "cni0"], "\(document.interfaces.map(\.name))")
+
+                try Self.churn(ns[0], pods: 0..<100)
+                let podNames = Set((0..<100).flatMap { ["vh\($0)", "vp\($0)"] })
+                // Every pod interface's removal reaches the interface subscriber…
+                #expect(await eventually(.seconds(20)) {
+                    let removed = interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }.filter(\.removed)
+                    return Set(removed.map(\.interface.name)) == podNames
+                }, "\(interfaces.lines.suffix(5))")
+                try await Task.sleep(for: .milliseconds(300))
+                let changes = interfaces.lines.dropFirst(before.count).compactMap { try? InterfaceChange(json: String($0)) }
+                // …and nothing else: each line is one pod interface, never the inventory again.
+                let others = changes.filter { !podNames.contains($0.interface.name) }
+                #expect(others.isEmpty, "\(others.map(\.interface.name))")
+                #expect(changes.count <= 100 * 2 * 5, "\(changes.count) lines for 100 pods")
+                // The path subscriber was sent nothing: no pod changed the path.
+                #expect(paths.lines.count == 1, "\(paths.lines.dropFirst())")
+
+                // The path still moves, at once, during a churn.
+                try ns[0].ip("route del default")
+                #expect(await eventually {
+                    paths.lines.last.flatMap { try? Path(json: String($0)) }?.status == .unreachable
+                }, "\(paths.lines.suffix(2))")
+            }
+        }
+    }
+
+    @Test("in-process: the paths stream holds the latest path, the interface stream one entry per interface",
+          .timeLimit(.minutes(2)))
+    func library() async throws {
+        try await withNamespaces("rdpodlib", "router") { ns in
+            try Self.node(ns)
+            let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: ns[0].path))
+            try monitor.start()
+            defer { monitor.stop() }
+            let paths = monitor.paths
+            let interfaces = monitor.interfaceChanges
+            let inventory = interfaces.buffer.waitingCount
+            #expect(inventory >= 5, "lo, eth0, cni0, vhstay, vpstay")
+            // Nobody reads while the path changes 200 times and 100 pods come and go.
+            var commands: [String] = []
+            for _ in 0..<100 { commands += ["route del default", "route add default via 10.1.0.1 dev eth0"] }
+            commands.append("route del default")
+            _ = try run(["ip", "-n", ns[0].name, "-batch", "-"], input: commands.joined(separator: "\n") + "\n")
+            try Self.churn(ns[0], pods: 0..<100)
+            try await Task.sleep(for: .seconds(1))
+            #expect(monitor.statistics.published > 2, "the path did change: \(monitor.statistics.published) published")
+            // At most one entry per interface ever seen, never one per change.
+            #expect(interfaces.buffer.waitingCount <= inventory + 200)
+            var iterator = paths.makeAsyncIterator()
+            let first = await iterator.next()
+            #expect(first?.initial == true, "the first path a consumer reads is marked initial")
+            #expect(first?.status == .unreachable, "and it is the latest: \(String(describing: first?.status))")
+            monitor.stop()
+            #expect(await iterator.next() == nil, "the stream held one path, not a queue")
+        }
+    }
+
+    @Test("reachctl watch follows the daemon as soon as one answers; with --bus it never computes the path itself",
+          .timeLimit(.minutes(2)))
+    func watchFollowsTheDaemon() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdfollow", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let runtime = scratch.appendingPathComponent("runtime")
+                try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true)
+                let socket = runtime.appendingPathComponent("bus").path
+                // Where reachctl looks by default, pointed at the scratch directory (no system bus here).
+                let environment = ["RUNTIME_DIRECTORY": runtime.path, "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent"]
+                let automatic = try Recorder("automatic", ["ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "watch", "--json"],
+                                             in: scratch, environment: environment)
+                defer { automatic.stop() }
+                let explicit = try Recorder("explicit", ["ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "watch", "--json",
+                                                         "--bus", "unix:path=\(socket)"], in: scratch)
+                defer { explicit.stop() }
+                #expect(await eventually { automatic.lines.count == 1 })
+                #expect(automatic.lines.first.flatMap { try? Path(json: String($0)) }?.source == .direct)
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(explicit.lines.isEmpty, "with --bus, nothing computed here: \(explicit.lines)")
+                #expect(explicit.stderr.contains("waiting for it"), "\(explicit.stderr)")
+
+                let daemon = try DaemonProcess(in: ns[0], directory: runtime)
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                for watcher in [automatic, explicit] {
+                    #expect(await eventually(.seconds(5)) {
+                        watcher.lines.last.flatMap { try? Path(json: String($0)) }?.source == .daemon
+                    }, "\(watcher.lines)")
+                }
+                #expect(automatic.stderr.contains("reachd answers now: following it"), "\(automatic.stderr)")
+                // Following the daemon, not the kernel: a change reaches both through it.
+                try ns[0].ip("route del default")
+                for watcher in [automatic, explicit] {
+                    #expect(await eventually {
+                        let last = watcher.lines.last.flatMap { try? Path(json: String($0)) }
+                        return last?.status == .unreachable && last?.source == .daemon
+                    }, "\(watcher.lines.suffix(2))")
+                }
+            }
+        }
+    }
+}
