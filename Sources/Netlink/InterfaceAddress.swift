@@ -30,8 +30,9 @@ package struct InterfaceAddress: Hashable, Sendable {
     package let prefixLength: UInt8
     package let scope: UInt8
     package let flags: AddressFlags
-    /// "192.0.2.10/24", formatted once: documents list it on every evaluation.
-    package let cidr: String
+    /// "192.0.2.10/24". Formatted when asked: the addresses of a pod's veth are
+    /// kept, but listed only if someone asks for that interface.
+    package var cidr: String { "\(address)/\(prefixLength)" }
 
     package init(interfaceIndex: Int32, address: IPAddress, prefixLength: UInt8,
                  scope: UInt8 = AddressScope.universe, flags: AddressFlags = [.permanent]) {
@@ -40,7 +41,6 @@ package struct InterfaceAddress: Hashable, Sendable {
         self.prefixLength = prefixLength
         self.scope = scope
         self.flags = flags
-        cidr = "\(address)/\(prefixLength)"
     }
 
     /// What the kernel uses to tell one address of an interface from another.

@@ -151,9 +151,17 @@ package final class ReachabilityObject {
             watch_interfaces: { message, userdata, _ in
                 let object = ReachabilityObject.from(userdata)
                 let bus = sd_bus_message_get_bus(message)
+                if let subscriber = object.subscribers.first(where: { $0.connection.bus == bus }) {
+                    if let sender = sd_bus_message_get_sender(message) {
+                        subscriber.busInterfaceWatchers.insert(String(cString: sender))
+                    } else {
+                        subscriber.peerWatchesInterfaces = true
+                    }
+                }
                 // Signals sent after this reply are newer than the inventory it carries.
-                object.subscribers.first { $0.connection.bus == bus }?.watchesInterfaces = true
-                return object.reply(message) { $0.interfaces() }
+                let answer = object.reply(message) { $0.interfaces() }
+                object.interfaceWatchersChanged()
+                return answer
             },
             property: { _, _, _, name, reply, userdata, _ in
                 guard let name, let value = ReachabilityObject.from(userdata).properties.value(of: String(cString: name)) else {
@@ -211,6 +219,18 @@ package final class ReachabilityObject {
         }
     }
 
+    /// Whether anyone watches interfaces: told to the delegate whenever it changes,
+    /// so that nothing is rendered for nobody.
+    package private(set) var hasInterfaceWatchers = false
+    package var onInterfaceWatchers: (Bool) -> Void = { _ in }
+
+    private func interfaceWatchersChanged() {
+        let now = subscribers.contains { $0.connection.isOpen && $0.watchesInterfaces }
+        guard now != hasInterfaceWatchers else { return }
+        hasInterfaceWatchers = now
+        onInterfaceWatchers(now)
+    }
+
     /// Serves the object on `connection` (and, on a peer, the broker stub bus
     /// clients need). It holds the current state: only changes from now on are sent.
     package func serve(on connection: BusConnection) throws(BusError) {
@@ -222,7 +242,16 @@ package final class ReachabilityObject {
             try check(reachd_bus_add_broker(connection.bus, &broker), "serving the broker stub")
             connection.slots.append(broker!)
         }
-        subscribers.append(Subscriber(connection: connection, holding: state))
+        let subscriber = Subscriber(connection: connection, holding: state)
+        subscribers.append(subscriber)
+        if !connection.isPeerToPeer {
+            // A bus client that watched interfaces and disconnected (a unique name loses its owner only then).
+            try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                    member: "NameOwnerChanged", twoArguments: false) { [weak self, weak subscriber] name, _, _ in
+                guard let self, let subscriber, subscriber.busInterfaceWatchers.remove(name) != nil else { return }
+                interfaceWatchersChanged()
+            }
+        }
     }
 
     /// What a peer of the private socket may hold of the daemon (the private
@@ -328,6 +357,8 @@ package final class ReachabilityObject {
             log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that does not read (\(why))")
         }
         // Connections whose peer went away, or just dropped.
+        let closed = subscribers.contains { !$0.connection.isOpen }
         subscribers.removeAll { !$0.connection.isOpen }
+        if closed { interfaceWatchersChanged() }
     }
 }

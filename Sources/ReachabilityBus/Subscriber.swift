@@ -14,10 +14,15 @@ final class Subscriber {
     var sent: ReachabilityObject.State
     /// Since when a change is waiting for the connection to take more; nil while it keeps up.
     var behindSince: ContinuousClock.Instant?
-    /// Sent `InterfaceChanged`: the bus always (its broker delivers each signal only to
-    /// the clients whose match rules ask for it), a private peer once it called
-    /// `WatchInterfaces()` — nobody receives a pod's veth who did not ask.
-    var watchesInterfaces: Bool
+    /// Sent `InterfaceChanged`: a private peer once it called `WatchInterfaces()`; the
+    /// bus while any of its clients that called it is still connected (the broker then
+    /// delivers each signal only to the clients whose match rules ask for it). Nobody
+    /// receives a pod's veth who did not ask, and while nobody asks none is rendered.
+    var watchesInterfaces: Bool { connection.isPeerToPeer ? peerWatchesInterfaces : !busInterfaceWatchers.isEmpty }
+    /// A private peer called `WatchInterfaces()`.
+    var peerWatchesInterfaces = false
+    /// The bus's clients (unique names) that called `WatchInterfaces()` and are still connected.
+    var busInterfaceWatchers: Set<String> = []
     /// Interface changes not yet sent, the latest per interface: a peer that falls
     /// behind holds at most one per interface, never a queue that grows with the churn.
     var pendingInterfaces: [Int: (name: String, document: String)] = [:]
@@ -25,7 +30,6 @@ final class Subscriber {
     init(connection: BusConnection, holding state: ReachabilityObject.State) {
         self.connection = connection
         sent = state
-        watchesInterfaces = !connection.isPeerToPeer
     }
 
     var canTakeMore: Bool { connection.canTakeMore }

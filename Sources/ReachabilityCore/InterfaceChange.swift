@@ -36,6 +36,7 @@ public struct InterfaceChange: Codable, Sendable, Equatable {
         case name, index, kind, operstate, up, carrier, addresses, master, available, removed, initial
     }
 
+    /// Reads the flat JSON object of docs/api.md.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         interface = Path.InterfaceState(
@@ -49,6 +50,7 @@ public struct InterfaceChange: Codable, Sendable, Equatable {
         initial = try container.decodeIfPresent(Bool.self, forKey: .initial) ?? false
     }
 
+    /// Writes the flat JSON object of docs/api.md, every key present.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(interface.name, forKey: .name)

@@ -9,6 +9,7 @@ import Synchronization
 /// on each interface's latest state. Ends when its monitor or client stops, or
 /// when the consuming task is cancelled.
 public struct InterfaceChangeStream: AsyncSequence, Sendable {
+    /// One interface's entry.
     public typealias Element = InterfaceChange
 
     package let buffer: Buffer
@@ -17,6 +18,7 @@ public struct InterfaceChangeStream: AsyncSequence, Sendable {
         buffer = Buffer(onTermination: onTermination)
     }
 
+    /// An iterator over the entries; the stream is meant for one consumer.
     public func makeAsyncIterator() -> Iterator { Iterator(buffer: buffer) }
 
     /// Reads the stream's entries in order.

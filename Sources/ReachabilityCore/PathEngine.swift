@@ -165,16 +165,19 @@ package final class PathEngine {
     /// Whether a change of interface `index` can change the path or its document.
     /// The kernel stays the judge of the path: this only rules out interfaces it
     /// cannot route the watched addresses through without telling us by a route
-    /// event — ones that neither carried nor were asked about in the last evaluation,
-    /// are not (and were not) available, are no port or lower device of the path's
-    /// interface, and did not come up or lose carrier (a route through an interface
-    /// can become usable again without a message when its carrier returns).
+    /// event — ones that neither carried nor were named by the last lookups, are not
+    /// (and were not) available, are no port or lower device of the path's
+    /// interface, and did not regain carrier. A link that goes down takes its IPv4
+    /// routes with it silently, but routes the lookups did not pick cannot change
+    /// their answer by going; one that comes up gets its routes back only with messages.
     private func matters(_ index: Int32, before: Link?) -> Bool {
         if pathInterfaces.contains(index) || evaluator.wasAvailable(index) { return true }
         guard let link = state.links[index] else { return false }
         if evaluator.isAvailable(link, state: state) { return true }
         if let master = link.masterIndex, pathInterfaces.contains(master) { return true }
-        if link.masterIndex == nil, let before, before.isUp != link.isUp || before.hasCarrier != link.hasCarrier { return true }
+        // Carrier back: the kernel uses a route it skipped while the link was down
+        // (`ignore_routes_with_linkdown`) again, without a route message.
+        if link.masterIndex == nil, let before, !before.hasCarrier, link.hasCarrier { return true }
         return false
     }
 

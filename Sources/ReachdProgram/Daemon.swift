@@ -66,8 +66,6 @@ final class Daemon: ReachabilityObjectDelegate {
         self.loop = loop
         helperRuns = try HelperRuns(loop: loop)
         let engine = try PathEngine(options: configuration.monitor)
-        // Always kept: the bus's broker delivers InterfaceChanged to whoever asks, and an entry costs microseconds.
-        engine.tracksInterfaces = true
         object = try ReachabilityObject(loop: loop)
         let watcherTimer = try loop.timer { [unowned self] in watcher.timerFired() }
         watcher = PathWatcher(
@@ -77,6 +75,8 @@ final class Daemon: ReachabilityObjectDelegate {
             interfacesChanged: { [unowned self] in interfacesChanged($0) },
             log: { Log.warning($0) })
         object.delegate = self
+        // Interface changes are kept and rendered only while someone watches them.
+        object.onInterfaceWatchers = { [unowned self] in self.engine.tracksInterfaces = $0 }
         let mailbox = mailbox
         connectivity = try ConnectivityChecker(options: configuration.connectivity, loop: loop) {
             mailbox.post(.probed(generation: $0, verdict: $1))

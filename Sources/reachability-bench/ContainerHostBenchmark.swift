@@ -20,6 +20,8 @@ struct ContainerHostBenchmark {
 
     struct Result {
         var startupMilliseconds: Double
+        /// NetworkManager's, where it is installed: until `nmcli` says it runs.
+        var networkManagerStartupMilliseconds: Double?
         var pods: Int
         /// Process name → CPU ms per pod, RSS KiB at the end.
         var cpuPerPod: [(String, Double)] = []
@@ -28,6 +30,8 @@ struct ContainerHostBenchmark {
         var rss: [(String, Int)] = []
         /// Subscriber → milliseconds from the deletion's request to its line.
         var deletion: [(String, [Double])] = []
+        /// Subscriber → milliseconds from `ip monitor`'s line (the kernel's announcement) to its own, per deletion.
+        var afterAnnouncement: [(String, [Double])] = []
         /// Lines the daemon's path subscriber printed during the churn beyond the route changes.
         var extraPathDocuments: Int
     }
@@ -56,6 +60,10 @@ struct ContainerHostBenchmark {
             usleep(1_000)
         }
         var result = Result(startupMilliseconds: milliseconds(now() - started), pods: 0, extraPathDocuments: 0)
+        // NetworkManager beside it where installed, observing every device (none managed), with its own bus.
+        let networkManager = try PeerNetworkManager.start(in: host, scratch: site.scratch)
+        defer { networkManager?.stop() }
+        result.networkManagerStartupMilliseconds = networkManager?.startupMilliseconds
 
         let watch = try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
         defer { watch.stop() }
@@ -77,6 +85,7 @@ struct ContainerHostBenchmark {
 
         let processes = [("reachd", daemon.processIdentifier), ("reachctl watch", watch.pid), ("reachctl watch --direct", direct.pid),
                          ("ip monitor", ipMonitor.pid)]
+            + (networkManager.map { [("NetworkManager", $0.pid), ("its dbus-daemon", $0.bus.processIdentifier)] } ?? [])
         let idleStart = processes.map { cpuNanoseconds(of: $0.1) }
         let idleSeconds: UInt32 = 3
         sleep(idleSeconds)
@@ -112,6 +121,7 @@ struct ContainerHostBenchmark {
         }
 
         var samples: [String: [Double]] = [:]
+        var afterIPMonitor: [String: [Double]] = [:]
         var routeChanges = 0
         let deadline = now() + UInt64(seconds) * 1_000_000_000 - 600_000_000
         while now() < deadline {
@@ -125,9 +135,11 @@ struct ContainerHostBenchmark {
             stages.forEach { $0.1() }
             let start = now()
             try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
+            var announced: UInt64 = start
             for (name, _, wait) in stages {
                 guard let time = wait(), time >= start else { throw BenchmarkError("\(name) did not see the deletion within 5 s") }
                 samples[name, default: []].append(milliseconds(time - start))
+                if name == "ip monitor" { announced = time } else { afterIPMonitor[name, default: []].append((Double(time) - Double(announced)) / 1e6) }
             }
             usleep(250_000)
             clientWaiter.arm { $0.status == .wired }
@@ -148,6 +160,7 @@ struct ContainerHostBenchmark {
             result.rss.append((process.0, residentKiB(of: process.1)))
         }
         result.deletion = ["ip monitor", "reachctl watch", "reachctl watch --direct", "ReachabilityClient (StatusChanged)"].map { ($0, samples[$0] ?? []) }
+        result.afterAnnouncement = ["reachctl watch", "reachctl watch --direct", "ReachabilityClient (StatusChanged)"].map { ($0, afterIPMonitor[$0] ?? []) }
         result.extraPathDocuments = watch.lineCount - linesBefore - routeChanges
         return result
     }
@@ -157,5 +170,75 @@ struct ContainerHostBenchmark {
     static func create(_ pod: Int, bridges: Int) -> [String] {
         ["link add name h\(pod) type veth peer name p\(pod)", "link set dev h\(pod) up", "link set dev p\(pod) up",
          "link set dev h\(pod) master cni\(pod % bridges)"]
+    }
+}
+
+/// NetworkManager as a peer (Debian's `network-manager`, where installed): in the
+/// host namespace with a private system bus, every device unmanaged — it watches
+/// and publishes them all, and changes nothing.
+final class PeerNetworkManager {
+    static let binary = "/usr/sbin/NetworkManager"
+    let bus = Process()
+    let process = Process()
+    var startupMilliseconds = 0.0
+    var pid: Int32 { process.processIdentifier }
+
+    static func start(in host: TestNamespace, scratch: URL) throws -> PeerNetworkManager? {
+        guard FileManager.default.isExecutableFile(atPath: binary) else { return nil }
+        let peer = PeerNetworkManager()
+        try peer.run(in: host, scratch: scratch)
+        return peer
+    }
+
+    private func run(in host: TestNamespace, scratch: URL) throws {
+        let directory = scratch.appendingPathComponent("nm")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("connections"), withIntermediateDirectories: true)
+        let socket = directory.appendingPathComponent("bus").path
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig><type>system</type><listen>unix:path=\(socket)</listen><auth>EXTERNAL</auth>
+            <policy context="default"><allow user="*"/><deny own="*"/><allow send_type="signal"/>
+            <allow send_requested_reply="true" send_type="method_return"/><allow send_requested_reply="true" send_type="error"/>
+            <allow receive_type="method_call"/><allow receive_type="method_return"/><allow receive_type="error"/>
+            <allow receive_type="signal"/><allow send_destination="org.freedesktop.DBus"/></policy>
+            <include>/usr/share/dbus-1/system.d/org.freedesktop.NetworkManager.conf</include></busconfig>
+            """.write(to: directory.appendingPathComponent("system.conf"), atomically: true, encoding: .utf8)
+        try """
+            [main]
+            plugins=keyfile
+            no-auto-default=*
+            [keyfile]
+            unmanaged-devices=*
+            path=\(directory.path)/connections
+            [logging]
+            level=WARN
+            """.write(to: directory.appendingPathComponent("nm.conf"), atomically: true, encoding: .utf8)
+        bus.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        bus.arguments = ["dbus-daemon", "--config-file=\(directory.path)/system.conf", "--nofork"]
+        bus.standardError = FileHandle.nullDevice
+        try bus.run()
+        while access(socket, F_OK) != 0 { usleep(1_000) }
+        let environment = "DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(socket)"
+        let started = now()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ip", "netns", "exec", host.name, "env", environment, Self.binary, "--no-daemon",
+                             "--config=\(directory.path)/nm.conf", "--state-file=\(directory.path)/state"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Running, its devices read: what nmcli says once NetworkManager answers.
+        while now() - started < 60_000_000_000 {
+            let answer = try NamespaceTesting.run(["ip", "netns", "exec", host.name, "env", environment, "nmcli", "-t", "-f", "RUNNING", "general"],
+                                                  check: false)
+            if answer.output.contains("running") { break }
+            usleep(10_000)
+        }
+        startupMilliseconds = milliseconds(now() - started)
+    }
+
+    func stop() {
+        stopProcess(process)
+        stopProcess(bus)
     }
 }

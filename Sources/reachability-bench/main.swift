@@ -3,15 +3,15 @@ import NamespaceTesting
 
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
 //                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N]
-//                    [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N]
+//                    [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N (0: 200, 2,000 and 5,000)]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000, "only-subscribers": 0, "only-pods": 0, "pod-seconds": 10]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000, "only-subscribers": 0, "only-pods": 0, "pod-seconds": 10, "pod-interfaces": 0]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N]")
         exit(2)
     }
     settings[key] = value
@@ -194,16 +194,21 @@ func runSubscriberLatencyBenchmark() throws {
 func runContainerHostBenchmark() throws {
     let seconds = settings["pod-seconds"]!
     print("\n== 12. Container host: pods (veth pairs on bridges) created and deleted at 20/s each for \(seconds) s, the default route deleted and re-added every 0.5 s")
-    for interfaces in [200, 2_000, 5_000] {
+    let sizes = settings["pod-interfaces"]! > 0 ? [settings["pod-interfaces"]!] : [200, 2_000, 5_000]
+    for interfaces in sizes {
         let result = try ContainerHostBenchmark(interfaces: interfaces, seconds: seconds, reachd: reachd, reachctl: reachctl).run()
         print("   \(interfaces) interfaces (CPU per pod net of the idle CPU the host's interfaces cost each process): reachd answers \(format(result.startupMilliseconds, 1)) ms after its start; \(result.pods) pods churned; path documents beyond the route's: \(result.extraPathDocuments)")
         print("     process                              CPU per pod   idle CPU per s   RSS KiB")
         for (((name, cpu), (_, idle)), (_, rss)) in zip(zip(result.cpuPerPod, result.idlePerSecond), result.rss) {
             print("     \(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(format(cpu, 3)) ms      \(format(idle, 2)) ms          \(rss)")
         }
-        print("     default route deleted → seen (ms)    p50      p99")
+        if let networkManager = result.networkManagerStartupMilliseconds {
+            print("     NetworkManager (every device unmanaged, its own bus) answered nmcli \(format(networkManager, 1)) ms after its start")
+        }
+        print("     default route deleted → seen (ms)    p50      p99      after ip monitor's line p50   p99")
         for (name, sample) in result.deletion {
-            print("     \(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(format(percentile(sample, 50)))    \(format(percentile(sample, 99)))")
+            let after = result.afterAnnouncement.first { $0.0 == name }?.1
+            print("     \(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(format(percentile(sample, 50)))    \(format(percentile(sample, 99)))" + (after.map { "    \(format(percentile($0, 50)))    \(format(percentile($0, 99)))" } ?? ""))
         }
     }
 }
