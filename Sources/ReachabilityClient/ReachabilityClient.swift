@@ -208,7 +208,7 @@ public final class ReachabilityClient: Sendable {
 
     /// Every interface (each entry marked `initial`), then each interface that
     /// changes, removed ones included: the daemon's `WatchInterfaces()` and
-    /// `InterfaceChanged` (docs/api.md). The path's ``Path/interfaces`` lists only
+    /// `InterfaceChanged` (docs/api.md). The path's `Path.interfaces` lists only
     /// the interfaces that could carry a path; this is for the rest (bridge ports,
     /// pod veths, interfaces that are down), and only a subscriber of it is sent them.
     ///

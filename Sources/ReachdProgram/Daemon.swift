@@ -76,7 +76,10 @@ final class Daemon: ReachabilityObjectDelegate {
             log: { Log.warning($0) })
         object.delegate = self
         // Interface changes are kept and rendered only while someone watches them.
-        object.onInterfaceWatchers = { [unowned self] in self.engine.tracksInterfaces = $0 }
+        object.onInterfaceWatchers = { [unowned self] watched in
+            self.engine.tracksInterfaces = watched
+            Log.debug(watched ? "interface changes: kept (someone watches them)" : "interface changes: not kept (nobody watches them)")
+        }
         let mailbox = mailbox
         connectivity = try ConnectivityChecker(options: configuration.connectivity, loop: loop) {
             mailbox.post(.probed(generation: $0, verdict: $1))

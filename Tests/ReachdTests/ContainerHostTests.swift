@@ -122,6 +122,46 @@ struct ContainerHostTests {
         }
     }
 
+    @Test("on a bus: InterfaceChanged reaches only a client that called WatchInterfaces; reachd renders none once it is gone",
+          .timeLimit(.minutes(3)))
+    func bus() async throws {
+        try await withScratch { scratch in
+            chmod(scratch.path, 0o755)
+            let bus = try TestSystemBus(directory: scratch)
+            defer { bus.stop() }
+            try await withNamespaces("rdpodbus", "router") { ns in
+                try Self.node(ns)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", bus.address])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                #expect(await eventually {
+                    let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath())?.interfaces
+                        .first { $0.name == "cni0" }
+                    return bridge?.addresses.count == 2 && bridge?.operstate == "up"
+                })
+                let paths = try Recorder("bus-paths", [DaemonProcess.reachctl, "watch", "--json", "--bus", bus.address], in: scratch)
+                defer { paths.stop() }
+                #expect(await eventually { paths.lines.count == 1 })
+                #expect(!daemon.log.contains("interface changes: kept"), "nobody watches yet: \(daemon.log.suffix(1000))")
+                let interfaces = try Recorder("bus-interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", bus.address],
+                                              in: scratch)
+                #expect(await eventually { daemon.log.contains("interface changes: kept") }, "\(daemon.log.suffix(1000))")
+                let inventory = try ReachabilityClient(endpoint: .address(bus.address)).interfaces().count
+                #expect(await eventually { interfaces.lines.count == inventory })
+                try Self.churn(ns[0], pods: 0..<20)
+                let podNames = Set((0..<20).flatMap { ["vh\($0)", "vp\($0)"] })
+                #expect(await eventually(.seconds(20)) {
+                    Set(interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }.filter(\.removed).map(\.interface.name)) == podNames
+                }, "\(interfaces.lines.suffix(5))")
+                #expect(paths.lines.count == 1, "the path's subscriber on the bus was sent nothing: \(paths.lines.dropFirst())")
+                // The watcher leaves: its unique name loses its owner, and reachd stops keeping changes.
+                interfaces.stop()
+                try Self.churn(ns[0], pods: 20..<21)
+                #expect(await eventually { daemon.log.contains("interface changes: not kept") }, "\(daemon.log.suffix(1000))")
+            }
+        }
+    }
+
     @Test("in-process: the paths stream holds the latest path, the interface stream one entry per interface",
           .timeLimit(.minutes(2)))
     func library() async throws {

@@ -1,0 +1,44 @@
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// reachd-trust's output is read on the loop, its stdout and its stderr at once:
+/// a helper that fills one pipe while reachd waits on the other would hang the
+/// daemon for good (at start: never ready; on reload: the watchdog kills it).
+@Suite("reachd-trust's output: both pipes at once, never waited for on the loop")
+struct TrustHelperOutputTests {
+    /// 400 hosts with trust evaluation disabled: check-config writes about 100 KB of
+    /// warnings to stderr, more than a pipe holds, before its answer on stdout.
+    static func config(in directory: URL) throws -> URL {
+        var text = "[trust]\ntimeout = \"1s\"\nreports = \"\(directory.appendingPathComponent("reports").path)\"\n"
+        for host in 0..<400 {
+            // Dialled on the namespace's loopback only: port 9 refuses at once.
+            text += "\n[[trust.host]]\nmatch = \"h\(host).disabled.test\"\nport = 9\nconnect = \"127.0.0.1\"\nmode = \"disabled\"\n"
+        }
+        let file = directory.appendingPathComponent("reachd.toml")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    @Test("400 disabled hosts: reachd starts, answers, logs each warning, and reloads", .timeLimit(.minutes(2)))
+    func manyWarnings() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdwarn") { ns in
+                let config = try Self.config(in: scratch)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing(timeout: .seconds(60))
+                #expect(daemon.log.components(separatedBy: "trust evaluation is DISABLED").count - 1 == 400, "\(daemon.log.suffix(500))")
+                let client = ReachabilityClient(endpoint: .address(daemon.address))
+                try client.reload()
+                #expect(await eventually { daemon.log.contains("reloaded \(config.path)") }, "\(daemon.log.suffix(500))")
+                #expect(daemon.log.components(separatedBy: "trust evaluation is DISABLED").count - 1 == 800)
+                #expect((try? client.currentPath()) != nil, "the daemon still answers")
+            }
+        }
+    }
+}
