@@ -170,9 +170,15 @@ package final class PathEngine {
     /// interface, and did not regain carrier. A link that goes down takes its IPv4
     /// routes with it silently, but routes the lookups did not pick cannot change
     /// their answer by going; one that comes up gets its routes back only with messages.
+    /// While there is no path, every link that is no port matters: it explains why.
     private func matters(_ index: Int32, before: Link?) -> Bool {
         if pathInterfaces.contains(index) || evaluator.wasAvailable(index) { return true }
-        guard let link = state.links[index] else { return false }
+        let link = state.links[index]
+        // With no path, why there is none (link-down, no-carrier, no-interface) is read
+        // from every link that is no port: one coming, going, up or down may change it.
+        if !pathIsUsable, (link ?? before)?.masterIndex == nil,
+           link?.isUp != before?.isUp || link?.hasCarrier != before?.hasCarrier { return true }
+        guard let link else { return false }
         if evaluator.isAvailable(link, state: state) { return true }
         if let master = link.masterIndex, pathInterfaces.contains(master) { return true }
         // Carrier back: the kernel uses a route it skipped while the link was down

@@ -20,6 +20,20 @@ struct MonitorTransitionTests {
         }
     }
 
+    @Test("with no path, the reason follows links that carry none: down, up without carrier, gone")
+    func reasonFollowsLinks() async throws {
+        try await withWatchedUplink("reasons") { ns, monitor in
+            try ns[0].ip("link set dev eth0 down")
+            try await waitForPath(monitor, "link-down") { $0.reason == .linkDown }
+            // No route is left to name eth0: only its own state says why there is no path.
+            try ns[1].ip("link set dev up0 down")
+            try ns[0].ip("link set dev eth0 up")
+            try await waitForPath(monitor, "no-carrier") { $0.reason == .noCarrier }
+            try ns[0].ip("link del dev eth0")
+            try await waitForPath(monitor, "no-interface") { $0.reason == .noInterface }
+        }
+    }
+
     @Test("IPv4 announces a route removal before it unlinks the route: the monitor still ends right, every time")
     func routeRemovalAnnouncedEarly() async throws {
         try await withNamespaces("delrace", "router") { ns in
