@@ -61,6 +61,15 @@ struct ContainerHostTests {
         try churnStay(ns[0])
     }
 
+    /// The bridge's link-local address and its operational state "up" come a moment after
+    /// its first port (the kernel's link watch): real changes, to be over before the churn.
+    static func bridgeSettled(_ daemon: DaemonProcess) async -> Bool {
+        await eventually {
+            let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath())?.interfaces.first { $0.name == "cni0" }
+            return bridge?.addresses.count == 2 && bridge?.operstate == "up"
+        }
+    }
+
     private static func churnStay(_ namespace: TestNamespace) throws {
         for command in ["link add name vhstay type veth peer name vpstay", "link set dev vhstay up", "link set dev vpstay up",
                         "link set dev vhstay master cni0"] {
@@ -77,13 +86,7 @@ struct ContainerHostTests {
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch)
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
-                // The bridge's link-local address and its operational state "up" come a moment after
-                // its first port (the kernel's link watch): real changes, before the churn.
-                #expect(await eventually {
-                    let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath())?.interfaces
-                        .first { $0.name == "cni0" }
-                    return bridge?.addresses.count == 2 && bridge?.operstate == "up"
-                })
+                #expect(await Self.bridgeSettled(daemon))
                 let paths = try Recorder("paths", [DaemonProcess.reachctl, "watch", "--json", "--bus", daemon.address], in: scratch)
                 defer { paths.stop() }
                 let interfaces = try Recorder("interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", daemon.address],
@@ -134,11 +137,7 @@ struct ContainerHostTests {
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", bus.address])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
-                #expect(await eventually {
-                    let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath())?.interfaces
-                        .first { $0.name == "cni0" }
-                    return bridge?.addresses.count == 2 && bridge?.operstate == "up"
-                })
+                #expect(await Self.bridgeSettled(daemon))
                 let paths = try Recorder("bus-paths", [DaemonProcess.reachctl, "watch", "--json", "--bus", bus.address], in: scratch)
                 defer { paths.stop() }
                 #expect(await eventually { paths.lines.count == 1 })
