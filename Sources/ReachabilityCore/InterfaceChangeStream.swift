@@ -98,8 +98,6 @@ public struct InterfaceChangeStream: AsyncSequence, Sendable {
             consumer?.resume(returning: nil)
         }
 
-        package var isFinished: Bool { state.withLock { $0.finished } }
-
         func next() async -> InterfaceChange? {
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<InterfaceChange?, Never>) in

@@ -105,6 +105,9 @@ final class HelperProcess {
         return descriptors.isEmpty
     }
 
+    /// Killed for its deadline already.
+    var isExpired: Bool { timedOut }
+
     /// Past its deadline: killed; its pipes end.
     func expire() {
         timedOut = true
@@ -169,9 +172,6 @@ final class HelperRuns {
         armTimer()
     }
 
-    /// How many runs are in flight.
-    var count: Int { running.count }
-
     private func finish(_ process: HelperProcess) {
         guard let index = running.firstIndex(where: { $0.process === process }) else { return }
         let run = running.remove(at: index)
@@ -191,9 +191,4 @@ final class HelperRuns {
         guard let next = pending.min() else { return timer.disarm() }
         timer.arm(after: max(.zero, ContinuousClock.now.duration(to: next)))
     }
-}
-
-extension HelperProcess {
-    /// Killed for its deadline already.
-    var isExpired: Bool { timedOut }
 }
