@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// What local users may hold of the daemon through its world-connectable
-/// private socket (CONTRACT.md "Limits"): no one but root can starve it of
+/// private socket (docs/security.md, limits against local users): no one but root can starve it of
 /// descriptors or grow its memory without bound.
 package struct ConnectionLimits: Sendable {
     /// Connections one non-root user may hold at once; more are closed at once.

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// The read-only subset of NetworkManager's D-Bus API that GLib's
-/// `GNetworkMonitorNM` and Qt's networkmanager backend read (CONTRACT.md), served
+/// `GNetworkMonitorNM` and Qt's networkmanager backend read (docs/desktop-apps.md), served
 /// on one bus connection: `/org/freedesktop/NetworkManager` and, while there is a
 /// path, its primary active connection and that connection's device.
 ///

@@ -10,7 +10,7 @@ package final class PrivateSocket {
     package let path: String
     let descriptor: Int32
 
-    /// The socket's default place (CONTRACT.md): the service's RuntimeDirectory
+    /// The socket's default place (docs/api.md, "Where the daemon is"): the service's RuntimeDirectory
     /// under systemd, `/run/reachd/bus` as root, else `$XDG_RUNTIME_DIR/reachd/bus`,
     /// else `/tmp/reachd-$UID/bus`.
     package static var defaultPath: String {

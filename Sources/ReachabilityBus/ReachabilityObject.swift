@@ -37,7 +37,7 @@ package struct BusMethodError: Error, Sendable {
     package static func limitsExceeded(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.LimitsExceeded", message) }
 }
 
-/// The io.reachd.Reachability1 object of CONTRACT.md, served on every
+/// The io.reachd.Reachability1 object of docs/api.md, served on every
 /// connection given to it: the bus and each peer of the private socket.
 package final class ReachabilityObject {
     /// The property values, in CONTRACT order.

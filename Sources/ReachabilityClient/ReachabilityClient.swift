@@ -55,7 +55,7 @@ public final class ReachabilityClient: Sendable {
     }
 
     /// Where the private socket is: the system service's, else where a daemon
-    /// run by this user puts it (CONTRACT.md).
+    /// run by this user puts it (docs/api.md).
     public static var defaultSocketPath: String {
         access("/run/reachd/bus", F_OK) == 0 ? "/run/reachd/bus" : PrivateSocket.defaultPath
     }

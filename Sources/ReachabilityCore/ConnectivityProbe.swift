@@ -3,7 +3,7 @@ import Netlink
 import Sockets
 import Synchronization
 
-/// CONTRACT.md's connectivity probe: an HTTP GET of the configured URL over the
+/// The connectivity probe (docs/connectivity.md): an HTTP GET of the configured URL over the
 /// path's own interface, one per address family, no redirect followed. Blocks
 /// for at most the configured timeout: run it off any event loop.
 package struct ConnectivityProbe: Sendable {

@@ -2,7 +2,7 @@ import Dispatch
 import Netlink
 
 /// When the connectivity probe runs, and what it found on the current way out
-/// (CONTRACT.md, Connectivity): at once when the way out changes; then, while
+/// (docs/connectivity.md): at once when the way out changes; then, while
 /// not full, 1 s later doubling up to `interval`; every `interval` while full.
 ///
 /// Shared by reachd (an sd-event timer) and the in-process monitor (its poll

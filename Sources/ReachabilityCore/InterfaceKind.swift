@@ -1,4 +1,4 @@
-/// What kind of device an interface is (CONTRACT.md's interface kinds).
+/// What kind of device an interface is (docs/path.md, "Interface kinds").
 public enum InterfaceKind: String, Codable, Sendable, CaseIterable {
     /// `lo`: never carries a path.
     case loopback

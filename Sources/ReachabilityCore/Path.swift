@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// The network path: what reachd publishes, `reachctl status --json` prints,
-/// and D-Bus `Describe()` returns. Encodes to exactly CONTRACT.md's path document.
+/// and D-Bus `Describe()` returns. Encodes to exactly the path document of docs/reachctl.md and docs/api.md.
 public struct Path: Codable, Sendable, Equatable {
     /// An interface named in the document.
     public struct Interface: Codable, Sendable, Equatable {
@@ -98,7 +98,7 @@ public struct Path: Codable, Sendable, Equatable {
     public var interfaces: [InterfaceState]
     /// The trust checker's overall verdict for the configured hosts (`none` without any).
     public var trust: TrustSummary
-    /// Whether the path reaches the Internet (CONTRACT.md, Connectivity).
+    /// Whether the path reaches the Internet (docs/connectivity.md).
     public var connectivity: Connectivity
     /// When `connectivity` is `portal`: the login page, if the probe was redirected to one.
     public var portal: String?
@@ -212,7 +212,7 @@ public struct Path: Codable, Sendable, Equatable {
         try container.encode(routes, forKey: .routes)
     }
 
-    /// The document as one line of JSON, keys in CONTRACT.md's order. The same
+    /// The document as one line of JSON, keys in the documented order (docs/reachctl.md). The same
     /// document as `Codable` encodes, written directly.
     public func jsonString() -> String {
         var writer = JSONWriter()

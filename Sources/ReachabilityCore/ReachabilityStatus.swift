@@ -1,4 +1,4 @@
-/// What the path is, as CONTRACT.md names it.
+/// What the path is, as docs/path.md names it.
 public enum ReachabilityStatus: String, Codable, Sendable, CaseIterable {
     /// Not known yet (before the first dump), or no longer known (an unrecovered error).
     case unknown
@@ -60,7 +60,7 @@ public enum TrustSummary: String, Codable, Sendable, CaseIterable {
     case portal
 }
 
-/// Whether the path reaches the Internet (CONTRACT.md, Connectivity), in
+/// Whether the path reaches the Internet (docs/connectivity.md), in
 /// NetworkManager's and GLib's vocabulary.
 public enum Connectivity: String, Codable, Sendable, CaseIterable {
     /// No evidence: no probe configured and no trust host validated on this path yet,

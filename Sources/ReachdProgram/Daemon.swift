@@ -46,7 +46,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private var loggedTrustWarnings: Set<String> = []
 
     private var connectivity: ConnectivityChecker!
-    /// Without a probe, CONTRACT.md's evidence of `full`: a host's chain validated in the latest round.
+    /// Without a probe, the evidence of `full` (docs/connectivity.md): a host's chain validated in the latest round.
     private var trustValidated = false
 
     private var metrics = DaemonMetrics()
@@ -143,7 +143,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func publish(_ fresh: Path) -> Bool {
         var path = fresh
         path.trust = trustSummary
-        // Without a probe, CONTRACT.md's evidence of `full` is a host validated in the latest round.
+        // Without a probe, the evidence of `full` (docs/connectivity.md) is a host validated in the latest round.
         (path.connectivity, path.portal) = connectivity.schedule.state(of: path, unprobed: trustValidated ? .full : .unknown)
         guard let path = path.succeeding(current) else { return false }
         let before = current?.connectivity

@@ -3,7 +3,7 @@ import ReachdMetrics
 import ReachdVersion
 import TrustHelperMessages
 
-/// What reachd counts for Prometheus, and the metric families of CONTRACT.md
+/// What reachd counts for Prometheus, and the metric families of docs/metrics.md
 /// built from it and from the daemon's current state at each scrape.
 struct DaemonMetrics {
     /// Documents published (StatusChanged emitted), since start.

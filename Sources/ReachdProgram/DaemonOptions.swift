@@ -1,4 +1,4 @@
-/// reachd's command line (CONTRACT.md): four options, parsed by hand. The
+/// reachd's command line (docs/daemon.md, man reachd): four options, parsed by hand. The
 /// daemon is measured by its resident memory, and swift-argument-parser cost it
 /// more for these four than the whole netlink monitor.
 struct DaemonOptions: Equatable {

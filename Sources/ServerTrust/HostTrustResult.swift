@@ -49,7 +49,7 @@ public struct HostTrustResult: Sendable, Equatable {
     }
 }
 
-/// The overall verdict over every probed host (CONTRACT.md): `none` (no host
+/// The overall verdict over every probed host (docs/trust.md): `none` (no host
 /// configured), `unknown` (not checked yet, or no host could be reached),
 /// `ok`, `degraded` (some host unreachable, pins expired, or a report-only pin
 /// mismatch), `portal` (a host judged `portal`: a captive portal intercepts TLS),

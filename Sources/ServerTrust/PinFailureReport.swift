@@ -3,7 +3,7 @@ import FoundationEssentials
 import X509
 
 /// A pin-failure report: RFC 7469's fields as TrustKit sends them, plus the path
-/// at the time (CONTRACT.md).
+/// at the time (docs/trust.md).
 public struct PinFailureReport: Codable, Sendable, Equatable {
     /// When the failure was seen (`date-time`).
     public var dateTime: Date

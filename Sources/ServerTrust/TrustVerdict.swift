@@ -1,4 +1,4 @@
-/// A host's verdict (CONTRACT.md). A network failure is never a trust failure.
+/// A host's verdict (docs/trust.md). A network failure is never a trust failure.
 public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
     /// The chain validated, the name matched and a pin matched (when pins are set).
     case trusted

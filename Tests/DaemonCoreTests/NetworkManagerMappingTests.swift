@@ -3,7 +3,7 @@ import ReachabilityBus
 import ReachabilityCore
 import Testing
 
-/// CONTRACT.md's mapping of reachd's path onto NetworkManager's values, for the
+/// The mapping (docs/desktop-apps.md) of reachd's path onto NetworkManager's values, for the
 /// cases the GLib and Qt tests (NetworkManagerCompatTests) cannot make: no
 /// Wi-Fi, modem or VPN exists in CI, and `limited` needs a probe that times out.
 @Suite("what NetworkManager would report of a path")

@@ -3,7 +3,7 @@ import NamespaceTesting
 import Reachability
 import Testing
 
-/// DESIGN.md principle 5 for the in-process library: subscribers slower than the
+/// "State, not history" (docs/api.md, "What subscribers are sent") for the in-process library: subscribers slower than the
 /// kernel (a `paths` consumer and an `onChange` handler that each take 2 ms per
 /// path) may see intermediate paths coalesced, never a stale last one.
 @Suite("the monitor's subscribers converge")

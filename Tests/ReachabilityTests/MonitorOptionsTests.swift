@@ -21,7 +21,7 @@ struct MonitorOptionsTests {
         }
     }
 
-    @Test("every key of CONTRACT.md's [monitor] table")
+    @Test("every key of the [monitor] table (docs/configuration.md)")
     func fullTable() throws {
         let options = try load("""
         [monitor]

@@ -29,7 +29,7 @@ struct PathDocumentTests {
         #expect(throws: (any Error).self) { try Path(json: Self.sample.jsonString().replacingOccurrences(of: "2026-11-22T10:00:00Z", with: "2026-13-22T10:00:00Z")) }
     }
 
-    @Test("encodes to CONTRACT.md's document, nulls included")
+    @Test("encodes to the documented path document (docs/reachctl.md), nulls included")
     func encoding() throws {
         let object = try JSONSerialization.jsonObject(with: Data(Self.sample.jsonString().utf8)) as! [String: Any]
         for key in ["status", "reason", "interface", "gateway", "ipv4", "ipv6", "expensive", "vpn", "interfaces",

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// CONTRACT.md's Connectivity: reachd's HTTP probe against a real HTTP server in the
+/// Connectivity (docs/connectivity.md): reachd's HTTP probe against a real HTTP server in the
 /// gateway's namespace, and trust judged knowing whether a captive portal is there.
 @Suite("reachd's connectivity probe", .serialized)
 struct ConnectivityTests {

@@ -141,7 +141,7 @@ struct DaemonTests {
         }
     }
 
-    @Test("the command line of CONTRACT.md: --help, and usage errors exit 64 naming the option")
+    @Test("the command line of docs/daemon.md: --help, and usage errors exit 64 naming the option")
     func commandLine() throws {
         let help = try run([DaemonProcess.binary, "--help"])
         #expect(help.output.hasPrefix("USAGE: reachd [--config <file>] [--bus <bus>] [--socket <path>] [--log-level <level>]\n"))

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// CONTRACT.md "Limits": the private socket is world-connectable, so a hostile
+/// docs/security.md, limits against local users: the private socket is world-connectable, so a hostile
 /// local user (here `nobody`, through `setpriv`) tries to starve the daemon.
 @Suite("limits against local users", .serialized)
 struct LocalUserLimitsTests {
@@ -248,7 +248,7 @@ struct LocalUserLimitsTests {
                 }, "\(daemon.log.suffix(2000))")
                 let counts = watchers.map { lines($0.1).count }
                 // Both read as fast as they can; a change that finds a socket full is
-                // coalesced into the next one that fits (DESIGN.md principle 5).
+                // coalesced into the next one that fits (docs/api.md, "What subscribers are sent").
                 #expect(lines(watchers[0].1).last == lines(watchers[1].1).last, "both end on the same document: \(counts)")
                 #expect(final()?.interfaces.contains { $0.addresses.contains("10.9.0.7/32") } == true)
                 #expect(await eventually(.seconds(20)) { daemon.log.contains("that does not read (behind for") },

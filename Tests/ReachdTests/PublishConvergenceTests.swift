@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// DESIGN.md principle 5: coalescing is allowed, a stale last state is not. Every
+/// State, not history (docs/api.md, "What subscribers are sent"): coalescing is allowed, a stale last state is not. Every
 /// kind of subscriber — `reachctl watch` and `ReachabilityClient` on the private
 /// socket and on a bus broker, some paused while the kernel churns so that their
 /// sockets fill — ends on the document `Describe()` answers, whatever the last

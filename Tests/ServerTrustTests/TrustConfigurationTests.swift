@@ -25,7 +25,7 @@ struct TrustConfigurationTests {
         }
     }
 
-    @Test("every key of CONTRACT.md, relative files from the config's directory")
+    @Test("every key of docs/configuration.md, relative files from the config's directory")
     func everyKey() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let root = try TestAuthority.root("Config Root")

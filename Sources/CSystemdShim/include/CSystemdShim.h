@@ -54,7 +54,7 @@ int reachd_bus_read(sd_bus_message *message, const char **first, const char **se
 /* The effective UID of the sender of a call (bus or peer-to-peer), or a negative errno. */
 int reachd_bus_sender_euid(sd_bus_message *message, uid_t *uid);
 
-/* The NetworkManager-compatible surface (CONTRACT.md): the read-only subset GLib's and Qt's
+/* The NetworkManager-compatible surface (docs/desktop-apps.md): the read-only subset GLib's and Qt's
  * NetworkManager backends read. One property getter serves the three interfaces. */
 #define REACHD_NM_NAME "org.freedesktop.NetworkManager"
 #define REACHD_NM_PATH "/org/freedesktop/NetworkManager"
