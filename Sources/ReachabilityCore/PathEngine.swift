@@ -239,12 +239,8 @@ package final class PathEngine {
     package func evaluate(destination: String, addresses: [IPAddress], watch: Bool = true) -> Path {
         guard isSynchronized else { return .unknown(destination: destination) }
         refresh()
-        if !watch {
-            let kept = evaluator.lookedUpInterfaces
-            defer { evaluator.restoreLookedUp(kept) }
-            return evaluator.evaluate(addresses, state: state, query: query, destination: destination)
-        }
-        return remember(evaluator.evaluate(addresses, state: state, query: query, destination: destination), addresses: addresses)
+        let path = evaluator.evaluate(addresses, state: state, query: query, destination: destination)
+        return watch ? remember(path, addresses: addresses) : path
     }
 
     // MARK: Interfaces

@@ -17,7 +17,8 @@ struct PathEvaluator {
     private var available: [Int32: Path.InterfaceState] = [:]
     /// `available` in index order, until it changes.
     private var availableInOrder: [Path.InterfaceState]?
-    /// The interfaces the kernel's answers named in the latest evaluation, usable or not.
+    /// The interfaces the kernel's answers named in the latest evaluation, usable or not
+    /// (read by the engine right after a watched one).
     private(set) var lookedUpInterfaces: Set<Int32> = []
 
     init(options: MonitorOptions, facts: any InterfaceFactsSource) {
@@ -112,16 +113,12 @@ struct PathEvaluator {
 
     /// A removed interface's entry, from the link as it was last seen.
     mutating func removal(of link: Link) -> InterfaceChange {
-        var entry = Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
+        let entry = Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
                                         operstate: link.operationalState.description, up: link.isUp, carrier: link.hasCarrier,
                                         addresses: [])
-        entry.up = false
         kinds[link.index] = nil
         return InterfaceChange(interface: entry, available: false, removed: true)
     }
-
-    /// Puts back what a one-off evaluation (not the watched path) replaced.
-    mutating func restoreLookedUp(_ interfaces: Set<Int32>) { lookedUpInterfaces = interfaces }
 
     private mutating func interfaceState(_ link: Link, state: NetworkState) -> Path.InterfaceState {
         Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),

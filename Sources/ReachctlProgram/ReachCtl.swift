@@ -65,8 +65,13 @@ struct CommonOptions: ParsableArguments {
     /// The daemon's path when one answers, else the path computed here.
     func currentPath() throws -> Path {
         if let client, let path = try? client.currentPath() { return path }
+        return try readHere { try ReachabilityMonitor.path(options: $0) }
+    }
+
+    /// Reads the kernel in this process with the `[monitor]` options; a failure is reachctl's one-line error.
+    private func readHere<T>(_ read: (MonitorOptions) throws -> T) throws -> T {
         do {
-            return try ReachabilityMonitor.path(options: try monitorOptions())
+            return try read(try monitorOptions())
         } catch let exit as ExitCode {
             throw exit
         } catch {
@@ -125,13 +130,7 @@ struct CommonOptions: ParsableArguments {
     /// Every interface: the daemon's inventory when one answers, else the kernel's read here.
     func interfaces() throws -> [InterfaceChange] {
         if let client, let inventory = try? client.interfaces() { return inventory }
-        do {
-            return try ReachabilityMonitor.interfaces(options: try monitorOptions())
-        } catch let exit as ExitCode {
-            throw exit
-        } catch {
-            throw fail("reading the network state", error)
-        }
+        return try readHere { try ReachabilityMonitor.interfaces(options: $0) }
     }
 
     private func startMonitor() throws -> ReachabilityMonitor {
