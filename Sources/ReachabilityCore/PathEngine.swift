@@ -148,6 +148,9 @@ package final class PathEngine {
                 return urgent
             }) {
             case .drained, .paused:
+                // Now, not at the next evaluation: on a node whose path does not move, pods
+                // would otherwise pile up here (and their kinds in the evaluator) for ever.
+                refresh()
                 return outcome
             case .overrun:
                 statistics.overruns += 1
