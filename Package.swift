@@ -57,6 +57,7 @@ let package = Package(
             name: "ServerTrust",
             dependencies: [
                 "TOML",
+                "CSocketsShim",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),

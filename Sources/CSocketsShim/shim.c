@@ -11,3 +11,11 @@ int reachd_poll(struct pollfd *descriptors, nfds_t count, int64_t timeout_nanose
     };
     return ppoll(descriptors, count, &timeout, NULL);
 }
+
+#include <sys/timex.h>
+
+int reachd_kernel_clock_synchronized(void) {
+    struct timex state = {0};
+    int result = adjtimex(&state);
+    return result >= 0 && result != TIME_ERROR && !(state.status & STA_UNSYNC);
+}

@@ -12,8 +12,13 @@
 /// - the first path starts a round whatever `recheck` says; after it, path
 ///   changes do unless only the interval should (then they retry deliveries);
 ///   with `interval` or `both`, the next round follows each one by `interval`;
+/// - rounds start at least `minimumSpacing` apart, whatever asks for them (router
+///   advertisements flapping the path, `RecheckTrust` callers): one asked for
+///   sooner runs when the spacing has passed, once;
 /// - waiting reports are retried 15 s after a new one arrives, doubling to an
-///   hour while they keep waiting, and on path changes.
+///   hour while they keep waiting, and on path changes — only while the owner
+///   says they may go (the path `full`, trust neither `compromised` nor
+///   `portal`: never over the path that failed them).
 package final class TrustScheduler {
     /// What runs in reachd-trust.
     package enum Job: Equatable, Sendable {
@@ -38,6 +43,8 @@ package final class TrustScheduler {
     }
 
     package static let firstDeliveryRetry = Duration.seconds(15)
+    /// Between the starts of two rounds.
+    package static let minimumSpacing = Duration.seconds(2)
     package static let lastDeliveryRetry = Duration.seconds(3600)
 
     /// Hosts are configured and the helper is there.
@@ -54,6 +61,13 @@ package final class TrustScheduler {
     package private(set) var running: Job?
 
     private var roundAgain = false
+    /// A round asked for before the spacing passed, and why.
+    private var spaced: String?
+    private var lastRoundStart: ContinuousClock.Instant?
+    private let minimumSpacing: Duration
+    private let spacingTimer: Timer
+    private let now: () -> ContinuousClock.Instant
+    private let mayDeliver: () -> Bool
     /// A round waiting for the first connectivity verdict, and why it was asked for.
     private var afterProbe: String?
     private var deliveryBackoff = TrustScheduler.firstDeliveryRetry
@@ -66,8 +80,17 @@ package final class TrustScheduler {
     ///   - start: starts reachd-trust for the job; false when it could not (the
     ///     owner says why). The owner calls `finished(_:)` when the job ends.
     ///   - isAwaitingProbe: whether the first connectivity probe of the way out is still out.
+    ///   - mayDeliver: whether waiting reports may be sent now.
+    ///   - spacingTimer: fires when a round held back by `minimumSpacing` may start (`spacingElapsed()`).
     package init(isEnabled: Bool, canDeliver: Bool, recheck: Recheck, interval: Duration, roundTimer: Timer, deliveryTimer: Timer,
-                 isAwaitingProbe: @escaping () -> Bool, start: @escaping (Job, _ reason: String) -> Bool) {
+                 spacingTimer: Timer, minimumSpacing: Duration = TrustScheduler.minimumSpacing,
+                 now: @escaping () -> ContinuousClock.Instant = { .now },
+                 isAwaitingProbe: @escaping () -> Bool, mayDeliver: @escaping () -> Bool,
+                 start: @escaping (Job, _ reason: String) -> Bool) {
+        self.spacingTimer = spacingTimer
+        self.minimumSpacing = minimumSpacing
+        self.now = now
+        self.mayDeliver = mayDeliver
         self.isEnabled = isEnabled
         self.canDeliver = canDeliver
         self.recheck = recheck
@@ -89,9 +112,23 @@ package final class TrustScheduler {
             roundAgain = true
             return
         }
+        if let last = lastRoundStart, last.duration(to: now()) < minimumSpacing {
+            if spaced == nil { spacingTimer.arm(minimumSpacing - last.duration(to: now())) }
+            spaced = reason
+            return
+        }
         afterProbe = nil
+        spaced = nil
         generation += 1
+        lastRoundStart = now()
         if start(.round(generation: generation), reason) { running = .round(generation: generation) }
+    }
+
+    /// The spacing after the last round passed: the round held back runs.
+    package func spacingElapsed() {
+        guard let reason = spaced else { return }
+        spaced = nil
+        requestRound(reason)
     }
 
     /// A new path was published (`first`: the daemon's first).
@@ -118,7 +155,7 @@ package final class TrustScheduler {
 
     /// Sends the waiting reports, unless the helper is busy (a round sends them too).
     package func requestDelivery(_ reason: String) {
-        guard reportsPending > 0, canDeliver, running == nil else { return }
+        guard reportsPending > 0, canDeliver, running == nil, mayDeliver() else { return }
         if start(.delivery, reason) { running = .delivery }
     }
 

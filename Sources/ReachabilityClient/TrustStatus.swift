@@ -88,8 +88,15 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
         public static let pinsExpired = Verdict(rawValue: "pins-expired")
         /// No TLS handshake completed: no route, refused, or timed out.
         public static let unreachable = Verdict(rawValue: "unreachable")
-        /// The handshake failed while connectivity is `portal`: a captive portal, not an attack.
+        /// The handshake failed validation while connectivity is `portal`: a captive portal,
+        /// or an interceptor posing as one. Not an alarm, not trusted either; a pinned
+        /// host's failure is still reported, marked as seen behind the portal.
         public static let portal = Verdict(rawValue: "portal")
+        /// A certificate looked expired or not yet valid while the clock is not
+        /// synchronised: the clock is the suspect, not the server.
+        public static let clockUnsynchronized = Verdict(rawValue: "clock-unsynchronized")
+        /// Not judged: the round was killed at its deadline (the reason says so).
+        public static let unknown = Verdict(rawValue: "unknown")
     }
 
     /// Reads the daemon's `TrustStatus()` document.

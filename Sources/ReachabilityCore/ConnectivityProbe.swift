@@ -31,6 +31,8 @@ package struct ConnectivityProbe: Sendable {
         package var portal: String?
         /// For the log: "204", "302 to http://…", "connecting to 192.0.2.1:80: Connection refused".
         package var detail: String
+        /// The HTTP status, when the answer was HTTP: part of the evidence a report seen behind a portal carries.
+        package var httpStatus: Int? = nil
     }
 
     /// The verdict over every family `path` has a usable route for.
@@ -39,6 +41,8 @@ package struct ConnectivityProbe: Sendable {
         package var portal: String?
         /// Per family probed: "ipv4 204", "ipv6 connecting to …: timed out".
         package var details: [String]
+        /// The deciding answer's HTTP status, when it was HTTP.
+        package var httpStatus: Int? = nil
     }
 
     /// The whole response is never needed: what decides fits in the head and the first bytes of the body.
@@ -60,7 +64,7 @@ package struct ConnectivityProbe: Sendable {
         let found = answers.withLock { $0.map { $0! } }
         let best = found.max { $0.connectivity.rank < $1.connectivity.rank }
         return Verdict(connectivity: best?.connectivity ?? .limited, portal: best?.portal,
-                       details: zip(families, found).map { "\($0 == .v4 ? "ipv4" : "ipv6") \($1.detail)" })
+                       details: zip(families, found).map { "\($0 == .v4 ? "ipv4" : "ipv6") \($1.detail)" }, httpStatus: best?.httpStatus)
     }
 
     private func inNamespace(_ body: () -> Answer) -> Answer {
@@ -111,13 +115,13 @@ package struct ConnectivityProbe: Sendable {
         guard head.status == 200 || head.status == 204 else {
             let location = head.status / 100 == 3 ? head.location.flatMap(portalURL) : nil
             return Answer(connectivity: .portal, portal: location,
-                          detail: "\(head.status)" + (location.map { " to \($0)" } ?? ""))
+                          detail: "\(head.status)" + (location.map { " to \($0)" } ?? ""), httpStatus: head.status)
         }
-        if head.status == 204 && response.isEmpty { return Answer(connectivity: .full, portal: nil, detail: "204") }
+        if head.status == 204 && response.isEmpty { return Answer(connectivity: .full, portal: nil, detail: "204", httpStatus: 204) }
         guard let body = head.body(of: bytes, atEnd: atEnd, needed: max(response.count, 1)) else { return nil }
         let expected = response.isEmpty ? body.isEmpty : (head.status == 200 && body.starts(with: response))
         return Answer(connectivity: expected ? .full : .portal, portal: nil,
-                      detail: "\(head.status) with \(body.isEmpty ? "an empty body" : "another body")")
+                      detail: "\(head.status) with \(body.isEmpty ? "an empty body" : "another body")", httpStatus: head.status)
     }
 
     /// An absolute URL for the login page (a relative `Location` is taken from the probe's host).

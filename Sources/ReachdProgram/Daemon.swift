@@ -86,12 +86,15 @@ final class Daemon: ReachabilityObjectDelegate {
         }
         let roundTimer = try loop.timer { [unowned self] in trust.requestRound("interval") }
         let deliveryTimer = try loop.timer { [unowned self] in trust.requestDelivery("retry") }
+        let spacingTimer = try loop.timer { [unowned self] in trust.spacingElapsed() }
         trust = TrustScheduler(
             isEnabled: Self.checksTrust(configuration, helper), canDeliver: helper != nil,
             recheck: Self.recheck(configuration), interval: .seconds(configuration.trust.interval),
             roundTimer: .init(arm: { roundTimer.arm(after: $0) }, disarm: { roundTimer.disarm() }),
             deliveryTimer: .init(arm: { deliveryTimer.arm(after: $0) }, disarm: { deliveryTimer.disarm() }),
+            spacingTimer: .init(arm: { spacingTimer.arm(after: $0) }, disarm: { spacingTimer.disarm() }),
             isAwaitingProbe: { [unowned self] in connectivity.schedule.isAwaitingFirstVerdict },
+            mayDeliver: { [unowned self] in mayDeliverReports },
             start: { [unowned self] job, reason in startHelper(job, reason: reason) })
         try loop.onReadable(mailbox.descriptor) { [unowned self] in
             for message in mailbox.take() { handle(message) }
@@ -169,9 +172,17 @@ final class Daemon: ReachabilityObjectDelegate {
     private func republish() {
         guard let path = current else { return }
         let before = path.connectivity
+        let couldDeliver = mayDeliverReports
         publish(path)
         let after = current?.connectivity ?? before
         trust.connectivityPublished(portalChanged: (before == .portal) != (after == .portal), connectivity: after.rawValue)
+        if !couldDeliver && mayDeliverReports { trust.requestDelivery("connectivity full") }
+    }
+
+    /// Reports go out only over a path that reaches the Internet unaltered: never
+    /// over the one that failed them, nor through a portal (docs/security.md).
+    private var mayDeliverReports: Bool {
+        current?.connectivity == .full && trustSummary != .compromised && trustSummary != .portal
     }
 
     private func properties(of path: Path) -> ReachabilityObject.Properties {
@@ -218,11 +229,20 @@ final class Daemon: ReachabilityObjectDelegate {
             switch job {
             case .round:
                 Log.debug("trust: checking \(configuration.trust.hosts) hosts (\(reason))")
-                let path = current.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
-                try helper.startCheck(configFile, path: path, runs: helperRuns) { [unowned self] result in finishRound(job, result) }
+                var path = current.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
+                if current?.connectivity == .portal {
+                    // The probe's evidence, for the reports of failures seen behind the portal.
+                    let verdict = connectivity.schedule.verdict
+                    path += [verdict?.httpStatus.map(String.init) ?? "", verdict?.portal ?? ""]
+                }
+                try helper.startCheck(configFile, path: path, within: .seconds(configuration.trust.roundBudget), runs: helperRuns) {
+                    [unowned self] result in finishRound(job, result)
+                }
             case .delivery:
                 Log.debug("trust: delivering \(trust.reportsPending) waiting reports (\(reason))")
-                try helper.startDelivery(configFile, runs: helperRuns) { [unowned self] result in finishDelivery(result) }
+                try helper.startDelivery(configFile, within: .seconds(configuration.trust.deliveryBudget), runs: helperRuns) {
+                    [unowned self] result in finishDelivery(result)
+                }
             }
             return true
         } catch {
@@ -238,6 +258,9 @@ final class Daemon: ReachabilityObjectDelegate {
             case let .success(round):
                 trustValidated = round.summaries.contains { TrustHostSummary.validatedVerdicts.contains($0.verdict) }
                 publishTrust(round)
+            case let .failure(failure) where failure.timedOut:
+                trustValidated = false
+                abandonRound(failure)
             case let .failure(failure):
                 trustValidated = false
                 forgetTrust(failure)
@@ -271,15 +294,57 @@ final class Daemon: ReachabilityObjectDelegate {
         trustRound = round
         metrics.count(round)
         for warning in round.warnings where loggedTrustWarnings.insert(warning).inserted { Log.warning("trust: \(warning)") }
+        for name in round.evicted { Log.warning("trust: report \(name) evicted to keep the spool within its capacity") }
         // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
         for report in round.reports {
             object.emit("PinFailure", report)
             let head = try? JSONDecoder().decode(PinFailureReportHead.self, from: Data(report.utf8))
-            Log.warning("trust: pin failure for \(head?.hostname ?? "?"): \(head?.validationResult ?? "?") (report spooled)")
+            let portal = head?.captivePortal.map { portal in
+                " behind a captive portal (the probe got \(portal.httpStatus.map(String.init) ?? "no HTTP answer")\(portal.location.map { " to \($0)" } ?? ""))"
+            } ?? ""
+            Log.warning("trust: pin failure for \(head?.hostname ?? "?")\(portal): \(head?.validationResult ?? "?") (report spooled)")
         }
         updateReportsPending(round.reportsPending)
         guard trustSummary != before || !round.reports.isEmpty else { return }
         announceTrust()
+    }
+
+    /// A round past its budget, killed: every host is `unknown` (not judged), with
+    /// the reason, and the next round runs as any other. A helper stopped, or held
+    /// by a server that trickles bytes, must not keep the last verdict standing.
+    private func abandonRound(_ failure: TrustHelper.Failure) {
+        Log.error("trust: \(failure); every host is unknown until a round completes")
+        metrics.roundsKilled += 1
+        let checkedAt = Date()
+        let hosts = configuration.trust.probed.map { UnjudgedHost(host: $0.host, port: $0.port, reason: "not judged: \(failure)", checkedAt: checkedAt) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        let before = trustSummary
+        trustRound = TrustRound(overall: TrustSummary.unknown.rawValue,
+                                hosts: String(decoding: (try? encoder.encode(hosts)) ?? Data("[]".utf8), as: UTF8.self), reports: [], warnings: [],
+                                reportsPending: trust.reportsPending, summaries: [], evicted: [])
+        if trustSummary != before { announceTrust() } else { object.publishTrust(trustSummary.rawValue, document: trustStatus()) }
+    }
+
+    /// A host of the TrustStatus document that no round judged.
+    private struct UnjudgedHost: Encodable {
+        var host: String
+        var port: Int
+        var pattern: String
+        var verdict = "unknown"
+        var reason: String
+        var enforced = true
+        var presentedPins: [String] = []
+        var checkedAt: Date
+
+        init(host: String, port: Int, reason: String, checkedAt: Date) {
+            (self.host, self.port, pattern, self.reason, self.checkedAt) = (host, port, host, reason, checkedAt)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case host, port, pattern, verdict, reason, enforced, presentedPins = "presented-pins", checkedAt = "checked-at"
+        }
     }
 
     /// A round that gave no result (reachd-trust crashed, or the config on disk no

@@ -14,15 +14,23 @@ struct DaemonMetrics {
     /// the config's hosts only: a host removed by a reload loses its series.
     var trustChecks: [String: Int] = [:]
     var pinFailures: [String: Int] = [:]
+    var pinFailuresBehindPortal: [String: Int] = [:]
+    /// Rounds killed at their deadline.
+    var roundsKilled = 0
+    /// Reports evicted to keep the spool and the outbox within their capacity.
+    var reportsEvicted = 0
 
     mutating func count(_ round: TrustRound) {
         for host in round.summaries {
             trustChecks[host.host, default: 0] += 1
             if host.pinFailure { pinFailures[host.host, default: 0] += 1 }
+            if host.pinFailureBehindPortal { pinFailuresBehindPortal[host.host, default: 0] += 1 }
         }
+        reportsEvicted += round.evicted.count
         let hosts = Set(round.summaries.map(\.host))
         trustChecks = trustChecks.filter { hosts.contains($0.key) }
         pinFailures = pinFailures.filter { hosts.contains($0.key) }
+        pinFailuresBehindPortal = pinFailuresBehindPortal.filter { hosts.contains($0.key) }
     }
 
     /// What the daemon knows at this moment.
@@ -64,6 +72,11 @@ struct DaemonMetrics {
                          samples: trustChecks.sorted { $0.key < $1.key }.map { Sample([.init("host", $0.key)], Double($0.value)) }),
             MetricFamily("reachd_pin_failures_total", .counter, help: "Rounds in which a pinned host with enforced pins failed validation.",
                          samples: trustChecks.keys.sorted().map { Sample([.init("host", $0)], Double(pinFailures[$0] ?? 0)) }),
+            MetricFamily("reachd_pin_failures_behind_portal_total", .counter,
+                         help: "Rounds in which a pinned host with enforced pins failed validation while connectivity was portal (judged portal, reported).",
+                         samples: trustChecks.keys.sorted().map { Sample([.init("host", $0)], Double(pinFailuresBehindPortal[$0] ?? 0)) }),
+            .counter("reachd_trust_rounds_killed_total", help: "Trust rounds killed at their deadline (every host unknown until the next round).",
+                     roundsKilled),
             MetricFamily("reachd_trust_cert_expiry_timestamp_seconds", .gauge,
                          help: "The earliest notAfter in each trust host's validated chain (hosts whose chain validated in the latest round).",
                          samples: hosts.compactMap { host in
@@ -71,6 +84,8 @@ struct DaemonMetrics {
                          }),
             .gauge("reachd_reports_pending", help: "Pin-failure reports spooled and not yet delivered to every collector.",
                    Double(state.reportsPending)),
+            .counter("reachd_reports_evicted_total", help: "Pin-failure reports evicted to keep the spool and the outbox within their capacity.",
+                     reportsEvicted),
         ]
     }
 }

@@ -13,6 +13,8 @@ import Glibc
 struct TrustHelper {
     struct Failure: Error, CustomStringConvertible {
         let description: String
+        /// Killed at its deadline.
+        var timedOut = false
     }
 
     let executable: String
@@ -54,23 +56,23 @@ struct TrustHelper {
         return summary
     }
 
-    /// Starts a round; `completion` runs on the loop with its outcome.
-    func startCheck(_ file: String, path: [String], runs: HelperRuns,
+    /// Starts a round, killed past `budget`; `completion` runs on the loop with its outcome.
+    func startCheck(_ file: String, path: [String], within budget: Duration, runs: HelperRuns,
                     completion: @escaping (Result<TrustRound, Failure>) -> Void) throws(Failure) {
-        try start(["check", file] + path, runs: runs, completion: completion)
+        try start(["check", file] + path, within: budget, runs: runs, completion: completion)
     }
 
-    /// Starts a delivery pass over the report outbox; `completion` runs on the loop.
-    func startDelivery(_ file: String, runs: HelperRuns,
+    /// Starts a delivery pass over the report outbox, killed past `budget`; `completion` runs on the loop.
+    func startDelivery(_ file: String, within budget: Duration, runs: HelperRuns,
                        completion: @escaping (Result<TrustDelivery, Failure>) -> Void) throws(Failure) {
-        try start(["deliver", file], runs: runs, completion: completion)
+        try start(["deliver", file], within: budget, runs: runs, completion: completion)
     }
 
     /// Runs the helper without blocking the loop; its one JSON line is decoded when it exits.
     /// Its own log lines (stderr) go, as it wrote them, where the daemon's go.
-    private func start<Answer: Decodable>(_ arguments: [String], runs: HelperRuns,
+    private func start<Answer: Decodable>(_ arguments: [String], within budget: Duration, runs: HelperRuns,
                                           completion: @escaping (Result<Answer, Failure>) -> Void) throws(Failure) {
-        try runs.start(executable, arguments, within: nil) { outcome in
+        try runs.start(executable, arguments, within: budget) { outcome in
             outcome.errors.withUnsafeBytes { bytes in
                 var offset = 0
                 while offset < bytes.count {
@@ -80,7 +82,9 @@ struct TrustHelper {
                     offset += written
                 }
             }
-            if outcome.status == 0, !outcome.overflowed, let answer = try? JSONDecoder().decode(Answer.self, from: Data(outcome.output)) {
+            if outcome.timedOut {
+                completion(.failure(Failure(description: "reachd-trust \(arguments[0]) did not finish within \(budget) (killed)", timedOut: true)))
+            } else if outcome.status == 0, !outcome.overflowed, let answer = try? JSONDecoder().decode(Answer.self, from: Data(outcome.output)) {
                 completion(.success(answer))
             } else {
                 completion(.failure(Failure(description: "reachd-trust \(arguments[0]) exited \(outcome.status) without a result")))

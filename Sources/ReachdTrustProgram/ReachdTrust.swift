@@ -14,9 +14,11 @@ import Glibc
 //
 //   reachd-trust check-config FILE
 //       validates the [trust] table; prints TrustConfigurationSummary; exit 1 with file:line on stderr
-//   reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY]]]
-//       re-validates every host; spools reports, delivers waiting ones; prints TrustRound.
-//       CONNECTIVITY portal: failed handshakes are the portal's, judged `portal`, not reported
+//   reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION]]]]]
+//       re-validates every host; spools reports; delivers waiting ones when CONNECTIVITY
+//       is full and the round neither compromised nor portal; prints TrustRound.
+//       CONNECTIVITY portal: failed handshakes are judged `portal`, and a pinned host's
+//       failure is reported marked with the probe's HTTP-STATUS and LOCATION
 //   reachd-trust deliver FILE
 //       sends the reports waiting in the outbox to their collectors; prints TrustDelivery
 //   reachd-trust ctl check|verify|pin|diagnose …
@@ -63,7 +65,7 @@ package enum ReachdTrust {
             exit(0)
         }
         guard arguments.count >= 2, ["check-config", "check", "deliver"].contains(arguments[0]) else {
-            fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY]]] | deliver FILE | ctl COMMAND …")
+            fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION]]]]] | deliver FILE | ctl COMMAND …")
         }
         let file = arguments[1]
         let configuration: TrustConfiguration
@@ -80,7 +82,9 @@ package enum ReachdTrust {
                 printLine("reachd-trust: trust evaluation is DISABLED for \(host.pattern): any certificate is accepted", to: STDERR_FILENO)
             }
             printLine(try json(TrustConfigurationSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
-                                                         hosts: configuration.probedHosts.count, reportsPending: spool.outbox.pendingCount)))
+                                                         probed: configuration.probedHosts.map { .init(host: $0.pattern.domain, port: $0.port) }, reportsPending: spool.outbox.pendingCount,
+                                                         roundBudget: configuration.roundBudget.components.seconds,
+                                                         deliveryBudget: configuration.deliveryBudget.components.seconds)))
             exit(0)
         }
 
@@ -100,18 +104,24 @@ package enum ReachdTrust {
             anchors = []
         }
         var path: [String: String] = [:]
-        if arguments.count > 2 { path["status"] = arguments[2] }
-        if arguments.count > 3 { path["interface"] = arguments[3] }
+        for (key, index) in [("status", 2), ("interface", 3), ("connectivity", 4)] where arguments.count > index { path[key] = arguments[index] }
+        let behindPortal = path["connectivity"] == "portal"
+            ? CaptivePortalEvidence(httpStatus: arguments.count > 5 ? Int(arguments[5]) : nil,
+                                    location: arguments.count > 6 && !arguments[6].isEmpty ? arguments[6] : nil)
+            : nil
         let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: spool)
-        let round = await checker.checkAll(path: path, duringPortal: arguments.count > 4 && arguments[4] == "portal")
+        let round = await checker.checkAll(path: path, behindPortal: behindPortal, deliverReports: path["connectivity"] == "full")
         printLine(try json(TrustRound(overall: round.overall.rawValue, hosts: try json(round.hosts),
                                       reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
                                       warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } },
                                       reportsPending: round.reportsPending,
                                       summaries: zip(configuration.probedHosts, round.hosts).map { host, result in
-                                          TrustHostSummary(host: result.host, verdict: result.verdict.rawValue,
-                                                           pinFailure: host.isPinned && result.enforced && result.verdict.isInterception,
-                                                           certificateExpires: result.certificateExpires.map { Int64($0.timeIntervalSince1970.rounded(.down)) })
-                                      })))
+                                          let failed = host.isPinned && result.enforced
+                                          return TrustHostSummary(host: result.host, verdict: result.verdict.rawValue,
+                                                                  pinFailure: failed && result.verdict.isInterception,
+                                                                  pinFailureBehindPortal: failed && behindPortal != nil && result.verdict == .portal,
+                                                                  certificateExpires: result.certificateExpires.map { Int64($0.timeIntervalSince1970.rounded(.down)) })
+                                      },
+                                      evicted: round.evicted)))
     }
 }

@@ -41,7 +41,7 @@ public struct HostTrustResult: Sendable, Equatable {
     var standing: OverallTrust {
         switch verdict {
         case .trusted: .ok
-        case .unreachable, .pinsExpired: .degraded
+        case .unreachable, .pinsExpired, .clockUnsynchronized: .degraded
         case .pinMismatch where !enforced: .degraded
         case .portal: .portal
         default: .compromised

@@ -27,15 +27,21 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
     public var validationResult: String
     /// The day the pin set stops being enforced, if it has an expiry (`YYYY-MM-DD`).
     public var knownPinsExpirationDate: String?
-    /// The status and interface when the check ran.
+    /// The status, interface and connectivity when the check ran.
     public var path: [String: String]
+    /// Set when the failure was seen while the connectivity probe found a captive
+    /// portal: the probe's answer. Nobody can tell a real portal from an interceptor
+    /// posing as one over plain HTTP, so the failure is recorded either way; this
+    /// mark lets the collector and the subscribers decide (docs/security.md).
+    public var captivePortal: CaptivePortalEvidence?
 
     enum CodingKeys: String, CodingKey {
         case dateTime = "date-time", hostname, port, notedHostname = "noted-hostname",
              includeSubdomains = "include-subdomains", enforcePinning = "enforce-pinning",
              servedCertificateChain = "served-certificate-chain",
              validatedCertificateChain = "validated-certificate-chain", knownPins = "known-pins",
-             validationResult = "validation-result", knownPinsExpirationDate = "known-pins-expiration-date", path
+             validationResult = "validation-result", knownPinsExpirationDate = "known-pins-expiration-date", path,
+             captivePortal = "captive-portal"
     }
 
     /// A report of one failure.
@@ -52,11 +58,13 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
     ///   - knownPins: The configured pins.
     ///   - validationResult: The verdict.
     ///   - knownPinsExpirationDate: When the pins stop being enforced.
-    ///   - path: The status and interface when the check ran.
+    ///   - path: The status, interface and connectivity when the check ran.
+    ///   - captivePortal: The probe's answer, when it found a captive portal.
     /// - Throws: when a certificate cannot be serialized to PEM.
     public init(dateTime: Date, hostname: String, port: Int, notedHostname: String, includeSubdomains: Bool,
                 enforcePinning: Bool, served: [Certificate], validated: [Certificate], knownPins: [PublicKeyPin],
-                validationResult: TrustVerdict, knownPinsExpirationDate: Date?, path: [String: String]) throws {
+                validationResult: TrustVerdict, knownPinsExpirationDate: Date?, path: [String: String],
+                captivePortal: CaptivePortalEvidence? = nil) throws {
         self.dateTime = dateTime
         self.hostname = hostname
         self.port = port
@@ -69,6 +77,7 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
         self.validationResult = validationResult.rawValue
         self.knownPinsExpirationDate = knownPinsExpirationDate.map { $0.formatted(Date.ISO8601FormatStyle().year().month().day()) }
         self.path = path
+        self.captivePortal = captivePortal
     }
 
     /// What makes two reports "identical" for de-duplication: everything but when,

@@ -6,20 +6,26 @@ import Glibc
 /// Pin-failure reports whose collectors have not answered yet: one file per
 /// report in `<spool>/outbox`, holding the report and the collectors still to
 /// answer 2xx. Delivery is retried (by reachd: with back-off and on every path
-/// change, across restarts) until every collector has the report or the report
-/// is older than ``maximumAge``; then its file goes.
+/// change, across restarts) until every collector has the report, or until it
+/// has failed ``maximumAttempts`` passes and is older than ``maximumAge``: a
+/// clock stepped forward (or a report dated in the future by a clock that was)
+/// cannot drop reports that were never tried.
 public struct ReportOutbox: Sendable {
     /// Where waiting reports are kept, one file each.
     public let directory: String
 
-    /// Reports older than this are dropped undelivered (a collector gone for a week is gone).
+    /// Reports older than this, once tried ``maximumAttempts`` times, are dropped
+    /// undelivered (a collector gone for a week is gone).
     public static let maximumAge: TimeInterval = 7 * 24 * 3600
+    /// Delivery passes a report must have failed before it may be dropped for its age
+    /// (reachd retries hourly at the slowest: a week of them).
+    public static let maximumAttempts = 168
     /// At most this many reports wait; a new one beyond it replaces the oldest.
     public static let capacity = 256
     /// An entry larger than this is not a report of ours (chains are a few KiB).
     static let maximumEntrySize = 1 << 20
     /// Deliveries in flight at once.
-    static let concurrency = 8
+    public static let concurrency = 8
 
     /// The outbox in `directory`, created when the first report is added.
     public init(directory: String) {
@@ -32,11 +38,28 @@ public struct ReportOutbox: Sendable {
         public var collectors: [String]
         /// The report.
         public var report: PinFailureReport
+        /// Delivery passes that left a collector without it.
+        public var attempts: Int
 
         /// A report waiting for `collectors`.
-        public init(collectors: [String], report: PinFailureReport) {
+        public init(collectors: [String], report: PinFailureReport, attempts: Int = 0) {
             self.collectors = collectors
             self.report = report
+            self.attempts = attempts
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            collectors = try container.decode([String].self, forKey: .collectors)
+            report = try container.decode(PinFailureReport.self, forKey: .report)
+            attempts = try container.decodeIfPresent(Int.self, forKey: .attempts) ?? 0
+        }
+
+        /// Past its time: tried often enough, and older than ``ReportOutbox/maximumAge`` —
+        /// or dated in the future, which no waiting can fix.
+        func hasExpired(at now: Date) -> Bool {
+            let age = now.timeIntervalSince(report.dateTime)
+            return attempts >= ReportOutbox.maximumAttempts && (age > ReportOutbox.maximumAge || age < 0)
         }
 
         /// Reads an entry file's bytes; what a crash, a full disk or another hand
@@ -76,16 +99,20 @@ public struct ReportOutbox: Sendable {
         public init() {}
     }
 
-    func add(_ entry: Entry, name: String) throws {
+    /// Queues `entry`; the entries evicted to make room (their names), to be said.
+    func add(_ entry: Entry, name: String) throws -> [String] {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let waiting = names()
+        var evicted: [String] = []
         if waiting.count >= Self.capacity {
             // Names end in the report's time: the oldest first once sorted by it.
-            for old in waiting.sorted(by: { Self.time(of: $0) < Self.time(of: $1) }).prefix(waiting.count - Self.capacity + 1) {
+            for old in waiting.sorted(by: { ReportSpool.time(of: $0) < ReportSpool.time(of: $1) }).prefix(waiting.count - Self.capacity + 1) {
                 try DurableFile.remove("\(directory)/\(old)")
+                evicted.append("outbox/\(old)")
             }
         }
         try DurableFile.write(try entry.json(), to: "\(directory)/\(name)")
+        return evicted
     }
 
     /// The entry files (temporary and set-aside files start with a dot).
@@ -94,16 +121,13 @@ public struct ReportOutbox: Sendable {
             .filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }
     }
 
-    private static func time(of name: String) -> Int {
-        Int(name.dropLast(5).split(separator: "-").last ?? "") ?? 0
-    }
-
     /// How many reports wait.
     public var pendingCount: Int { names().count }
 
     /// Sends every waiting report with `post` (which throws unless the collector
     /// answered 2xx) to the collectors that do not have it yet, drops those older
-    /// than ``maximumAge`` at `now`, and sets aside unreadable entries as `.NAME.invalid`.
+    /// past their time at `now` (``Entry/hasExpired(at:)``), and sets aside unreadable
+    /// entries as `.NAME.invalid`.
     func deliver(now: Date, post: @escaping @Sendable (String, [UInt8]) async throws -> Void) async -> Delivery {
         var outcome = Delivery()
         var waiting: [(name: String, entry: Entry, body: [UInt8])] = []
@@ -111,10 +135,10 @@ public struct ReportOutbox: Sendable {
             let path = "\(directory)/\(name)"
             do {
                 let entry = try Entry(reading: try DurableFile.read(path, limit: Self.maximumEntrySize))
-                if now.timeIntervalSince(entry.report.dateTime) > Self.maximumAge {
+                if entry.hasExpired(at: now) {
                     try DurableFile.remove(path)
                     outcome.dropped += 1
-                    outcome.errors.append("report \(name) for \(entry.report.hostname) dropped undelivered after 7 days (\(entry.collectors.joined(separator: ", ")))")
+                    outcome.errors.append("report \(name) for \(entry.report.hostname) dropped undelivered after \(entry.attempts) attempts and 7 days (\(entry.collectors.joined(separator: ", ")))")
                 } else {
                     waiting.append((name, entry, Array(try entry.report.json())))
                 }
@@ -160,7 +184,8 @@ public struct ReportOutbox: Sendable {
                     outcome.delivered += 1
                     continue
                 }
-                if entry.collectors != item.entry.collectors { try DurableFile.write(try entry.json(), to: path) }
+                entry.attempts += 1
+                try DurableFile.write(try entry.json(), to: path)
             } catch {
                 outcome.errors.append("\(error)")
             }

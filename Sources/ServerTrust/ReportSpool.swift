@@ -1,46 +1,111 @@
+import Crypto
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The durable spool of pin-failure reports (`reports = /var/lib/reachd/reports`).
-/// A report is on disk before anyone is told of it; an identical report is not
-/// written again within 24 hours (TrustKit's rule). A report with collectors
+/// A report is on disk before anyone is told of it. A report with collectors
 /// (`report-uri`) also goes into the ``ReportOutbox`` until they have it.
+///
+/// What an attacker cannot do with it (docs/security.md): fill the disk (at most
+/// ``capacity`` reports, oldest evicted first, each eviction said), or bury a
+/// report under new ones (an identical report is not written again within 24
+/// hours, TrustKit's rule, and a host under one pin set gets at most one report
+/// per ``hostInterval`` whatever the chain an interceptor serves).
 public struct ReportSpool: Sendable {
     /// Where reports are written, one file each.
     public let directory: String
     /// How long an identical report is not written again (24 hours).
     public let repeatInterval: TimeInterval
+    /// How long after a report of a host no other report of it is written under the
+    /// same pins (an hour): an interceptor that rotates its leaf at every round
+    /// changes the report's identity, not the host or the configured pins.
+    public let hostInterval: TimeInterval
+
+    /// At most this many reports are kept; past it the oldest go.
+    public static let capacity = 1024
 
     /// The spool in `directory`.
-    public init(directory: String, repeatInterval: TimeInterval = 24 * 3600) {
+    public init(directory: String, repeatInterval: TimeInterval = 24 * 3600, hostInterval: TimeInterval = 3600) {
         self.directory = directory
         self.repeatInterval = repeatInterval
+        self.hostInterval = hostInterval
     }
 
     /// Where undelivered reports wait: `<spool>/outbox`.
     public var outbox: ReportOutbox { ReportOutbox(directory: directory + "/outbox") }
 
-    /// Where the report was written, or nil when an identical one is younger than
-    /// `repeatInterval`. A new report is queued for `collectors`, durably, before this returns.
-    @discardableResult
-    public func write(_ report: PinFailureReport, deliverTo collectors: [String] = []) throws -> String? {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let identity = report.identity
-        let since = report.dateTime.addingTimeInterval(-repeatInterval)
-        let existing = (try FileManager.default.contentsOfDirectory(atPath: directory)).compactMap { name -> Date? in
-            // <identity>-<seconds since 1970>.json
-            guard name.hasPrefix(identity + "-"), name.hasSuffix(".json"),
-                  let seconds = Double(name.dropFirst(identity.count + 1).dropLast(5)) else { return nil }
-            return Date(timeIntervalSince1970: seconds)
-        }
-        if existing.contains(where: { $0 > since }) { return nil }
+    /// What one `write` did.
+    public struct Written: Sendable, Equatable {
+        /// The report's file.
+        public var path: String
+        /// Reports evicted to keep the spool and the outbox within their capacity (their names), to be said.
+        public var evicted: [String] = []
+    }
 
-        let name = "\(identity)-\(Int(report.dateTime.timeIntervalSince1970)).json"
+    /// Writes `report`, or returns nil when an identical one is younger than
+    /// `repeatInterval` or another of the same host younger than `hostInterval`.
+    ///
+    /// The outbox entry is written before the spool file: a failure between the two
+    /// (a crash, a full disk) leaves the report queued, and the next identical
+    /// report finds it there and completes the spool instead of being dropped as a
+    /// repeat of a report nobody will send.
+    public func write(_ report: PinFailureReport, deliverTo collectors: [String] = []) throws -> Written? {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let spooled = names(in: directory)
+        let queued = collectors.isEmpty ? [] : outbox.names()
+        let identity = report.identity
+        let host = Self.hostTag(report)
+        let name = "\(host)-\(identity)-\(Int(report.dateTime.timeIntervalSince1970)).json"
+        let repeatSince = report.dateTime.addingTimeInterval(-repeatInterval)
+        let hostSince = report.dateTime.addingTimeInterval(-hostInterval)
+
+        if let interrupted = queued.first(where: { $0.contains(identity) && Self.time(of: $0) > repeatSince }) {
+            // Queued by a write that did not finish: complete it.
+            guard !spooled.contains(interrupted) else { return nil }
+            let destination = "\(directory)/\(interrupted)"
+            try DurableFile.write(Array(try report.json()), to: destination)
+            return Written(path: destination, evicted: try evictSpool(beyond: Self.capacity))
+        }
+        if spooled.contains(where: { $0.contains(identity) && Self.time(of: $0) > repeatSince }) { return nil }
+        if spooled.contains(where: { $0.hasPrefix(host + "-") && Self.time(of: $0) > hostSince }) { return nil }
+
+        var evicted: [String] = []
+        if !collectors.isEmpty { evicted += try outbox.add(ReportOutbox.Entry(collectors: collectors, report: report), name: name) }
         let destination = "\(directory)/\(name)"
         try DurableFile.write(Array(try report.json()), to: destination)
-        if !collectors.isEmpty { try outbox.add(ReportOutbox.Entry(collectors: collectors, report: report), name: name) }
-        return destination
+        evicted += try evictSpool(beyond: Self.capacity)
+        return Written(path: destination, evicted: evicted)
+    }
+
+    /// The report files (temporary files start with a dot).
+    func names(in directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }
+    }
+
+    /// Removes the oldest reports past `capacity`; their names.
+    private func evictSpool(beyond capacity: Int) throws -> [String] {
+        let spooled = names(in: directory)
+        guard spooled.count > capacity else { return [] }
+        let oldest = Array(spooled.sorted { Self.time(of: $0) < Self.time(of: $1) }.prefix(spooled.count - capacity))
+        for name in oldest { try DurableFile.remove("\(directory)/\(name)") }
+        return oldest.map { "reports/\($0)" }
+    }
+
+    /// Names end in `-<seconds since 1970>.json`.
+    static func time(of name: String) -> Date {
+        Date(timeIntervalSince1970: Double(name.dropLast(5).split(separator: "-").last ?? "") ?? 0)
+    }
+
+    /// A short tag of what the configuration says (the host, its port and pins), in the
+    /// file name: the rate limit per host reads names only. Nothing a server sends is in it.
+    static func hostTag(_ report: PinFailureReport) -> String {
+        let digits = Array("0123456789abcdef")
+        // Behind a portal or not apart: a portal's report must not hold back the attack's.
+        let configured = ([report.hostname, String(report.port), String(report.enforcePinning), String(report.captivePortal != nil)]
+                          + report.knownPins).joined(separator: "\n")
+        return String(SHA256.hash(data: Array(configured.utf8)).prefix(4).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
     }
 }

@@ -53,13 +53,24 @@ public struct TrustChecker: Sendable {
         public var reportErrors: [String]
         /// Reports in the outbox after this round's delivery: their collectors did not answer 2xx.
         public var reportsPending = 0
+        /// Reports evicted to keep the spool and the outbox within their capacity.
+        public var evicted: [String] = []
     }
 
     /// Checks every exact host of the table. `path` goes into pin-failure reports
-    /// (status, interface); `time` replaces now for the evaluation. `duringPortal`:
-    /// connectivity is `portal`, so a handshake that fails validation is the portal's
-    /// interception — judged `portal`, neither reported nor counted as compromise.
-    public func checkAll(path: [String: String] = [:], at time: Date? = nil, duringPortal: Bool = false) async -> Round {
+    /// (status, interface, connectivity); `time` replaces now for the evaluation.
+    ///
+    /// `behindPortal`: the connectivity probe found a captive portal, and this is what
+    /// it saw. A handshake that fails validation is then judged `portal` — neither
+    /// `ok` nor `compromised` — yet a pinned host's failure is still spooled, marked
+    /// with that evidence: nobody can tell a real portal from an interceptor posing
+    /// as one over plain HTTP (docs/security.md).
+    ///
+    /// `deliverReports`: the path is `full`, so waiting reports may be sent — and they
+    /// are, unless this round is `compromised` or `portal`: a report never goes out
+    /// over the path that failed it.
+    public func checkAll(path: [String: String] = [:], at time: Date? = nil, behindPortal: CaptivePortalEvidence? = nil,
+                         deliverReports: Bool = true) async -> Round {
         let hosts = configuration.probedHosts
         let outcomes = await withTaskGroup(of: (Int, Outcome).self) { group in
             for (index, host) in hosts.enumerated() {
@@ -68,22 +79,26 @@ public struct TrustChecker: Sendable {
             var outcomes = [Outcome?](repeating: nil, count: hosts.count)
             for await (index, outcome) in group { outcomes[index] = outcome }
             return outcomes.map { $0! }
-        }.map { duringPortal ? $0.judgedDuringPortal() : $0 }
+        }.map { behindPortal != nil ? $0.judgedBehindPortal() : $0 }
         var round = Round(overall: OverallTrust(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], reportErrors: [])
         for (host, outcome) in zip(hosts, outcomes) {
-            guard let spool, let report = outcome.report(for: host, path: path) else { continue }
+            guard let spool, let report = outcome.report(for: host, path: path, behindPortal: behindPortal) else { continue }
             do {
-                guard try spool.write(report, deliverTo: host.reportURIs) != nil else { continue }
+                guard let written = try spool.write(report, deliverTo: host.reportURIs) else { continue }
                 round.reports.append(report)
+                round.evicted += written.evicted
             } catch {
                 round.reportErrors.append("\(host.pattern): \(error)")
             }
         }
+        guard let spool else { return round }
         // New reports and those still waiting from earlier rounds, after they are on disk.
-        if let spool {
+        if deliverReports && round.overall != .compromised && round.overall != .portal {
             let delivery = await spool.outbox.deliver(now: time ?? Date(), timeout: configuration.timeout)
             round.reportErrors += delivery.errors
             round.reportsPending = delivery.pending
+        } else {
+            round.reportsPending = spool.outbox.pendingCount
         }
         return round
     }
@@ -106,24 +121,31 @@ public struct TrustChecker: Sendable {
         var result: HostTrustResult
         var served: [Certificate] = []
         var validated: [Certificate] = []
+        /// The failure itself, when it was judged `portal`.
+        var failureBehindPortal: TrustVerdict?
+
+        /// The failure that the validation found: what a report says.
+        var failure: TrustVerdict { failureBehindPortal ?? result.verdict }
 
         /// The same outcome on a network whose connectivity probe found a captive portal.
-        func judgedDuringPortal() -> Outcome {
+        func judgedBehindPortal() -> Outcome {
             guard result.verdict.isInterception else { return self }
             var judged = self
-            judged.result.reason = "\(result.verdict.rawValue) while connectivity is portal (a captive portal intercepts TLS; judged again once connectivity is full): \(result.reason)"
+            judged.failureBehindPortal = result.verdict
+            judged.result.reason = "\(result.verdict.rawValue) while connectivity is portal (recorded as seen behind a captive portal; judged again once connectivity is full): \(result.reason)"
             judged.result.verdict = .portal
             return judged
         }
 
-        func report(for host: HostTrustConfiguration, path: [String: String]) -> PinFailureReport? {
-            guard host.isPinned, result.verdict.isInterception else { return nil }
+        func report(for host: HostTrustConfiguration, path: [String: String], behindPortal: CaptivePortalEvidence?) -> PinFailureReport? {
+            guard host.isPinned, failure.isInterception else { return nil }
             return try? PinFailureReport(
                 dateTime: result.checkedAt, hostname: result.host, port: result.port,
                 notedHostname: host.pattern.domain, includeSubdomains: host.pattern.kind != .exact,
                 enforcePinning: result.enforced, served: served, validated: validated,
-                knownPins: host.pinSet.map { Array($0.pins) } ?? [], validationResult: result.verdict,
-                knownPinsExpirationDate: host.pinSet?.expires, path: path)
+                knownPins: host.pinSet.map { Array($0.pins) } ?? [], validationResult: failure,
+                knownPinsExpirationDate: host.pinSet?.expires, path: path,
+                captivePortal: failureBehindPortal != nil ? behindPortal : nil)
         }
     }
 
@@ -176,6 +198,10 @@ public struct TrustChecker: Sendable {
         var context = ServerTrustContext(host: result.host, presented: presented.chain, connection: connection, validationTime: time)
         let evaluation = await (pinsExpired ? prepared.pinsExpired : prepared.policy).evaluate(&context)
         (result.verdict, result.reason) = (evaluation.verdict, evaluation.reason)
+        // Judged at the wall clock's now (no time given): an expiry means nothing until that clock is set.
+        if evaluation.verdict == .expired, time == nil, !self.configuration.clock.isSynchronized {
+            (result.verdict, result.reason) = (.clockUnsynchronized, "\(evaluation.reason), but the clock is not synchronised yet (\(self.configuration.clock.description)): judged again once it is")
+        }
         result.certificateExpires = context.validated?.map(\.notValidAfter).min()
         if pinsExpired && evaluation.verdict == .trusted {
             let day = configuration.pinSet!.expires!.formatted(Date.ISO8601FormatStyle().year().month().day())

@@ -24,6 +24,10 @@ public struct TrustConfiguration: Sendable {
     public var timeout: Duration = .seconds(5)
     /// The durable spool of pin-failure reports.
     public var reports: String = "/var/lib/reachd/reports"
+    /// How reachd knows that the clock can be believed (`clock-synchronized`): before
+    /// it is, a certificate outside its validity period says more about the clock
+    /// than about the server.
+    public var clock: ClockSource = .system
     /// The `[[trust.host]]` entries by pattern.
     public var hosts = HostTable<HostTrustConfiguration>()
 
@@ -64,6 +68,7 @@ public struct TrustConfiguration: Sendable {
             guard timeout > .zero, timeout <= .seconds(300) else { throw table.error("timeout must be more than 0 and at most 5m, not \(text)", line: line) }
         }
         if let (text, _) = try table.string("reports") { reports = Self.resolve(text, in: directory) }
+        if let (text, _) = try table.string("clock-synchronized") { clock = .flagFile(Self.resolve(text, in: directory)) }
         if let value = table.value("host") {
             guard case let .array(elements) = value.kind else {
                 throw table.error("host must be an array of tables ([[trust.host]])", line: value.line)
@@ -82,6 +87,22 @@ public struct TrustConfiguration: Sendable {
             }
         }
         try table.finish()
+    }
+
+    /// How long a delivery pass may take: every waiting report to every collector,
+    /// ``ReportOutbox`` a few at a time, each POST within `timeout`, plus a margin.
+    public var deliveryBudget: Duration {
+        let collectors = max(1, Set(hosts.entries.flatMap(\.value.reportURIs)).count)
+        let waves = (ReportOutbox.capacity * collectors + ReportOutbox.concurrency - 1) / ReportOutbox.concurrency
+        return timeout * waves + .seconds(30)
+    }
+
+    /// How long a round may take before reachd gives up on it: every host's every
+    /// phase (two handshakes and an OCSP query) one after the other, then a
+    /// delivery pass. Hosts are checked at once, so a round that lasts this long
+    /// is stuck (a stopped process, a bug), not slow.
+    public var roundBudget: Duration {
+        timeout * (3 * probedHosts.count) + deliveryBudget
     }
 
     static func resolve(_ path: String, in directory: String) -> String {

@@ -19,15 +19,22 @@ public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
     /// No TLS handshake completed: no route, refused, or timed out.
     case unreachable
     /// The handshake failed validation while connectivity is `portal`: a captive
-    /// portal intercepting TLS, not an attack — no report, no PinFailure.
+    /// portal intercepting TLS, or an interceptor posing as one. Neither `trusted`
+    /// nor an alarm; a pinned host's failure is still reported, marked as seen
+    /// behind a captive portal (docs/security.md).
     case portal
+    /// A certificate looked outside its validity period while the clock is not
+    /// synchronised yet (``ClockSource``): the clock is the suspect, not the server.
+    /// Not reported; judged again once the clock is synchronised.
+    case clockUnsynchronized = "clock-unsynchronized"
 
     /// The failures an interception causes — what a pinned host's report is written
-    /// for; judged `portal` while connectivity is `portal`, as themselves otherwise.
+    /// for; judged `portal` while connectivity is `portal` (and still reported), as
+    /// themselves otherwise.
     public var isInterception: Bool {
         switch self {
         case .pinMismatch, .chainInvalid, .hostMismatch, .expired, .revoked, .tlsPolicy: true
-        case .trusted, .pinsExpired, .unreachable, .portal: false
+        case .trusted, .pinsExpired, .unreachable, .portal, .clockUnsynchronized: false
         }
     }
 }

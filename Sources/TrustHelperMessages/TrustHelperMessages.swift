@@ -12,16 +12,40 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
     public var hosts: Int
     /// Pin-failure reports waiting in the outbox for their collectors.
     public var reportsPending: Int
+    /// The hosts dialled, in order: what a round cut short reports as not judged.
+    public var probed: [ProbedHost]
+    /// Seconds a round may take before it is killed: every host's every phase
+    /// (two handshakes and an OCSP query) one after the other at `timeout`, then a
+    /// delivery pass, plus a margin. Far more than a round takes; a helper stopped
+    /// or trickled to by a server still ends.
+    public var roundBudget: Int64
+    /// Seconds a delivery pass may take.
+    public var deliveryBudget: Int64
 
-    public init(recheck: String, interval: Int64, hosts: Int, reportsPending: Int) {
+    /// A host a round dials.
+    public struct ProbedHost: Codable, Equatable, Sendable {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    public init(recheck: String, interval: Int64, probed: [ProbedHost], reportsPending: Int, roundBudget: Int64, deliveryBudget: Int64) {
         self.recheck = recheck
         self.interval = interval
-        self.hosts = hosts
+        self.hosts = probed.count
+        self.probed = probed
         self.reportsPending = reportsPending
+        self.roundBudget = roundBudget
+        self.deliveryBudget = deliveryBudget
     }
 
     /// No `[trust]` table.
-    public static let none = TrustConfigurationSummary(recheck: "on-change", interval: 6 * 3600, hosts: 0, reportsPending: 0)
+    public static let none = TrustConfigurationSummary(recheck: "on-change", interval: 6 * 3600, probed: [], reportsPending: 0,
+                                                       roundBudget: 60, deliveryBudget: 60)
 }
 
 /// `reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY]]]`: one round's outcome.
@@ -38,15 +62,18 @@ public struct TrustRound: Codable, Sendable {
     public var reportsPending: Int
     /// What the daemon's metrics need of each host, typed (in the order of `hosts`).
     public var summaries: [TrustHostSummary]
+    /// Reports evicted to keep the spool and the outbox within their capacity.
+    public var evicted: [String]
 
     public init(overall: String, hosts: String, reports: [String], warnings: [String], reportsPending: Int,
-                summaries: [TrustHostSummary]) {
+                summaries: [TrustHostSummary], evicted: [String]) {
         self.overall = overall
         self.hosts = hosts
         self.reports = reports
         self.warnings = warnings
         self.reportsPending = reportsPending
         self.summaries = summaries
+        self.evicted = evicted
     }
 }
 
@@ -57,19 +84,24 @@ public struct TrustHostSummary: Codable, Sendable, Equatable {
     public var verdict: String
     /// A pinned host whose pins are enforced failed validation (what a pin-failure report is written for).
     public var pinFailure: Bool
+    /// The same failure, seen while connectivity was `portal`: recorded and counted
+    /// apart, not an alarm (the verdict is `portal`).
+    public var pinFailureBehindPortal: Bool
     /// The earliest notAfter of the validated chain (seconds since 1970), when a chain validated.
     public var certificateExpires: Int64?
 
-    public init(host: String, verdict: String, pinFailure: Bool, certificateExpires: Int64?) {
+    public init(host: String, verdict: String, pinFailure: Bool, pinFailureBehindPortal: Bool, certificateExpires: Int64?) {
         self.host = host
         self.verdict = verdict
         self.pinFailure = pinFailure
+        self.pinFailureBehindPortal = pinFailureBehindPortal
         self.certificateExpires = certificateExpires
     }
 
-    /// Every per-host verdict (ServerTrust's `TrustVerdict`, which the daemon does not link; a test keeps them equal).
+    /// Every per-host verdict: ServerTrust's `TrustVerdict` (which the daemon does not link; a test keeps them equal),
+    /// and `unknown`, the daemon's own for the hosts of a round it killed at its deadline.
     public static let verdicts = ["trusted", "pin-mismatch", "chain-invalid", "host-mismatch", "expired", "revoked",
-                                  "tls-policy", "pins-expired", "unreachable", "portal"]
+                                  "tls-policy", "pins-expired", "unreachable", "portal", "clock-unsynchronized", "unknown"]
     /// The verdicts that say a chain validated (for connectivity: the host was reached, unaltered).
     public static let validatedVerdicts: Set<String> = ["trusted", "pins-expired"]
 }
@@ -78,7 +110,7 @@ public struct TrustHostSummary: Codable, Sendable, Equatable {
 public struct TrustDelivery: Codable, Sendable, Equatable {
     /// Reports every collector now has.
     public var delivered: Int
-    /// Reports dropped undelivered (older than 7 days, unreadable).
+    /// Reports dropped undelivered (past their attempts and 7 days, unreadable).
     public var dropped: Int
     /// Reports still waiting.
     public var reportsPending: Int
@@ -97,6 +129,15 @@ public struct TrustDelivery: Codable, Sendable, Equatable {
 public struct PinFailureReportHead: Decodable, Sendable {
     public var hostname: String
     public var validationResult: String
+    /// Present when the failure was seen behind a captive portal.
+    public var captivePortal: CaptivePortal?
 
-    enum CodingKeys: String, CodingKey { case hostname, validationResult = "validation-result" }
+    public struct CaptivePortal: Decodable, Sendable {
+        public var httpStatus: Int?
+        public var location: String?
+
+        enum CodingKeys: String, CodingKey { case httpStatus = "http-status", location }
+    }
+
+    enum CodingKeys: String, CodingKey { case hostname, validationResult = "validation-result", captivePortal = "captive-portal" }
 }

@@ -9,16 +9,23 @@ struct TrustSchedulerTests {
         var started: [(TrustScheduler.Job, String)] = []
         var roundTimer: [Duration?] = []
         var deliveryTimer: [Duration?] = []
+        var spacingTimer: [Duration?] = []
         var awaitingProbe = false
         var helperStarts = true
+        var mayDeliver = true
+        var now = ContinuousClock.now
         var scheduler: TrustScheduler!
 
-        init(enabled: Bool = true, recheck: TrustScheduler.Recheck = .onChange) {
+        /// `spacing`: between round starts (none unless a test is about it).
+        init(enabled: Bool = true, recheck: TrustScheduler.Recheck = .onChange, spacing: Duration = .zero) {
             scheduler = TrustScheduler(
                 isEnabled: enabled, canDeliver: true, recheck: recheck, interval: .seconds(60),
                 roundTimer: .init(arm: { [unowned self] in roundTimer.append($0) }, disarm: { [unowned self] in roundTimer.append(nil) }),
                 deliveryTimer: .init(arm: { [unowned self] in deliveryTimer.append($0) }, disarm: { [unowned self] in deliveryTimer.append(nil) }),
+                spacingTimer: .init(arm: { [unowned self] in spacingTimer.append($0) }, disarm: { [unowned self] in spacingTimer.append(nil) }),
+                minimumSpacing: spacing, now: { [unowned self] in now },
                 isAwaitingProbe: { [unowned self] in awaitingProbe },
+                mayDeliver: { [unowned self] in mayDeliver },
                 start: { [unowned self] job, reason in
                     started.append((job, reason))
                     return helperStarts
@@ -120,5 +127,34 @@ struct TrustSchedulerTests {
         failing.helperStarts = true
         failing.scheduler.requestRound("start")
         #expect(failing.scheduler.running != nil)
+    }
+
+    @Test("rounds start at least the spacing apart, whatever asks: one asked for sooner runs when it has passed, once")
+    func spacing() {
+        let harness = Harness(spacing: .seconds(5))
+        harness.scheduler.requestRound("path change")
+        #expect(harness.scheduler.finished(harness.started[0].0))
+        harness.now += .seconds(1)
+        harness.scheduler.requestRound("path change")
+        harness.scheduler.requestRound("RecheckTrust")
+        #expect(harness.started.count == 1)
+        #expect(harness.spacingTimer == [.seconds(4)])
+        harness.now += .seconds(4)
+        harness.scheduler.spacingElapsed()
+        #expect(harness.reasons == ["path change", "RecheckTrust"])
+        harness.scheduler.spacingElapsed()
+        #expect(harness.started.count == 2, "once")
+    }
+
+    @Test("waiting reports go only while the owner says they may (the path full, trust neither compromised nor portal)")
+    func deliveryHeldBack() {
+        let harness = Harness()
+        harness.scheduler.reportsPending(1)
+        harness.mayDeliver = false
+        harness.scheduler.requestDelivery("retry")
+        #expect(harness.started.isEmpty)
+        harness.mayDeliver = true
+        harness.scheduler.requestDelivery("connectivity full")
+        #expect(harness.reasons == ["connectivity full"])
     }
 }

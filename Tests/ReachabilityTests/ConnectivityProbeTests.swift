@@ -32,7 +32,7 @@ struct ConnectivityProbeTests {
     @Test("a redirect, another status or another body is a portal; a relative Location is made absolute")
     func portals() {
         let redirect = judge("HTTP/1.1 302 Found\r\nlocation: /login?x=1\r\nContent-Length: 0\r\n\r\n", atEnd: false)
-        #expect(redirect == .init(connectivity: .portal, portal: "http://192.0.2.1/login?x=1", detail: "302 to http://192.0.2.1/login?x=1"))
+        #expect(redirect == .init(connectivity: .portal, portal: "http://192.0.2.1/login?x=1", detail: "302 to http://192.0.2.1/login?x=1", httpStatus: 302))
         #expect(judge("HTTP/1.1 307 T\r\nLocation:  https://portal.example/ \r\n\r\n")?.portal == "https://portal.example/")
         #expect(judge("HTTP/1.1 302 Found\r\nLocation: //other.example/x\r\n\r\n")?.portal == "//other.example/x")
         // A Location that is not printable ASCII, or too long, is not repeated on the bus.
@@ -41,6 +41,7 @@ struct ConnectivityProbeTests {
         #expect(judge("HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n<html>log in</html>", atEnd: false)?.connectivity == .portal)
         #expect(judge("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", atEnd: false)?.connectivity == .portal)
         #expect(judge("HTTP/1.1 511 Network Authentication Required\r\n\r\n")?.connectivity == .portal)
+        #expect(judge("HTTP/1.1 511 Network Authentication Required\r\n\r\n")?.httpStatus == 511, "the evidence a report behind a portal carries")
         #expect(judge("SSH-2.0-OpenSSH\r\n\r\n")?.connectivity == .portal)
         #expect(judge("garbage")?.connectivity == .portal)
     }

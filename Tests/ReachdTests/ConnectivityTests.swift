@@ -31,22 +31,39 @@ struct ConnectivityTests {
             .filter { $0.hasSuffix(".json") }.count
     }
 
-    @Test("a captive portal: connectivity portal with its login page, the intercepted pinned host judged portal and nothing reported; once the probe answers, the same interception is compromised with one report",
+    static func spooled(_ directory: URL) -> [[String: Any]] {
+        let reports = directory.appendingPathComponent("reports")
+        return ((try? FileManager.default.contentsOfDirectory(atPath: reports.path)) ?? []).filter { $0.hasSuffix(".json") }.compactMap {
+            (try? Data(contentsOf: reports.appendingPathComponent($0))).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+        }
+    }
+
+    @Test("an interceptor posing as a captive portal: connectivity portal, the pinned host judged portal, yet the failure spooled with the probe's evidence, counted apart and signalled; once the probe answers, the same interception is compromised with a report of its own; the reports go to the collector only once the path is full and trusted",
           .timeLimit(.minutes(3)))
     func portalThenFull() async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)
             try Self.makePortalCertificate(in: scratch)
             let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
-            try (String(contentsOf: config, encoding: .utf8) + Self.connectivity(uri: "http://10.1.0.1/generate_204")
-                 + "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n")
+            try (String(contentsOf: config, encoding: .utf8) + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\n"
+                 + Self.connectivity(uri: "http://10.1.0.1/generate_204") + "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n")
                 .write(to: config, atomically: true, encoding: .utf8)
+            let script = scratch.appendingPathComponent("collector.py")
+            try TrustWiringTests.collector.write(to: script, atomically: true, encoding: .utf8)
+            let received = scratch.appendingPathComponent("received.jsonl")
+            func delivered() -> [String] { ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
             try await withNamespaces("rdportal", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
                 let http = try await HTTPProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "redirect")
                 defer { http.stop() }
-                let tls = try await PinnedServer.serve(in: ns[1], from: scratch, certificate: "portal")
+                var tls = try await PinnedServer.serve(in: ns[1], from: scratch, certificate: "portal")
                 defer { kill(tls.processIdentifier, SIGKILL); tls.waitUntilExit() }
+                let collector = Process()
+                collector.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                collector.arguments = ["ip", "netns", "exec", ns[1].name, "/usr/bin/python3", script.path, "10.1.0.1", "8080", received.path]
+                collector.standardError = FileHandle.nullDevice
+                try collector.run()
+                defer { kill(collector.processIdentifier, SIGKILL); collector.waitUntilExit() }
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
@@ -58,14 +75,19 @@ struct ConnectivityTests {
                 let status = try ns[0].exec([DaemonProcess.reachctl, "trust", "status", "--json", "--bus", daemon.socket]).output
                 #expect(status.contains(#""verdict":"portal""#) && status.contains(#""trust":"portal""#), "\(status)")
                 let typed = try ReachabilityClient(endpoint: .address(daemon.address)).trustStatus()
-                #expect(typed.overall == .portal && typed.hosts.map(\.verdict) == [.portal] && typed.reportsPending == 0)
+                #expect(typed.overall == .portal && typed.hosts.map(\.verdict) == [.portal] && typed.reportsPending == 1)
                 #expect(typed.hosts.first?.reason.contains("while connectivity is portal") == true)
-                #expect(Self.spooledReports(scratch) == 0)
-                let failures = "reachd_pin_failures_total{host=\"pinned.test\"}"
+                // Recorded, with the evidence: nobody can tell this portal from an interceptor posing as one.
+                #expect(await eventually { Self.spooled(scratch).count == 1 }, "\(daemon.log)")
+                let evidence = Self.spooled(scratch).first?["captive-portal"] as? [String: Any]
+                #expect(evidence?["http-status"] as? Int == 302 && evidence?["location"] as? String == "http://10.1.0.1/login?from=probe", "\(Self.spooled(scratch))")
+                #expect((Self.spooled(scratch).first?["path"] as? [String: String])?["connectivity"] == "portal")
+                #expect(daemon.log.contains("pin failure for pinned.test behind a captive portal (the probe got 302 to http://10.1.0.1/login?from=probe)"), "\(daemon.log)")
                 let during = ns[0].scrapeMetrics()
-                #expect(metricValue(failures, in: during) == 0, "a portal is not a pin failure:\n\(during)")
+                #expect(metricValue("reachd_pin_failures_total{host=\"pinned.test\"}", in: during) == 0, "not an alarm:\n\(during)")
+                #expect(metricValue("reachd_pin_failures_behind_portal_total{host=\"pinned.test\"}", in: during) == 1, "\(during)")
                 #expect(metricValue("reachd_connectivity{state=\"portal\"}", in: during) == 1)
-                #expect(!daemon.log.contains("pin failure"), "\(daemon.log)")
+                #expect(delivered().isEmpty, "never sent over the path that failed it")
                 let property = try daemon.busctl(["get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1",
                                                   "io.reachd.Reachability1", "PortalURL"]).output
                 #expect(property.contains("http://10.1.0.1/login?from=probe"), "\(property)")
@@ -84,6 +106,11 @@ struct ConnectivityTests {
                 waiter.standardOutput = FileHandle.nullDevice
                 try waiter.run()
                 try await Task.sleep(for: .milliseconds(300))
+                func bounce() throws {
+                    try ns[0].ip("link set dev eth0 down")
+                    try ns[0].ip("link set dev eth0 up")
+                    try ns[0].ip("route replace default via 10.1.0.1 dev eth0")
+                }
                 try ns[0].ip("link set dev eth0 down")
                 #expect(await eventually { Self.path(daemon)?.connectivity == Connectivity.none })
                 try ns[0].ip("link set dev eth0 up")
@@ -93,9 +120,11 @@ struct ConnectivityTests {
                 #expect(waiter.terminationStatus == 0)
                 #expect(Self.path(daemon)?.connectivity == .full)
                 #expect(Self.path(daemon)?.portal == nil)
-                #expect(await eventually { Self.spooledReports(scratch) == 1 }, "\(daemon.log)")
-                #expect(daemon.log.contains("pin failure for pinned.test"), "\(daemon.log)")
-                #expect(metricValue(failures, in: ns[0].scrapeMetrics()) ?? 0 >= 1)
+                #expect(await eventually { Self.spooled(scratch).count == 2 }, "a report of its own, not held back by the portal's:\n\(daemon.log)")
+                #expect(Self.spooled(scratch).filter { $0["captive-portal"] == nil }.count == 1)
+                #expect(daemon.log.contains("pin failure for pinned.test: chain-invalid (report spooled)"), "\(daemon.log)")
+                #expect(metricValue("reachd_pin_failures_total{host=\"pinned.test\"}", in: ns[0].scrapeMetrics()) ?? 0 >= 1)
+                #expect(delivered().isEmpty, "the path that failed them is full, but not trusted")
 
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
                 // The portal's certificate is from no configured anchor: the chain fails before the pins are compared.
@@ -103,6 +132,16 @@ struct ConnectivityTests {
                 // CheckConnectivity probes now, then refuses for 10 s.
                 #expect(try client.checkConnectivity() == .full)
                 #expect(throws: ReachabilityClient.Failure.self) { try client.checkConnectivity() }
+
+                // The interceptor is gone: the genuine server answers, trust is ok, and both reports go.
+                kill(tls.processIdentifier, SIGKILL)
+                tls.waitUntilExit()
+                tls = try await PinnedServer.serve(in: ns[1], from: scratch)
+                try await Task.sleep(for: .seconds(2))  // the rounds' spacing
+                try bounce()
+                #expect(await eventually(.seconds(30)) { Self.path(daemon)?.trust == .ok && delivered().count == 2 }, "\(daemon.log)")
+                #expect(delivered().filter { $0.contains("\"captive-portal\"") }.count == 1, "\(delivered())")
+                #expect(try client.trustStatus().reportsPending == 0)
             }
         }
     }

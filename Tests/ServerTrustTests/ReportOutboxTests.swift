@@ -8,8 +8,8 @@ import Testing
 struct ReportOutboxTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID())").path
 
-    func report(at time: Date) throws -> PinFailureReport {
-        try ReportSpoolTests().report(at: time)
+    func report(at time: Date, result: TrustVerdict = .pinMismatch) throws -> PinFailureReport {
+        try ReportSpoolTests().report(at: time, result: result)
     }
 
     func entries(_ spool: ReportSpool) -> [String] {
@@ -49,21 +49,82 @@ struct ReportOutboxTests {
         #expect(spool.outbox.pendingCount == 0)
     }
 
-    @Test("older than 7 days: dropped undelivered; an unreadable entry is set aside, not retried forever")
+    @Test("a clock stepped forward drops nothing: a report goes only after 168 failed passes and 7 days; one dated in the future goes too, then; an unreadable entry is set aside, not retried forever")
     func expiryAndGarbage() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let spool = ReportSpool(directory: directory)
         let port = try await TestTLSServer.closedPort()
         let then = Date(timeIntervalSince1970: 1_800_000_000)
-        try spool.write(try report(at: then), deliverTo: ["http://127.0.0.1:\(port)/pins"])
-        let early = await spool.outbox.deliver(now: then + 6 * 86_400, timeout: .seconds(5))
-        #expect(early.pending == 1 && early.dropped == 0)
+        let collector = "http://127.0.0.1:\(port)/pins"
+        let written = try #require(try spool.write(try report(at: then), deliverTo: [collector]))
+        let stepped = await spool.outbox.deliver(now: then + 365 * 86_400, timeout: .seconds(5))
+        #expect(stepped.pending == 1 && stepped.dropped == 0, "a year later by the clock, tried once: kept")
+        let name = try #require(entries(spool).first)
+        let entryPath = "\(spool.outbox.directory)/\(name)"
+        #expect(try ReportOutbox.Entry(reading: Array(try Data(contentsOf: URL(fileURLWithPath: entryPath)))).attempts == 1)
+        #expect(written.path.hasSuffix(name))
+
+        // Tried for a week: dropped once older than 7 days (or dated in the future).
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        for (suffix, time) in [("old", then), ("future", then + 30 * 86_400)] {
+            let tired = ReportOutbox.Entry(collectors: [collector], report: try report(at: time), attempts: ReportOutbox.maximumAttempts)
+            try encoder.encode(tired).write(to: URL(fileURLWithPath: "\(spool.outbox.directory)/\(suffix)-1.json"))
+        }
         try Data("{\"collectors\": [\"http://x/\"], \"report\": {".utf8).write(to: URL(fileURLWithPath: "\(spool.outbox.directory)/broken-1.json"))
         let late = await spool.outbox.deliver(now: then + 7 * 86_400 + 1, timeout: .seconds(5))
-        #expect(late.dropped == 2 && late.pending == 0 && late.delivered == 0, "\(late)")
-        #expect(late.errors.contains { $0.contains("after 7 days") }, "\(late.errors)")
+        #expect(late.dropped == 3 && late.pending == 1 && late.delivered == 0, "\(late)")
+        #expect(late.errors.filter { $0.contains("after 168 attempts and 7 days") }.count == 2, "\(late.errors)")
         #expect(late.errors.contains { $0.contains("broken-1.json") && $0.contains("set aside") }, "\(late.errors)")
-        #expect(entries(spool) == [".broken-1.json.invalid"])
-        #expect(spool.outbox.pendingCount == 0)
+        #expect(entries(spool) == [".broken-1.json.invalid", name].sorted())
+    }
+
+    @Test("an outbox that cannot be written: nothing is spooled as if sent; once it can, the next round's identical report is queued, not dropped as a repeat")
+    func unwritableOutbox() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = ReportSpool(directory: directory)
+        let collector = try await TestReportCollector()
+        defer { Task { await collector.close() } }
+        let now = Date()
+        // A file where the outbox directory goes: its writes fail as on a full or read-only disk, even for root.
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data().write(to: URL(fileURLWithPath: spool.outbox.directory))
+        let failure = try report(at: now)
+        func seen(_ report: PinFailureReport, after seconds: Double) -> PinFailureReport {
+            var copy = report
+            copy.dateTime = now + seconds
+            return copy
+        }
+        #expect(throws: (any Error).self) { try spool.write(failure, deliverTo: [collector.url]) }
+        try FileManager.default.removeItem(atPath: spool.outbox.directory)
+        let again = try #require(try spool.write(seen(failure, after: 60), deliverTo: [collector.url]), "not a repeat of a report never queued")
+        #expect(again.path.hasSuffix("-\(Int(now.timeIntervalSince1970) + 60).json"))
+        #expect(await spool.outbox.deliver(now: now + 60, timeout: .seconds(30)).delivered == 1)
+        #expect(collector.bodies.count == 1)
+        #expect(try spool.write(seen(failure, after: 120), deliverTo: [collector.url]) == nil, "delivered: a repeat now")
+
+        // Queued, then the spool write failed (a crash between the two): the next identical report completes the spool.
+        let other = try report(at: now, result: .chainInvalid)
+        let interrupted = try #require(try spool.write(seen(other, after: 7200), deliverTo: [collector.url]))
+        try FileManager.default.removeItem(atPath: interrupted.path)
+        let completed = try #require(try spool.write(seen(other, after: 7260), deliverTo: [collector.url]))
+        #expect(completed.path == interrupted.path, "the queued report's own file")
+        #expect(spool.outbox.pendingCount == 1, "queued once")
+    }
+
+    @Test("past 256 waiting reports the oldest is evicted, and said")
+    func outboxEviction() throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = ReportSpool(directory: directory)
+        let first = try report(at: Date(timeIntervalSince1970: 1_800_000_000))
+        var evicted: [String] = []
+        for index in 0...ReportOutbox.capacity {
+            var next = first
+            next.dateTime = first.dateTime + Double(index)
+            next.hostname = "h\(index).example.com"
+            evicted += try #require(try spool.write(next, deliverTo: ["http://127.0.0.1:9/pins"])).evicted
+        }
+        #expect(evicted.count == 1 && evicted[0].hasPrefix("outbox/") && evicted[0].hasSuffix("-1800000000.json"), "\(evicted)")
+        #expect(spool.outbox.pendingCount == ReportOutbox.capacity)
     }
 }

@@ -20,7 +20,7 @@ struct ReportSpoolTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let spool = ReportSpool(directory: directory)
         let first = try report(at: TestAuthority.now)
-        let written = try #require(try spool.write(first))
+        let written = try #require(try spool.write(first)).path
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: written))) as! [String: Any]
         for key in ["date-time", "hostname", "port", "noted-hostname", "include-subdomains", "enforce-pinning",
                     "served-certificate-chain", "validated-certificate-chain", "known-pins", "validation-result",
@@ -35,12 +35,32 @@ struct ReportSpoolTests {
         again.dateTime = TestAuthority.now + 3600
         again.path = ["status": "wired", "interface": "eth0"]
         #expect(try spool.write(again) == nil)
-        // A day later, or a different failure: written.
+        // A different failure of the same host (an interceptor rotating its leaf) within the hour: not written.
+        #expect(try spool.write(report(at: TestAuthority.now + 60, result: .chainInvalid)) == nil)
+        // A different failure an hour later, or the same a day later: written.
+        #expect(try spool.write(report(at: TestAuthority.now + 3601, result: .chainInvalid)) != nil)
         again.dateTime = TestAuthority.now + 86_401
         #expect(try spool.write(again) != nil)
-        #expect(try spool.write(report(at: TestAuthority.now + 60, result: .chainInvalid)) != nil)
         let files = try FileManager.default.contentsOfDirectory(atPath: directory)
         #expect(files.count == 3)
         #expect(!files.contains { $0.hasSuffix(".tmp") }, "no temporary file is left behind")
+    }
+
+    @Test("bounded: past its capacity the oldest reports go, and each eviction is said")
+    func bounded() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = ReportSpool(directory: directory)
+        var evicted: [String] = []
+        let first = try report(at: TestAuthority.now)
+        // A new host every time: the per-host hour does not hold them back.
+        for index in 0...ReportSpool.capacity {
+            var next = first
+            next.dateTime = TestAuthority.now + Double(index)
+            next.hostname = "h\(index).example.com"
+            evicted += try #require(try spool.write(next)).evicted
+        }
+        #expect(evicted.count == 1 && evicted[0].hasPrefix("reports/") && evicted[0].hasSuffix("-\(Int(TestAuthority.now.timeIntervalSince1970)).json"), "\(evicted)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == ReportSpool.capacity)
     }
 }

@@ -28,9 +28,10 @@ struct TrustCheckerTests {
                                       pinSet: try pins.map { try PinSet(pins: $0, expires: expires, enforce: enforce) })
     }
 
-    func checker(_ entries: [HostTrustConfiguration], timeout: Duration = .milliseconds(500)) throws -> TrustChecker {
+    func checker(_ entries: [HostTrustConfiguration], timeout: Duration = .milliseconds(500), clock: ClockSource = .system) throws -> TrustChecker {
         var configuration = TrustConfiguration()
         configuration.timeout = timeout
+        configuration.clock = clock
         for entry in entries { try configuration.hosts.add(entry.pattern, entry) }
         return TrustChecker(configuration: configuration, systemAnchors: [root.certificate], spool: ReportSpool(directory: spoolDirectory))
     }
@@ -80,28 +81,70 @@ struct TrustCheckerTests {
         #expect(spooled.count == 2)
     }
 
-    @Test("during a captive portal a failed handshake is judged portal: no report; trusted and unreachable hosts keep their verdicts",
+    @Test("behind a captive portal a failed handshake is judged portal, yet a pinned host's failure (enforced or report-only) is spooled with the probe's evidence and not delivered; trusted and unreachable hosts keep their verdicts",
           .timeLimit(.minutes(1)))
-    func duringPortal() async throws {
+    func behindPortal() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
         let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
         defer { Task { await server.close() } }
+        let collector = try await TestReportCollector()
+        defer { Task { await collector.close() } }
         let good: Set = [try PublicKeyPin(certificate: intermediate.certificate), backup]
-        let checker = try checker([try entry("localhost", port: server.port, pins: good),
-                                   try entry("api.test", port: server.port, pins: [wrong, backup]),
-                                   try entry("down.test", port: 9)])
-        let portal = await checker.checkAll(at: TestAuthority.now, duringPortal: true)
-        #expect(portal.hosts.map(\.verdict) == [.trusted, .portal, .unreachable])
+        var enforced = try entry("api.test", port: server.port, pins: [wrong, backup])
+        enforced.reportURIs = [collector.url]
+        var reportOnly = try entry("audit.test", port: server.port, pins: [wrong], enforce: false)
+        reportOnly.reportURIs = [collector.url]
+        let checker = try checker([try entry("localhost", port: server.port, pins: good), enforced, reportOnly,
+                                   try entry("down.test", port: 9)], timeout: .seconds(10))
+        let evidence = CaptivePortalEvidence(httpStatus: 302, location: "http://10.1.0.1/login")
+        let portal = await checker.checkAll(path: ["connectivity": "portal"], at: TestAuthority.now, behindPortal: evidence, deliverReports: true)
+        #expect(portal.hosts.map(\.verdict) == [.trusted, .portal, .portal, .unreachable])
         #expect(portal.overall == .portal)
         #expect(portal.hosts[1].reason.hasPrefix("pin-mismatch while connectivity is portal"), "\(portal.hosts[1].reason)")
-        #expect(portal.reports.isEmpty)
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: spoolDirectory)) ?? []).isEmpty)
-        // The same interception on a network whose probe answers: an attack, reported.
-        let full = await checker.checkAll(at: TestAuthority.now)
-        #expect(full.overall == .compromised && full.reports.map(\.hostname) == ["api.test"])
+        #expect(portal.reports.map(\.hostname) == ["api.test", "audit.test"])
+        #expect(portal.reports[0].captivePortal == evidence && portal.reports[0].validationResult == "pin-mismatch")
+        #expect(portal.reports[1].captivePortal == evidence && !portal.reports[1].enforcePinning, "report-only pins alike")
+        let json = try JSONSerialization.jsonObject(with: try portal.reports[0].json()) as? [String: Any]
+        #expect((json?["captive-portal"] as? [String: Any])?["http-status"] as? Int == 302, "\(json ?? [:])")
+        #expect(collector.bodies.isEmpty, "never delivered over the path that failed them")
+        #expect(portal.reportsPending == 2)
+
+        // The same interception on a network whose probe answers: an attack, a report of its own; still not delivered.
+        let full = await checker.checkAll(path: ["connectivity": "full"], at: TestAuthority.now + 60)
+        #expect(full.overall == .compromised && full.reports.isEmpty, "one report per host per hour")
+        #expect(collector.bodies.isEmpty && full.reportsPending == 2)
+        // A round that passes on a full path delivers what waits.
+        let fixed = try self.checker([try entry("localhost", port: server.port, pins: good)], timeout: .seconds(10))
+        let trusted = await fixed.checkAll(path: ["connectivity": "full"], at: TestAuthority.now + 120, deliverReports: true)
+        #expect(trusted.overall == .ok && trusted.reportsPending == 0, "\(trusted.reportErrors)")
+        #expect(collector.bodies.count == 2)
     }
 
-    @Test("a new report is sent to the entry's report-uri after it is spooled; a dead endpoint is an error, not a crash")
+    @Test("an expired certificate while the clock is not synchronised is clock-unsynchronized, not an attack: no report; once it is, expired and reported",
+          .timeLimit(.minutes(1)))
+    func clockNotSynchronized() async throws {
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        // Expired by the wall clock (the round judges at now, as reachd's do).
+        let expired = try intermediate.leaf(["api.test"], key: Certificate.PrivateKey(key), notBefore: Date() - 7 * 86_400, notAfter: Date() - 86_400)
+        let server = try await TestTLSServer(chain: [expired, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        let flag = spoolDirectory + ".synchronized"
+        defer { try? FileManager.default.removeItem(atPath: flag) }
+        let pins: Set = [try PublicKeyPin(certificate: intermediate.certificate), backup]
+        let checker = try checker([try entry("api.test", port: server.port, pins: pins)], clock: .flagFile(flag))
+
+        let unsynchronized = await checker.checkAll()
+        #expect(unsynchronized.hosts.map(\.verdict) == [.clockUnsynchronized], "\(unsynchronized.hosts)")
+        #expect(unsynchronized.overall == .degraded && unsynchronized.reports.isEmpty)
+        #expect(unsynchronized.hosts[0].reason.contains("the clock is not synchronised yet (no \(flag))"), "\(unsynchronized.hosts[0].reason)")
+
+        FileManager.default.createFile(atPath: flag, contents: nil)
+        let synchronized = await checker.checkAll()
+        #expect(synchronized.hosts.map(\.verdict) == [.expired] && synchronized.overall == .compromised)
+        #expect(synchronized.reports.map(\.validationResult) == ["expired"])
+    }
+
+    @Test("a new report is sent to the entry's report-uri after it is spooled (a report-only mismatch: the path did not fail); a dead endpoint is an error, not a crash")
     func reportURI() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
         let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
@@ -109,7 +152,7 @@ struct TrustCheckerTests {
         let collector = try await TestReportCollector()
         defer { Task { await collector.close() } }
         let deadPort = try await TestTLSServer.closedPort()
-        var host = try entry("api.test", port: server.port, pins: [wrong, backup])
+        var host = try entry("api.test", port: server.port, pins: [wrong, backup], enforce: false)
         host.reportURIs = [collector.url, "http://127.0.0.1:\(deadPort)/pins"]
         // A generous timeout: under a loaded test run the collector may answer late, never not at all.
         let checker = try checker([host], timeout: .seconds(10))
