@@ -235,12 +235,12 @@ final class Daemon: ReachabilityObjectDelegate {
                     let verdict = connectivity.schedule.verdict
                     path += [verdict?.httpStatus.map(String.init) ?? "", verdict?.portal ?? ""]
                 }
-                try helper.startCheck(configFile, path: path, within: .seconds(configuration.trust.roundBudget), runs: helperRuns) {
+                try helper.startCheck(configFile, path: path, within: configuration.trust.roundBudget(reportsPending: trust.reportsPending), runs: helperRuns) {
                     [unowned self] result in finishRound(job, result)
                 }
             case .delivery:
                 Log.debug("trust: delivering \(trust.reportsPending) waiting reports (\(reason))")
-                try helper.startDelivery(configFile, within: .seconds(configuration.trust.deliveryBudget), runs: helperRuns) {
+                try helper.startDelivery(configFile, within: configuration.trust.deliveryBudget(reports: trust.reportsPending), runs: helperRuns) {
                     [unowned self] result in finishDelivery(result)
                 }
             }

@@ -83,8 +83,8 @@ package enum ReachdTrust {
             }
             printLine(try json(TrustConfigurationSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
                                                          probed: configuration.probedHosts.map { .init(host: $0.pattern.domain, port: $0.port) }, reportsPending: spool.outbox.pendingCount,
-                                                         roundBudget: configuration.roundBudget.components.seconds,
-                                                         deliveryBudget: configuration.deliveryBudget.components.seconds)))
+                                                         timeoutMilliseconds: Int64(configuration.timeout / .milliseconds(1)),
+                                                         collectors: Set(configuration.hosts.entries.flatMap(\.value.reportURIs)).count)))
             exit(0)
         }
 

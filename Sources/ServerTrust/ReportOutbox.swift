@@ -25,7 +25,7 @@ public struct ReportOutbox: Sendable {
     /// An entry larger than this is not a report of ours (chains are a few KiB).
     static let maximumEntrySize = 1 << 20
     /// Deliveries in flight at once.
-    public static let concurrency = 8
+    static let concurrency = 8
 
     /// The outbox in `directory`, created when the first report is added.
     public init(directory: String) {

@@ -89,22 +89,6 @@ public struct TrustConfiguration: Sendable {
         try table.finish()
     }
 
-    /// How long a delivery pass may take: every waiting report to every collector,
-    /// ``ReportOutbox`` a few at a time, each POST within `timeout`, plus a margin.
-    public var deliveryBudget: Duration {
-        let collectors = max(1, Set(hosts.entries.flatMap(\.value.reportURIs)).count)
-        let waves = (ReportOutbox.capacity * collectors + ReportOutbox.concurrency - 1) / ReportOutbox.concurrency
-        return timeout * waves + .seconds(30)
-    }
-
-    /// How long a round may take before reachd gives up on it: every host's every
-    /// phase (two handshakes and an OCSP query) one after the other, then a
-    /// delivery pass. Hosts are checked at once, so a round that lasts this long
-    /// is stuck (a stopped process, a bug), not slow.
-    public var roundBudget: Duration {
-        timeout * (3 * probedHosts.count) + deliveryBudget
-    }
-
     static func resolve(_ path: String, in directory: String) -> String {
         path.hasPrefix("/") ? path : "\(directory)/\(path)"
     }

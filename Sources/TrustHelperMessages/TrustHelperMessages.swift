@@ -14,13 +14,10 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
     public var reportsPending: Int
     /// The hosts dialled, in order: what a round cut short reports as not judged.
     public var probed: [ProbedHost]
-    /// Seconds a round may take before it is killed: every host's every phase
-    /// (two handshakes and an OCSP query) one after the other at `timeout`, then a
-    /// delivery pass, plus a margin. Far more than a round takes; a helper stopped
-    /// or trickled to by a server still ends.
-    public var roundBudget: Int64
-    /// Seconds a delivery pass may take.
-    public var deliveryBudget: Int64
+    /// `[trust] timeout`, in milliseconds: each connect, handshake or POST.
+    public var timeoutMilliseconds: Int64
+    /// The distinct `report-uri`s of the hosts.
+    public var collectors: Int
 
     /// A host a round dials.
     public struct ProbedHost: Codable, Equatable, Sendable {
@@ -33,19 +30,40 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
         }
     }
 
-    public init(recheck: String, interval: Int64, probed: [ProbedHost], reportsPending: Int, roundBudget: Int64, deliveryBudget: Int64) {
+    public init(recheck: String, interval: Int64, probed: [ProbedHost], reportsPending: Int, timeoutMilliseconds: Int64, collectors: Int) {
         self.recheck = recheck
         self.interval = interval
         self.hosts = probed.count
         self.probed = probed
         self.reportsPending = reportsPending
-        self.roundBudget = roundBudget
-        self.deliveryBudget = deliveryBudget
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.collectors = collectors
+    }
+
+    /// What starting reachd-trust and reading the system's roots may take, beyond the network's part.
+    public static let budgetMargin = Duration.seconds(10)
+    /// POSTs reachd-trust sends at once (its outbox's concurrency).
+    public static let deliveryConcurrency = 8
+
+    /// How long a delivery pass of `reports` waiting reports may take before it is
+    /// killed: every report to every collector, a few at a time, each within the timeout.
+    public func deliveryBudget(reports: Int) -> Duration {
+        let posts = max(1, reports * max(1, collectors))
+        return .milliseconds(timeoutMilliseconds) * ((posts + Self.deliveryConcurrency - 1) / Self.deliveryConcurrency) + Self.budgetMargin
+    }
+
+    /// How long a round may take before it is killed: every host's every phase
+    /// (two handshakes and an OCSP query) one after the other, then a delivery pass
+    /// of what waits and what the round may add. Hosts are checked at once, so a
+    /// round that lasts this long is stuck (a stopped helper, a server trickling
+    /// bytes past every timeout, a bug), not slow.
+    public func roundBudget(reportsPending: Int) -> Duration {
+        .milliseconds(timeoutMilliseconds) * (3 * hosts) + deliveryBudget(reports: reportsPending + hosts)
     }
 
     /// No `[trust]` table.
     public static let none = TrustConfigurationSummary(recheck: "on-change", interval: 6 * 3600, probed: [], reportsPending: 0,
-                                                       roundBudget: 60, deliveryBudget: 60)
+                                                       timeoutMilliseconds: 5000, collectors: 0)
 }
 
 /// `reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY]]]`: one round's outcome.
