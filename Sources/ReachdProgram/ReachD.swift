@@ -30,6 +30,9 @@ package struct ReachD {
         exit(ReachD(options: options).run())
     }
 
+    /// Exit code when the bus's broker went away (EX_UNAVAILABLE): a failure, so that systemd restarts reachd.
+    static let lostBusExitCode: Int32 = 69
+
     /// The exit code.
     func run() -> Int32 {
         Log.threshold = options.logLevel
@@ -84,7 +87,17 @@ package struct ReachD {
             try connection.attach(to: loop)
             try object.serve(on: connection)
             try connection.requestName("io.reachd.Reachability1")
-            Log.info("owning io.reachd.Reachability1 on \(bus == "auto" ? "the system bus" : bus)")
+            let shown = bus == "auto" ? "the system bus" : bus
+            Log.info("owning io.reachd.Reachability1 on \(shown)")
+            // The broker restarted or crashed: every name, match and NameOwnerChanged
+            // follow went with it. Exiting non-zero lets the service manager
+            // (Restart=on-failure) start reachd afresh, which owns and follows everything
+            // again; reconnecting in place would have to rebuild each of them.
+            try connection.onSignal(sender: "org.freedesktop.DBus.Local", path: "/org/freedesktop/DBus/Local",
+                                    interface: "org.freedesktop.DBus.Local", member: "Disconnected") { _ in
+                Log.error("lost \(shown) (its broker went away): exiting so that the service manager starts reachd again")
+                loop.exit(Self.lostBusExitCode)
+            }
             return connection
         } catch {
             guard bus == "auto" else { throw error }

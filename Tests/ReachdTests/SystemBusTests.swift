@@ -10,6 +10,38 @@ import Glibc
 struct SystemBusTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 
+    @Test("the bus's broker killed and started again on the same socket: reachd exits non-zero at once (systemd restarts it), and a new reachd owns the name again",
+          .timeLimit(.minutes(2)))
+    func brokerRestart() async throws {
+        try await withScratch { scratch in
+            var bus = try TestSystemBus(directory: scratch)
+            defer { bus.stop() }
+            try await withNamespaces("rdbroker", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                var daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("first"), arguments: ["--bus", bus.address])
+                defer { Task { [daemon] in await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                #expect(await eventually { daemon.log.contains("owning io.reachd.Reachability1") }, "\(daemon.log)")
+
+                let killed = ContinuousClock.now
+                bus.stop()
+                #expect(await eventually(.seconds(5)) { !daemon.process.isRunning }, "\(daemon.log)")
+                print("broker restart: reachd exited \(killed.duration(to: .now)) after the broker was killed")
+                #expect(daemon.process.terminationStatus == 69, "EX_UNAVAILABLE: Restart=on-failure restarts it")
+                #expect(daemon.log.contains("lost \(bus.address) (its broker went away): exiting so that the service manager starts reachd again"), "\(daemon.log)")
+
+                // What systemd does next: the broker is back on its socket, reachd starts again and owns its name.
+                try? FileManager.default.removeItem(at: scratch.appendingPathComponent("system_bus_socket"))
+                bus = try TestSystemBus(directory: scratch)
+                daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("second"), arguments: ["--bus", bus.address])
+                try await daemon.waitUntilServing()
+                #expect(try await eventually {
+                    try run(["busctl", "--address=\(bus.address)", "get-property"] + object + ["Status"], check: false).output == "s \"wired\"\n"
+                }, "\(daemon.log)")
+            }
+        }
+    }
+
     @Test("the name, properties, StatusChanged seen by busctl monitor, Reload denied to others; no other user may own the name")
     func onTheBus() async throws {
         try await withScratch { scratch in
