@@ -20,7 +20,31 @@ package final class PrivateSocket {
         if let runtime = environment("RUNTIME_DIRECTORY") { return "\(runtime.split(separator: ":").first ?? "/run/reachd")/bus" }
         if getuid() == 0 { return "/run/reachd/bus" }
         if let runtime = environment("XDG_RUNTIME_DIR") { return "\(runtime)/reachd/bus" }
-        return "/tmp/reachd-\(getuid())/bus"
+        return "\(fallbackDirectory)/bus"
+    }
+
+    /// The last resort of `defaultPath`, in `/tmp`.
+    static var fallbackDirectory: String { "/tmp/reachd-\(getuid())" }
+
+    /// Refuses the `/tmp/reachd-$UID` fallback when it is not the user's own. Anyone
+    /// may create it first: a daemon serving there, or a client connecting there,
+    /// would share it with whoever did — who could put a socket of its own in it
+    /// and answer for reachd. Other paths are the caller's choice.
+    package static func verifyOwnDirectory(of socketPath: String) throws(BusError) {
+        let directory = fallbackDirectory
+        guard socketPath == "\(directory)/bus" else { return }
+        var status = stat()
+        guard lstat(directory, &status) == 0 else { throw BusError("checking \(directory)", code: errno) }
+        let user = geteuid()
+        if status.st_mode & S_IFMT != S_IFDIR {
+            throw BusError("\(directory) is not a directory (a link or a file someone else may have put there): refusing it", code: ENOTDIR)
+        }
+        if status.st_uid != user {
+            throw BusError("\(directory) belongs to uid \(status.st_uid), not to uid \(user): refusing a socket directory another user created (remove it, or use --socket)", code: EPERM)
+        }
+        if status.st_mode & 0o022 != 0 {
+            throw BusError("\(directory) is writable by other users (mode \(String(status.st_mode & 0o777, radix: 8))): refusing it", code: EPERM)
+        }
     }
 
     /// Binds `path`, replacing a stale socket left by a previous run, and creating its directory.
@@ -29,6 +53,7 @@ package final class PrivateSocket {
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             try Self.makeDirectories(String(path[..<slash]))
         }
+        try Self.verifyOwnDirectory(of: path)
         descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { throw BusError("creating \(path)", code: errno) }
         var address = sockaddr_un()

@@ -96,6 +96,9 @@ public final class ReachabilityClient: Sendable {
         var reasons: [String] = []
         for (endpoint, sender) in attempts {
             do {
+                if case let .address(address) = endpoint, address.hasPrefix("unix:path=") {
+                    try PrivateSocket.verifyOwnDirectory(of: String(address.dropFirst("unix:path=".count)))
+                }
                 let session = Session(connection: try BusConnection.connect(endpoint), signalSender: sender)
                 try subscribe(session)
                 let (document, serial) = try session.connection.callWithSerial("Describe", destination: Self.name, timeout: .seconds(5))

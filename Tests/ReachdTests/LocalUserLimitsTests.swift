@@ -40,6 +40,50 @@ struct LocalUserLimitsTests {
         sys.stdin.read()
         """
 
+    @Test("/tmp/reachd-UID created first by another user: the user's reachd refuses to serve there and its reachctl to trust it; once the directory is the user's own, both use it",
+          .timeLimit(.minutes(2)))
+    func foreignFallbackDirectory() async throws {
+        let user = 61_234  // no account needed: setpriv runs as any uid
+        let directory = "/tmp/reachd-\(user)"
+        try? FileManager.default.removeItem(atPath: directory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withScratch { scratch in
+            try await withNamespaces("rdtmpdir", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                // Another user (root here) made the directory first and serves a daemon of its own in it.
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
+                                                        attributes: [.posixPermissions: 0o755])
+                let impostor = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--socket", "\(directory)/bus"])
+                defer { Task { await impostor.stop() } }
+                #expect(await eventually { (try? ReachabilityClient(endpoint: .address("unix:path=\(directory)/bus")).currentPath()) != nil },
+                        "\(impostor.log)")
+                let asUser = ["ip", "netns", "exec", ns[0].name, "setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups", "env", "-i"]
+
+                let refused = try run(asUser + [DaemonProcess.binary, "--bus", "none", "--config", "/nonexistent"], check: false)
+                #expect(refused.status == 1, "\(refused)")
+                #expect(refused.error.contains("\(directory) belongs to uid 0, not to uid \(user): refusing a socket directory another user created"), "\(refused)")
+                let status = try run(asUser + [DaemonProcess.reachctl, "status", "--json"], check: false)
+                #expect(status.status == 0 && status.output.contains(#""source":"direct""#), "the impostor is not asked: \(status)")
+
+                // The user's own directory: served, and read.
+                await impostor.stop()
+                try FileManager.default.removeItem(atPath: directory)
+                let daemon = Process()
+                daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                daemon.arguments = asUser + [DaemonProcess.binary, "--bus", "none", "--config", "/nonexistent"]
+                daemon.standardOutput = FileHandle.nullDevice
+                daemon.standardError = FileHandle.nullDevice
+                try daemon.run()
+                defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
+                #expect(try await eventually {
+                    try run(asUser + [DaemonProcess.reachctl, "status", "--json"], check: false).output.contains(#""source":"daemon""#)
+                })
+                var owner = stat()
+                #expect(lstat(directory, &owner) == 0 && owner.st_uid == uid_t(user))
+            }
+        }
+    }
+
     /// Adds and removes 10.9.0.9/32 on DEVICE, COUNT changes in all, over rtnetlink
     /// (one `ip` process per change would take minutes).
     static let flap = """
