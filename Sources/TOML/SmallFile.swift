@@ -6,7 +6,9 @@ import Musl
 
 /// A file read whole, up to a size no file of its kind exceeds: a config file
 /// here, a certificate file in ServerTrust. Stops `/dev/zero` or a log named by
-/// mistake from being read into memory; says the system's reason when it fails.
+/// mistake from being read into memory, and a FIFO from being read at all:
+/// opening one nobody writes to would block the daemon's start, or its loop on a
+/// reload, until the watchdog kills it. Says the system's reason when it fails.
 public enum SmallFile {
     public enum Failure: Error, Equatable {
         /// The system's reason (`strerror`).
@@ -16,9 +18,14 @@ public enum SmallFile {
     }
 
     public static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO returns at once (on a regular file the flag does nothing).
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        // Devices are read as files (/dev/null is an empty config), under the limit.
+        guard status.st_mode & S_IFMT != S_IFIFO else { throw .unreadable("it is a FIFO, not a file") }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {

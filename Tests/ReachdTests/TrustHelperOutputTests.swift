@@ -41,4 +41,40 @@ struct TrustHelperOutputTests {
             }
         }
     }
+
+    @Test("a config or an anchors path that is a FIFO nobody writes to: refused at start at once, refused by a reload while the daemon answers",
+          .timeLimit(.minutes(2)))
+    func fifoPaths() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdfifo") { ns in
+                let fifo = scratch.appendingPathComponent("reachd.fifo").path
+                #expect(mkfifo(fifo, 0o644) == 0)
+                let started = ContinuousClock.now
+                let refused = try ns[0].exec([DaemonProcess.binary, "--bus", "none", "--socket", scratch.appendingPathComponent("bus").path,
+                                              "--config", fifo], check: false)
+                #expect(refused.status == 1 && refused.error.contains("\(fifo): cannot read it: it is a FIFO, not a file"), "\(refused)")
+                #expect(started.duration(to: .now) < .seconds(10), "it did not wait for a writer")
+
+                // A [trust] anchors path that is a FIFO, on a reload: refused, and the daemon answers throughout.
+                let config = scratch.appendingPathComponent("reachd.toml")
+                try "".write(to: config, atomically: true, encoding: .utf8)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                try """
+                    [trust]
+                    reports = "\(scratch.appendingPathComponent("reports").path)"
+                    [[trust.host]]
+                    match = "pinned.test"
+                    mode = "public-key"
+                    pins = ["sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "sha256/AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="]
+                    anchors = ["\(fifo)"]
+                    """.write(to: config, atomically: true, encoding: .utf8)
+                let client = ReachabilityClient(endpoint: .address(daemon.address))
+                #expect(throws: ReachabilityClient.Failure.self) { try client.reload() }
+                #expect(daemon.log.contains("it is a FIFO"), "\(daemon.log.suffix(800))")
+                #expect((try? client.currentPath()) != nil, "the daemon still answers")
+            }
+        }
+    }
 }

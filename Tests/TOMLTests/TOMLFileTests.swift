@@ -30,6 +30,11 @@ struct TOMLFileTests {
         #expect(throws: TOMLError(file: "/dev/zero", line: 0, message: "larger than 1 MiB; not a configuration file")) {
             try TOML.parse(contentsOfFile: "/dev/zero")
         }
+        // Nobody writes to it: opening it must not wait for a writer.
+        let fifo = directory + "/reachd-fifo-\(getpid()).toml"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        #expect(throws: TOMLError(file: fifo, line: 0, message: "cannot read it: it is a FIFO, not a file")) { try TOML.parse(contentsOfFile: fifo) }
     }
 
     @Test("/dev/null is an empty config, not an error")
