@@ -15,8 +15,8 @@ import Glibc
 package final class NetworkManagerObject {
     let connection: BusConnection
     let version: String
-    /// `CheckConnectivity()`: probes, then calls back once the verdict was published.
-    let checkConnectivity: (@escaping () -> Void) -> Void
+    /// `CheckConnectivity()` of a caller (its user, when known): probes, then calls back once the verdict was published.
+    let checkConnectivity: (uid_t?, @escaping () -> Void) -> Void
 
     package private(set) var current = NetworkManagerState()
     /// What the connection was last sent.
@@ -32,7 +32,7 @@ package final class NetworkManagerObject {
 
     /// Served (on `connection`) for as long as it lives; `catchUp` is switched on while the connection is behind.
     package init(connection: BusConnection, catchUp: EventLoop.Switch, version: String,
-                 checkConnectivity: @escaping (@escaping () -> Void) -> Void) throws(BusError) {
+                 checkConnectivity: @escaping (uid_t?, @escaping () -> Void) -> Void) throws(BusError) {
         self.connection = connection
         self.catchUp = catchUp
         self.version = version
@@ -44,7 +44,7 @@ package final class NetworkManagerObject {
             check_connectivity: { message, userdata, _ in
                 let object = NetworkManagerObject.from(userdata)
                 let call = sd_bus_message_ref(message)
-                object.checkConnectivity { [weak object] in
+                object.checkConnectivity(senderUID(message)) { [weak object] in
                     _ = reachd_bus_reply_u32(call, object?.current.connectivity.rawValue ?? NMConnectivity.unknown.rawValue)
                     sd_bus_message_unref(call)
                 }

@@ -13,13 +13,21 @@ package protocol ReachabilityObjectDelegate: AnyObject {
     /// on the loop thread. `caller` tells callers apart (a bus name, or one peer).
     func route(to destination: String, caller: String, reply: @escaping (Result<String, BusMethodError>) -> Void)
     func trustStatus() -> String
-    func recheckTrust() throws(BusMethodError)
+    /// `caller`: the caller's user (nil when the bus does not say), for per-user limits.
+    func recheckTrust(caller: uid_t?) throws(BusMethodError)
     /// Re-reads the config (the caller is root); `reply` once it is in force or refused, on the loop thread.
     func reload(reply: @escaping (Result<String, BusMethodError>) -> Void)
     /// Probes connectivity now and answers with the state (later: the probe must not block the loop).
-    func checkConnectivity(reply: @escaping (Result<String, BusMethodError>) -> Void)
+    func checkConnectivity(caller: uid_t?, reply: @escaping (Result<String, BusMethodError>) -> Void)
     /// Every interface, as a JSON array (docs/api.md, `Interfaces()`).
     func interfaces() -> String
+}
+
+/// The user who sent a method call: on a bus, the broker's word; on the private
+/// socket, the peer's (SO_PEERCRED). Nil when neither says.
+func senderUID(_ message: OpaquePointer?) -> uid_t? {
+    var uid: uid_t = 0
+    return reachd_bus_sender_euid(message, &uid) >= 0 ? uid : nil
 }
 
 /// A method's error as the caller sees it: a D-Bus error name and a message.
@@ -125,16 +133,15 @@ package final class ReachabilityObject {
             },
             recheck_trust: { message, userdata, error in
                 ReachabilityObject.from(userdata).reply(message, error) { delegate throws(BusMethodError) in
-                    try delegate.recheckTrust()
+                    try delegate.recheckTrust(caller: senderUID(message))
                     return nil
                 }
             },
             reload: { message, userdata, error in
-                var uid: uid_t = 0
-                let status = reachd_bus_sender_euid(message, &uid)
-                guard status >= 0, uid == 0 else {
+                let uid = senderUID(message)
+                guard uid == 0 else {
                     return sd_bus_error_set(error, "org.freedesktop.DBus.Error.AccessDenied",
-                                            status < 0 ? "the caller's credentials are unknown" : "Reload is for root only")
+                                            uid == nil ? "the caller's credentials are unknown" : "Reload is for root only")
                 }
                 guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
                 delegate.reload(reply: ReachabilityObject.laterReply(to: message, empty: true))
@@ -142,7 +149,7 @@ package final class ReachabilityObject {
             },
             check_connectivity: { message, userdata, _ in
                 guard let delegate = ReachabilityObject.from(userdata).delegate else { return -ESHUTDOWN }
-                delegate.checkConnectivity(reply: ReachabilityObject.laterReply(to: message))
+                delegate.checkConnectivity(caller: senderUID(message), reply: ReachabilityObject.laterReply(to: message))
                 return 1
             },
             interfaces: { message, userdata, _ in

@@ -6,7 +6,6 @@ import ReachabilityCore
 /// loop thread.
 final class ConnectivityChecker {
     let schedule: ConnectivityScheduler
-    private var lastCheckRequest: ContinuousClock.Instant?
     private var waiters: [(Result<String, BusMethodError>) -> Void] = []
 
     init(options: ConnectivityOptions, loop: EventLoop, post: @escaping @Sendable (Int, ConnectivityProbe.Verdict) -> Void) throws {
@@ -41,10 +40,6 @@ final class ConnectivityChecker {
             return reply(.failure(.failed("no [connectivity] uri is configured: connectivity comes from the trust rounds")))
         }
         guard schedule.isPathReachable else { return reply(.success(Connectivity.none.rawValue)) }
-        if let last = lastCheckRequest, last.duration(to: .now) < .seconds(10) {
-            return reply(.failure(.limitsExceeded("CheckConnectivity is rate-limited to once per 10 s")))
-        }
-        lastCheckRequest = .now
         waiters.append(reply)
         schedule.probeNow()
     }

@@ -40,7 +40,10 @@ final class Daemon: ReachabilityObjectDelegate {
     /// When rounds and report deliveries run in reachd-trust.
     private var trust: TrustScheduler!
     private var trustRound: TrustRound?
-    private var lastRecheckRequest: ContinuousClock.Instant?
+    /// Any user may ask; each user at most once per 10 s, root always (docs/security.md).
+    private var recheckLimit = PerUserRateLimit(interval: .seconds(10))
+    /// Shared by CheckConnectivity() and the NetworkManager surface's.
+    private var probeLimit = PerUserRateLimit(interval: .seconds(10))
     /// Warnings about the config (a pin set with no backup key) come with every
     /// round; the log says each once per config loaded.
     private var loggedTrustWarnings: Set<String> = []
@@ -429,16 +432,16 @@ final class Daemon: ReachabilityObjectDelegate {
         "{\"hosts\":\(trustRound?.hosts ?? "[]"),\"reports-pending\":\(trust.reportsPending),\"trust\":\"\(trustSummary.rawValue)\"}"
     }
 
-    func recheckTrust() throws(BusMethodError) {
+    func recheckTrust(caller: uid_t?) throws(BusMethodError) {
         guard trust.isEnabled else { throw .failed("no trust hosts are configured") }
-        if let last = lastRecheckRequest, last.duration(to: .now) < .seconds(10) {
-            throw .limitsExceeded("RecheckTrust is rate-limited to once per 10 s")
-        }
-        lastRecheckRequest = .now
+        guard recheckLimit.admit(caller) else { throw .limitsExceeded("RecheckTrust is rate-limited to once per 10 s for each user") }
         trust.requestRound("RecheckTrust")
     }
 
-    func checkConnectivity(reply: @escaping (Result<String, BusMethodError>) -> Void) {
+    func checkConnectivity(caller: uid_t?, reply: @escaping (Result<String, BusMethodError>) -> Void) {
+        guard probeLimit.admit(caller) else {
+            return reply(.failure(.limitsExceeded("CheckConnectivity is rate-limited to once per 10 s for each user")))
+        }
         connectivity.checkNow(reply: reply)
     }
 
@@ -524,8 +527,8 @@ final class Daemon: ReachabilityObjectDelegate {
     /// The bus the daemon is on (nil: none): where `[compat] networkmanager` is served.
     func attach(bus: BusConnection?) throws {
         if let bus {
-            compat = try NetworkManagerCompat(connection: bus, loop: loop) { [unowned self] done in
-                connectivity.checkNow { _ in done() }
+            compat = try NetworkManagerCompat(connection: bus, loop: loop) { [unowned self] caller, done in
+                checkConnectivity(caller: caller) { _ in done() }
             }
         }
         try configureCompat(configuration)

@@ -1,6 +1,9 @@
 import DaemonCore
 import ReachabilityBus
 import ReachabilityCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `[compat] networkmanager`: the NetworkManager-compatible surface on the bus,
 /// for GLib's and Qt's NetworkManager backends. The name follows `NetworkManagerName`
@@ -11,13 +14,13 @@ final class NetworkManagerCompat {
     private var name: NetworkManagerName?
     /// Brings the surface's subscribers up to date once the bus connection drained.
     private var catchUp: EventLoop.Switch!
-    private let checkConnectivity: (@escaping () -> Void) -> Void
+    private let checkConnectivity: (uid_t?, @escaping () -> Void) -> Void
     private var object: NetworkManagerObject?
 
     /// The API level whose subset is served: NetworkManager 1.42, Debian 12's.
     static let version = "1.42.0"
 
-    init(connection: BusConnection, loop: EventLoop, checkConnectivity: @escaping (@escaping () -> Void) -> Void) throws {
+    init(connection: BusConnection, loop: EventLoop, checkConnectivity: @escaping (uid_t?, @escaping () -> Void) -> Void) throws {
         self.connection = connection
         self.checkConnectivity = checkConnectivity
         // The object switches it off when it goes.

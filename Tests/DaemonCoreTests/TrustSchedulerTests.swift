@@ -158,3 +158,23 @@ struct TrustSchedulerTests {
         #expect(harness.reasons == ["connectivity full"])
     }
 }
+
+@Suite("one request per user per interval")
+struct PerUserRateLimitTests {
+    @Test("each user has a budget of their own; root always; unknown callers share one")
+    func perUser() {
+        var limit = PerUserRateLimit(interval: .seconds(10))
+        let start = ContinuousClock.now
+        let first = limit.admit(1000, now: start)
+        let again = limit.admit(1000, now: start + .seconds(9))
+        let other = limit.admit(1001, now: start + .seconds(9))
+        #expect(first && !again, "the same user within the interval")
+        #expect(other, "another user is not held back by the first")
+        let root = (limit.admit(0, now: start + .seconds(9)), limit.admit(0, now: start + .seconds(9)))
+        #expect(root == (true, true), "root, always")
+        let unknown = (limit.admit(nil, now: start), limit.admit(nil, now: start + .seconds(1)))
+        #expect(unknown == (true, false), "unknown callers share one budget")
+        let later = limit.admit(1000, now: start + .seconds(10))
+        #expect(later, "after the interval")
+    }
+}

@@ -328,6 +328,24 @@ expect "systemctl status shows 'wired dev eth0'" output_has 'Status: "wired dev 
 expect "busctl introspects the object on the system bus" output_has '^\.Status +property +s +"wired"' inside busctl --system introspect io.reachd.Reachability1 /io/reachd/Reachability1
 expect "nobody: busctl reads the Status property" output_has '^s "wired"$' as_nobody busctl --system get-property io.reachd.Reachability1 /io/reachd/Reachability1 io.reachd.Reachability1 Status
 
+log "per-user limits count users: two ordinary users on the private socket"
+# Under PrivateUsers=yes both would read as 65534 inside reachd: one budget for all.
+inside useradd --no-create-home --shell /usr/sbin/nologin reachd-alice
+inside useradd --no-create-home --shell /usr/sbin/nologin reachd-bob
+alice=$(inside id -u reachd-alice)
+as_user() { local user=$1; shift; inside setpriv --reuid="$user" --regid="$user" --clear-groups "$@"; }
+since=$(inside date '+%Y-%m-%d %H:%M:%S')
+# 40 watchers, 20 s each: more than one user's 32 connections.
+as_user reachd-alice bash -c 'for i in $(seq 40); do timeout 20 reachctl watch --json --bus /run/reachd/bus >/dev/null 2>&1 & done; wait' &
+hog=$!
+eventually 15 "alice's connections past 32 are refused, and the journal names her uid ($alice)" \
+    output_has "closed connections of uid $alice: more than 32 connections of one user" inside journalctl --no-pager -u reachd.service --since "$since"
+expect "bob, meanwhile: reachctl status is answered by the daemon" output_has '"status":"wired".*"source":"daemon"' \
+    as_user reachd-bob reachctl status --json --bus /run/reachd/bus
+expect "bob's connection is counted as his own, not as 65534's" \
+    not output_has "closed connections of uid (65534|$(inside id -u reachd-bob))" inside journalctl --no-pager -u reachd.service --since "$since"
+wait "$hog" 2>/dev/null
+
 log "reload: a pinned TLS host, then a broken config"
 make_certificates || fail "test certificates (openssl)"
 serve_tls || fail "openssl s_server on the gateway (10.77.0.1:8443)"
