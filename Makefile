@@ -212,6 +212,7 @@ install-files:
 	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd.service > $(DESTDIR)$(UNITDIR)/reachd.service
 	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd-wait-online.service > $(DESTDIR)$(UNITDIR)/reachd-wait-online.service
 	install -D -m 0644 systemd/io.reachd.Reachability1.conf $(DESTDIR)$(PREFIX)/share/dbus-1/system.d/io.reachd.Reachability1.conf
+	install -D -m 0644 systemd/io.reachd.NetworkManagerCompat.conf $(DESTDIR)$(PREFIX)/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf
 	install -D -m 0644 systemd/reachd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/reachd.conf
 	install -D -m 0644 prometheus/reachd.rules.yml $(DESTDIR)$(PREFIX)/share/reachd/prometheus/reachd.rules.yml
 	install -D -m 0644 $(DOCS)/man/reachctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/reachctl.1

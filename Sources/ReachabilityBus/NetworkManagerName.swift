@@ -65,7 +65,8 @@ package final class NetworkManagerName {
 
     /// Takes the name when allowed, or releases it.
     package func want(_ wanted: Bool) {
-        if wanted, !self.wanted { denied = false }
+        // Asked again (a reload): try again, the bus's policy may have been installed since.
+        if wanted { denied = false }
         self.wanted = wanted
         reconsider()
     }
@@ -121,7 +122,7 @@ package final class NetworkManagerName {
             case ("org.freedesktop.DBus.Error.AccessDenied"?, _):
                 ownership = .released
                 denied = true
-                log("compat: the bus policy does not let this user own \(Self.name) (\(reply.errorMessage ?? "access denied")); is the package's policy installed?")
+                log("compat: the bus policy does not let this user own \(Self.name) (\(reply.errorMessage ?? "access denied")); link /usr/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf into /etc/dbus-1/system.d/, reload the bus, then reload reachd")
             case (nil, _):  // exists: NameOwnerChanged says when it is free
                 ownership = .released
                 otherOwner = otherOwner ?? "another connection"

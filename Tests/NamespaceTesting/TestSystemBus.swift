@@ -9,14 +9,39 @@ public final class TestSystemBus: @unchecked Sendable {
     let process = Process()
     /// Where clients connect (`DBUS_SYSTEM_BUS_ADDRESS`).
     public let address: String
+    private let socket: String
+    private let config: URL
 
+    static let policyDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("systemd")
     /// The project's policy file (systemd/ beside the package).
-    public static let policyFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("systemd/io.reachd.Reachability1.conf").path
+    public static let policyFile = policyDirectory.appendingPathComponent("io.reachd.Reachability1.conf").path
+    /// The policy that comes with `[compat] networkmanager` (the package ships it inactive).
+    public static let compatPolicyFile = policyDirectory.appendingPathComponent("io.reachd.NetworkManagerCompat.conf").path
 
-    public init(directory: URL) throws {
-        let socket = directory.appendingPathComponent("system_bus_socket").path
-        let config = directory.appendingPathComponent("system.conf")
+    /// `networkManagerCompat`: with the compat policy linked in, as an operator who switched the surface on does.
+    public init(directory: URL, networkManagerCompat: Bool = false) throws {
+        socket = directory.appendingPathComponent("system_bus_socket").path
+        config = directory.appendingPathComponent("system.conf")
+        try Self.writeConfig(config, socket: socket, networkManagerCompat: networkManagerCompat)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["dbus-daemon", "--config-file=\(config.path)", "--nofork", "--print-address=1"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        address = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard address.hasPrefix("unix:") else { throw CommandFailure(command: process.arguments ?? [], result: CommandResult(status: -1, output: line, error: "printed no address")) }
+    }
+
+    /// What an operator does to switch the surface on: the compat policy linked in, the bus reloaded.
+    public func allowNetworkManagerCompat() throws {
+        try Self.writeConfig(config, socket: socket, networkManagerCompat: true)
+        try run(["busctl", "--address=\(address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ReloadConfig"])
+    }
+
+    private static func writeConfig(_ config: URL, socket: String, networkManagerCompat: Bool) throws {
         try """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -40,17 +65,9 @@ public final class TestSystemBus: @unchecked Sendable {
                 <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
               </policy>
               <include>\(Self.policyFile)</include>
+              \(networkManagerCompat ? "<include>\(Self.compatPolicyFile)</include>" : "")
             </busconfig>
             """.write(to: config, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["dbus-daemon", "--config-file=\(config.path)", "--nofork", "--print-address=1"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        address = line.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard address.hasPrefix("unix:") else { throw CommandFailure(command: process.arguments ?? [], result: CommandResult(status: -1, output: line, error: "printed no address")) }
     }
 
     public func stop() {

@@ -57,7 +57,7 @@ struct NetworkManagerCompatTests {
         try await withScratch { scratch in
             let config = scratch.appendingPathComponent("reachd.toml")
             try Self.config().write(to: config, atomically: true, encoding: .utf8)
-            let bus = try TestSystemBus(directory: scratch)
+            let bus = try TestSystemBus(directory: scratch, networkManagerCompat: true)
             defer { bus.stop() }
             try await withNamespaces("rdnmc", "router") { ns in
                 let (host, router) = (ns[0], ns[1])
@@ -169,6 +169,15 @@ struct NetworkManagerCompatTests {
                 #expect(glib.latest?.backend == "GNetworkMonitorNetlink")
                 #expect(await eventually { qt.exitStatus != nil })
                 #expect(qt.exitStatus == 3 && qt.otherLines.contains { $0.contains("no-backend") }, "\(qt.otherLines)")
+
+                // Switched on while the bus has no compat policy (the package's default): refused, and the log says what to link.
+                try Self.config(probe: false).write(to: config, atomically: true, encoding: .utf8)
+                daemon.signal(SIGHUP)
+                #expect(await eventually {
+                    daemon.log.contains("link /usr/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf into /etc/dbus-1/system.d/")
+                }, "\(daemon.log)")
+                #expect(try !Self.nameHasOwner(bus))
+                try bus.allowNetworkManagerCompat()
 
                 // Someone else holds the name (as NetworkManager would): reachd, switched on, leaves it.
                 let standIn = Process()

@@ -439,6 +439,13 @@ inside systemctl stop NetworkManager.service
 inside systemctl reset-failed NetworkManager.service
 eventually 10 "the stand-in gone, nobody owns the name" not nm_owner
 good_config
+# Owning NetworkManager's name comes with the compat policy, which the package ships inactive.
+expect "the compat bus policy is installed, inactive" package_has /usr/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf
+expect "without it, the reachd user may not own org.freedesktop.NetworkManager" \
+    not inside setpriv --reuid=reachd --regid=reachd --clear-groups busctl --system call org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus RequestName su org.freedesktop.NetworkManager 4
+inside ln -s /usr/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf /etc/dbus-1/system.d/
+expect "the operator links it and reloads the bus" inside systemctl reload dbus.service
 printf '\n[compat]\nnetworkmanager = true\n' >> "$root/etc/reachd/reachd.toml"
 expect "systemctl reload with [compat] networkmanager = true" inside systemctl reload reachd.service
 eventually 10 "reachd owns org.freedesktop.NetworkManager" owner_is reachd.service
@@ -556,6 +563,7 @@ expect "the edited config was kept" grep -q 'written by package-test.sh' "$root/
 expect "dpkg -r removes the package" inside dpkg -r reachd
 expect "removing stopped the service" state_is reachd.service inactive
 expect "the binaries are gone" not test -e "$root/usr/bin/reachd"
+expect "the link to the compat bus policy went with them" not test -L "$root/etc/dbus-1/system.d/io.reachd.NetworkManagerCompat.conf"
 expect "the config is kept until purge" test -e "$root/etc/reachd/reachd.toml"
 expect "dpkg --purge purges it" inside dpkg --purge reachd
 for gone in /etc/reachd /var/lib/reachd /lib/systemd/system/reachd.service /usr/share/dbus-1/system.d/io.reachd.Reachability1.conf /usr/libexec/reachd-trust; do
