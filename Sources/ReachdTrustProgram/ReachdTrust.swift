@@ -81,17 +81,13 @@ package enum ReachdTrust {
             for host in configuration.probedHosts where host.policy.mode == .disabled {
                 printLine("reachd-trust: trust evaluation is DISABLED for \(host.pattern): any certificate is accepted", to: STDERR_FILENO)
             }
+            for collector in configuration.plainHTTPReportURIs {
+                printLine("reachd-trust: report-uri \(collector) is plain HTTP (allow-http-report-uri = true): anyone on the path reads its reports and can answer for it", to: STDERR_FILENO)
+            }
             printLine(try json(TrustConfigurationSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
                                                          probed: configuration.probedHosts.map { .init(host: $0.pattern.domain, port: $0.port) }, reportsPending: spool.outbox.pendingCount,
                                                          timeoutMilliseconds: Int64(configuration.timeout / .milliseconds(1)),
                                                          collectors: Set(configuration.hosts.entries.flatMap(\.value.reportURIs)).count)))
-            exit(0)
-        }
-
-        if arguments[0] == "deliver" {
-            let delivery = await spool.outbox.deliver(timeout: configuration.timeout)
-            printLine(try json(TrustDelivery(delivered: delivery.delivered, dropped: delivery.dropped,
-                                             reportsPending: delivery.pending, warnings: delivery.errors)))
             exit(0)
         }
 
@@ -103,13 +99,22 @@ package enum ReachdTrust {
             warnings.append("no system roots (\(error)): only configured anchors are trusted")
             anchors = []
         }
+        let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: spool)
+
+        if arguments[0] == "deliver" {
+            // Collectors are judged as hosts are: the system's roots, the config's pins.
+            let delivery = await spool.outbox.deliver(timeout: configuration.timeout, judgedBy: checker)
+            printLine(try json(TrustDelivery(delivered: delivery.delivered, dropped: delivery.dropped,
+                                             reportsPending: delivery.pending, warnings: warnings + delivery.errors)))
+            exit(0)
+        }
+
         var path: [String: String] = [:]
         for (key, index) in [("status", 2), ("interface", 3), ("connectivity", 4)] where arguments.count > index { path[key] = arguments[index] }
         let behindPortal = path["connectivity"] == "portal"
             ? CaptivePortalEvidence(httpStatus: arguments.count > 5 ? Int(arguments[5]) : nil,
                                     location: arguments.count > 6 && !arguments[6].isEmpty ? arguments[6] : nil)
             : nil
-        let checker = TrustChecker(configuration: configuration, systemAnchors: anchors, spool: spool)
         let round = await checker.checkAll(path: path, behindPortal: behindPortal, deliverReports: path["connectivity"] == "full")
         printLine(try json(TrustRound(overall: round.overall.rawValue, hosts: try json(round.hosts),
                                       reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },

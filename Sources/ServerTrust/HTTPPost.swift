@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import X509
 
 /// One HTTP/1.1 POST with a deadline: OCSP queries (RFC 6960 over http) and
 /// pin-failure reports (report-uri, usually https). Small on purpose: one
@@ -19,23 +20,58 @@ struct HTTPPost: Sendable {
     let timeout: TimeAmount
     /// Responses larger than this are refused (OCSP answers are a few KiB).
     var maximumResponseSize = 1 << 20
+    /// How an https server is judged: given its chain (leaf first) and its host
+    /// name, nil to go on or why not. Nil: NIOSSL's own check against the system's roots.
+    var judge: (@Sendable (_ host: String, _ chain: [Certificate]) async -> String?)?
+    /// The address dialled instead of resolving the URL's host (a `connect` of the config).
+    var address: String?
 
     /// The body of a 2xx answer.
     func send(on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> [UInt8] {
         let target = try Target(url)
-        let tls: NIOSSLContext? = target.secure ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
+        let refusal = NIOLockedValueBox<String?>(nil)
+        let tls: NIOSSLContext?
+        if target.secure, judge != nil {
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            // The judge checks the chain and the name, with reasons, and pins where the config has them.
+            configuration.certificateVerification = .noHostnameVerification
+            configuration.trustRoots = .certificates([])
+            tls = try NIOSSLContext(configuration: configuration)
+        } else {
+            tls = target.secure ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
+        }
+        let judge = judge
         let deadline = NIODeadline.now() + timeout
-        let channel = try await ClientBootstrap(group: group)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let tls {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: target.host))
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(timeout)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if let tls {
+                            let serverName = ServerNamePolicy.addressBytes(target.host) == nil ? target.host : nil
+                            let handler = if let judge {
+                                try NIOSSLClientHandler(context: tls, serverHostname: serverName) { certificates, promise in
+                                    promise.completeWithTask {
+                                        let chain = certificates.compactMap { try? Certificate(derEncoded: $0.toDERBytes()) }
+                                        guard let reason = await judge(target.host, chain) else { return .certificateVerified }
+                                        refusal.withLockedValue { $0 = reason }
+                                        return .failed
+                                    }
+                                }
+                            } else {
+                                try NIOSSLClientHandler(context: tls, serverHostname: target.host)
+                            }
+                            try channel.pipeline.syncOperations.addHandler(handler)
+                        }
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     }
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
                 }
-            }
-            .connect(host: target.host, port: target.port).get()
+                .connect(host: address ?? target.host, port: target.port).get()
+        } catch {
+            if let reason = refusal.withLockedValue({ $0 }) { throw Failure(description: "\(target.host) is not trusted: \(reason)") }
+            throw error
+        }
         defer { channel.close(promise: nil) }
 
         let collector = ResponseCollector(promise: channel.eventLoop.makePromise(), limit: maximumResponseSize)
@@ -56,7 +92,13 @@ struct HTTPPost: Sendable {
             channel.write(HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         }.get()
-        let (status, answer) = try await collector.promise.futureResult.get()
+        let (status, answer): (HTTPResponseStatus, [UInt8])
+        do {
+            (status, answer) = try await collector.promise.futureResult.get()
+        } catch {
+            if let reason = refusal.withLockedValue({ $0 }) { throw Failure(description: "\(target.host) is not trusted: \(reason)") }
+            throw error
+        }
         guard (200..<300).contains(status.code) else {
             throw Failure(description: "\(url) answered \(status.code) \(status.reasonPhrase)")
         }
@@ -64,7 +106,7 @@ struct HTTPPost: Sendable {
     }
 
     /// The parts of an http(s) URL a request needs.
-    struct Target {
+    struct Target: Sendable {
         let secure: Bool
         let host: String
         let port: Int

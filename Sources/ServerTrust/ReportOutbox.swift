@@ -195,9 +195,19 @@ public struct ReportOutbox: Sendable {
     }
 
     /// One delivery pass over HTTP(S): each report POSTed as JSON, `timeout` for each POST.
-    public func deliver(now: Date = Date(), timeout: Duration) async -> Delivery {
+    /// With `checker`, an https collector is judged as the checker judges a host — the
+    /// policy (pins included) and `connect` address of the entry that matches its name,
+    /// else the default evaluation — and a collector that fails is not sent the report:
+    /// only the genuine collector may take it out of the outbox (docs/security.md).
+    /// Without, NIOSSL checks it against the system's roots.
+    public func deliver(now: Date = Date(), timeout: Duration, judgedBy checker: TrustChecker? = nil) async -> Delivery {
         await deliver(now: now) { collector, body in
-            _ = try await HTTPPost(url: collector, body: body, contentType: "application/json", timeout: timeout.timeAmount).send()
+            var post = HTTPPost(url: collector, body: body, contentType: "application/json", timeout: timeout.timeAmount)
+            if let checker {
+                post.judge = { host, chain in await checker.judgeCollector(host, chain: chain) }
+                post.address = (try? HTTPPost.Target(collector)).flatMap { checker.configuration.hosts.lookup($0.host)?.value.connect }
+            }
+            _ = try await post.send()
         }
     }
 }

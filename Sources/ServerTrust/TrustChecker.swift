@@ -94,7 +94,7 @@ public struct TrustChecker: Sendable {
         guard let spool else { return round }
         // New reports and those still waiting from earlier rounds, after they are on disk.
         if deliverReports && round.overall != .compromised && round.overall != .portal {
-            let delivery = await spool.outbox.deliver(now: time ?? Date(), timeout: configuration.timeout)
+            let delivery = await spool.outbox.deliver(now: time ?? Date(), timeout: configuration.timeout, judgedBy: self)
             round.reportErrors += delivery.errors
             round.reportsPending = delivery.pending
         } else {
@@ -175,6 +175,14 @@ public struct TrustChecker: Sendable {
         let result = Self.pending(host ?? "", port: configuration.port, configuration: configuration, at: time ?? Date())
         return await evaluate(TLSProbe.Presented(chain: chain), connection: nil, into: result,
                               configuration: configuration, at: time).result
+    }
+
+    /// A report collector's server judged as a host: nil when its chain validates
+    /// under the policy of the entry that matches `host` (pins included) or the
+    /// default evaluation, else why not.
+    func judgeCollector(_ host: String, chain: [Certificate]) async -> String? {
+        let result = await verify(chain, host: host)
+        return [.trusted, .pinsExpired].contains(result.verdict) ? nil : "\(result.verdict.rawValue): \(result.reason)"
     }
 
     /// A result before anything is known: unreachable until a handshake says otherwise.

@@ -28,11 +28,20 @@ public struct TrustConfiguration: Sendable {
     /// it is, a certificate outside its validity period says more about the clock
     /// than about the server.
     public var clock: ClockSource = .system
+    /// `allow-http-report-uri`: plain-HTTP collectors are accepted, and warned about at
+    /// every start. Off by default: anyone on the path reads such a report, and can
+    /// answer 2xx for the collector, which takes the report out of the outbox.
+    public var allowsHTTPReportURIs = false
     /// The `[[trust.host]]` entries by pattern.
     public var hosts = HostTable<HostTrustConfiguration>()
 
     /// No hosts, the defaults.
     public init() {}
+
+    /// The plain-HTTP collectors `allow-http-report-uri` let in: said at every start.
+    public var plainHTTPReportURIs: [String] {
+        Array(Set(hosts.entries.flatMap(\.value.reportURIs).filter { $0.lowercased().hasPrefix("http://") })).sorted()
+    }
 
     /// The hosts a check dials: the exact patterns. Wildcard entries only give
     /// their policy to names looked up (`reachctl trust check`, the in-app adapter).
@@ -69,6 +78,7 @@ public struct TrustConfiguration: Sendable {
         }
         if let (text, _) = try table.string("reports") { reports = Self.resolve(text, in: directory) }
         if let (text, _) = try table.string("clock-synchronized") { clock = .flagFile(Self.resolve(text, in: directory)) }
+        allowsHTTPReportURIs = try table.bool("allow-http-report-uri") ?? false
         if let value = table.value("host") {
             guard case let .array(elements) = value.kind else {
                 throw table.error("host must be an array of tables ([[trust.host]])", line: value.line)
@@ -79,6 +89,9 @@ public struct TrustConfiguration: Sendable {
                 }
                 var reader = TOMLTableReader(entry, file: table.file, name: "[[trust.host]]")
                 let host = try HostTrustConfiguration(reading: &reader, relativeTo: directory, line: element.line)
+                if !allowsHTTPReportURIs, let plain = host.reportURIs.first(where: { $0.lowercased().hasPrefix("http://") }) {
+                    throw reader.error("report-uri \"\(plain)\" is plain HTTP: anyone on the path can read the report, and answer for the collector; use https://, or set allow-http-report-uri = true in [trust]", line: element.line)
+                }
                 do {
                     try hosts.add(host.pattern, host)
                 } catch {

@@ -45,7 +45,8 @@ struct ConnectivityTests {
             try PinnedServer.makePKI(in: scratch)
             try Self.makePortalCertificate(in: scratch)
             let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
-            try (String(contentsOf: config, encoding: .utf8) + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\n"
+            try (String(contentsOf: config, encoding: .utf8).replacingOccurrences(of: "[trust]\n", with: "[trust]\nallow-http-report-uri = true\n")
+                 + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\n"
                  + Self.connectivity(uri: "http://10.1.0.1/generate_204") + "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n")
                 .write(to: config, atomically: true, encoding: .utf8)
             let script = scratch.appendingPathComponent("collector.py")
@@ -82,6 +83,7 @@ struct ConnectivityTests {
                 let evidence = Self.spooled(scratch).first?["captive-portal"] as? [String: Any]
                 #expect(evidence?["http-status"] as? Int == 302 && evidence?["location"] as? String == "http://10.1.0.1/login?from=probe", "\(Self.spooled(scratch))")
                 #expect((Self.spooled(scratch).first?["path"] as? [String: String])?["connectivity"] == "portal")
+                #expect(daemon.log.contains("report-uri http://10.1.0.1:8080/pins is plain HTTP (allow-http-report-uri = true)"), "warned at start")
                 #expect(daemon.log.contains("pin failure for pinned.test behind a captive portal (the probe got 302 to http://10.1.0.1/login?from=probe)"), "\(daemon.log)")
                 let during = ns[0].scrapeMetrics()
                 #expect(metricValue("reachd_pin_failures_total{host=\"pinned.test\"}", in: during) == 0, "not an alarm:\n\(during)")

@@ -108,7 +108,8 @@ struct TrustWiringTests {
             func configure(pin: Character) throws -> URL {
                 let pins = [String(repeating: pin, count: 43) + "=", String(repeating: "B", count: 43) + "="].map { "sha256/" + $0 }
                 let config = try PinnedServer.config(pins: pins, in: scratch)
-                try (String(contentsOf: config, encoding: .utf8) + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\nenforce = false\n"
+                try (String(contentsOf: config, encoding: .utf8).replacingOccurrences(of: "[trust]\n", with: "[trust]\nallow-http-report-uri = true\n")
+                 + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\nenforce = false\n"
                      + ConnectivityTests.connectivity(uri: "http://10.1.0.1/generate_204"))
                     .write(to: config, atomically: true, encoding: .utf8)
                 return config

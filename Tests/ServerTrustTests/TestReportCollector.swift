@@ -1,22 +1,45 @@
+import Crypto
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
+import SwiftASN1
+import X509
 
-/// An HTTP server on 127.0.0.1 that answers every POST with 204 and keeps the
+/// An HTTP(S) server on 127.0.0.1 that answers every POST with 204 and keeps the
 /// bodies: a report-uri endpoint.
 final class TestReportCollector: Sendable {
     let channel: any Channel
     private let received = NIOLockedValueBox<[[UInt8]]>([])
-    var url: String { "http://127.0.0.1:\(channel.localAddress!.port!)/pins" }
+    private let secure: Bool
+    var url: String { url(host: "127.0.0.1") }
     var bodies: [[UInt8]] { received.withLockedValue { $0 } }
 
-    /// Listens on `port` of 127.0.0.1 (0: any free one).
-    init(port: Int = 0) async throws {
+    /// Its URL under another name (dialled at the config's `connect`).
+    func url(host: String) -> String { "\(secure ? "https" : "http")://\(host):\(channel.localAddress!.port!)/pins" }
+
+    /// Listens on `port` of 127.0.0.1 (0: any free one); over TLS with `chain` (leaf first) and `key`.
+    init(port: Int = 0, chain: [Certificate] = [], key: P256.Signing.PrivateKey? = nil) async throws {
         let received = received
+        secure = key != nil
+        let context = try key.map { key in
+            let certificates = try chain.map { certificate -> NIOSSLCertificateSource in
+                var serializer = DER.Serializer()
+                try serializer.serialize(certificate)
+                return .certificate(try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der))
+            }
+            let privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
+            return try NIOSSLContext(configuration: .makeServerConfiguration(certificateChain: certificates, privateKey: .privateKey(privateKey)))
+        }
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
-                child.pipeline.configureHTTPServerPipeline().flatMapThrowing {
+                do {
+                    if let context { try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
+                } catch {
+                    return child.eventLoop.makeFailedFuture(error)
+                }
+                return child.pipeline.configureHTTPServerPipeline().flatMapThrowing {
                     try child.pipeline.syncOperations.addHandler(Handler(received: received))
                 }
             }

@@ -85,6 +85,22 @@ struct TrustConfigurationTests {
         #expect(configuration.probedHosts.map(\.pattern.description) == ["api.example.com"])
     }
 
+    @Test("plain-HTTP collectors only with allow-http-report-uri, and then listed (for the warning at every start); clock-synchronized names the flag file")
+    func plainHTTPCollectorsAndClock() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configuration = try load("""
+            [trust]
+            allow-http-report-uri = true
+            clock-synchronized = "run/synchronized"
+            [[trust.host]]
+            match = "a.example"
+            report-uri = ["http://collector.example/pins", "https://collector.example/pins"]
+            """)
+        #expect(configuration.allowsHTTPReportURIs && configuration.plainHTTPReportURIs == ["http://collector.example/pins"])
+        #expect(configuration.clock == .flagFile(directory.path + "/run/synchronized"))
+        #expect(try load("[trust]\n").clock == .system)
+    }
+
     @Test("no [trust] table: no hosts")
     func noTable() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -110,6 +126,8 @@ struct TrustConfigurationTests {
         ("[[trust.host]]\nmatch = \"a.example\"\nconnect = \"example.net\"", "reachd.toml:3: connect must be an IPv4 or IPv6 address"),
         ("[[trust.host]]\nmatch = \"a.example\"\n[[trust.host]]\nmatch = \"A.example.\"", "reachd.toml:3: host pattern \"a.example\" is configured twice"),
         ("[[trust.host]]\nmatch = \"a.example\"\ncolour = \"blue\"", "reachd.toml:3: unknown key 'colour' in [[trust.host]]"),
+        ("[[trust.host]]\nmatch = \"a.example\"\nreport-uri = [\"http://collector.example/pins\"]",
+         "reachd.toml:1: report-uri \"http://collector.example/pins\" is plain HTTP: anyone on the path can read the report, and answer for the collector; use https://, or set allow-http-report-uri = true in [trust]"),
     ])
     func mistakes(text: String, expected: String) {
         defer { try? FileManager.default.removeItem(at: directory) }
