@@ -24,7 +24,7 @@ struct AlertRulesTests {
     @Test("promtool check rules")
     func check() throws {
         let result = try promtool(["check", "rules", "reachd.rules.yml"])
-        #expect(result.status == 0 && result.output.contains("SUCCESS: 7 rules found"), "\(result.output)")
+        #expect(result.status == 0 && result.output.contains("SUCCESS: 8 rules found"), "\(result.output)")
     }
 
     @Test("promtool test rules: each alert fires when it should and not before")

@@ -58,7 +58,7 @@ struct MetricsTests {
                     #expect(metricValue("reachd_trust_status{trust=\"\(trust)\"}", in: scrape) == (trust == "ok" ? 1 : 0))
                 }
                 // Every verdict present, one of them 1.
-                #expect(scrape.split(separator: "\n").filter { $0.hasPrefix("reachd_trust_verdict{host=\"pinned.test\"") }.count == 10)
+                #expect(scrape.split(separator: "\n").filter { $0.hasPrefix("reachd_trust_verdict{host=\"pinned.test\"") }.count == 12)
                 // No probe configured: a host whose chain validated is the evidence of `full`.
                 #expect(metricValue("reachd_connectivity{state=\"full\"}", in: scrape) == 1)
                 #expect(metricValue("reachd_trust_checks_total{host=\"pinned.test\"}", in: scrape) ?? 0 >= 1)

@@ -34,17 +34,21 @@ struct ServerTrustVerifierTests {
         var tls = TLSConfiguration.makeClientConfiguration()
         ServerTrustVerifier.applyTLSBaseline(to: &tls)
         let context = try NIOSSLContext(configuration: tls)
+        // Kept here, not looked up in the pipeline: a refused handshake may tear the pipeline down before connect() returns.
+        let installed = NIOLockedValueBox<HandshakeOutcome?>(nil)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(
                         context: context, serverHostname: "localhost", customVerificationCallbackWithMetadata: verifier.callback))
-                    try channel.pipeline.syncOperations.addHandler(HandshakeOutcome(promise: channel.eventLoop.makePromise()))
+                    let handler = HandshakeOutcome(promise: channel.eventLoop.makePromise())
+                    installed.withLockedValue { $0 = handler }
+                    try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
             .connect(host: "127.0.0.1", port: server.port).get()
         defer { channel.close(promise: nil) }
-        let outcome = try await channel.pipeline.handler(type: HandshakeOutcome.self).get()
+        let outcome = try #require(installed.withLockedValue { $0 })
         let completed = (try? await outcome.promise.futureResult.get()) != nil
         return (completed, seen.withLockedValue { $0 })
     }
