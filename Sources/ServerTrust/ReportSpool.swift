@@ -9,7 +9,8 @@ import Glibc
 /// (`report-uri`) also goes into the ``ReportOutbox`` until they have it.
 ///
 /// What an attacker cannot do with it (docs/security.md): fill the disk (at most
-/// ``capacity`` reports, oldest evicted first, each eviction said), or bury a
+/// ``capacity`` reports and ``byteCapacity`` bytes, oldest evicted first, each
+/// eviction said), or bury a
 /// report under new ones (an identical report is not written again within 24
 /// hours, TrustKit's rule, and a host under one pin set gets at most one report
 /// per ``hostInterval`` whatever the chain an interceptor serves).
@@ -25,6 +26,9 @@ public struct ReportSpool: Sendable {
 
     /// At most this many reports are kept; past it the oldest go.
     public static let capacity = 1024
+    /// At most this many bytes of reports are kept (a report holds two PEM chains:
+    /// a few KiB, far more only when a server sends a chain of many certificates).
+    public static let byteCapacity = 16 << 20
 
     /// The spool in `directory`.
     public init(directory: String, repeatInterval: TimeInterval = 24 * 3600, hostInterval: TimeInterval = 3600) {
@@ -66,7 +70,7 @@ public struct ReportSpool: Sendable {
             guard !spooled.contains(interrupted) else { return nil }
             let destination = "\(directory)/\(interrupted)"
             try DurableFile.write(Array(try report.json()), to: destination)
-            return Written(path: destination, evicted: try evictSpool(beyond: Self.capacity))
+            return Written(path: destination, evicted: try evictSpool())
         }
         if spooled.contains(where: { $0.contains(identity) && Self.time(of: $0) > repeatSince }) { return nil }
         if spooled.contains(where: { $0.hasPrefix(host + "-") && Self.time(of: $0) > hostSince }) { return nil }
@@ -75,7 +79,7 @@ public struct ReportSpool: Sendable {
         if !collectors.isEmpty { evicted += try outbox.add(ReportOutbox.Entry(collectors: collectors, report: report), name: name) }
         let destination = "\(directory)/\(name)"
         try DurableFile.write(Array(try report.json()), to: destination)
-        evicted += try evictSpool(beyond: Self.capacity)
+        evicted += try evictSpool()
         return Written(path: destination, evicted: evicted)
     }
 
@@ -85,13 +89,21 @@ public struct ReportSpool: Sendable {
             .filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }
     }
 
-    /// Removes the oldest reports past `capacity`; their names.
-    private func evictSpool(beyond capacity: Int) throws -> [String] {
-        let spooled = names(in: directory)
-        guard spooled.count > capacity else { return [] }
-        let oldest = Array(spooled.sorted { Self.time(of: $0) < Self.time(of: $1) }.prefix(spooled.count - capacity))
-        for name in oldest { try DurableFile.remove("\(directory)/\(name)") }
-        return oldest.map { "reports/\($0)" }
+    /// Removes the oldest reports while more than `capacity` or `byteCapacity` are kept; their names.
+    func evictSpool(capacity: Int = Self.capacity, byteCapacity: Int = Self.byteCapacity) throws -> [String] {
+        let spooled = names(in: directory).map { name -> (name: String, size: Int) in
+            var status = stat()
+            return (name, stat("\(directory)/\(name)", &status) == 0 ? Int(status.st_size) : 0)
+        }.sorted { Self.time(of: $0.name) < Self.time(of: $1.name) }
+        var (count, bytes) = (spooled.count, spooled.reduce(0) { $0 + $1.size })
+        var evicted: [String] = []
+        for report in spooled where count > capacity || bytes > byteCapacity {
+            try DurableFile.remove("\(directory)/\(report.name)")
+            evicted.append("reports/\(report.name)")
+            count -= 1
+            bytes -= report.size
+        }
+        return evicted
     }
 
     /// Names end in `-<seconds since 1970>.json`.

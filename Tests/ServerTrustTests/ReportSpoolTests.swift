@@ -1,5 +1,5 @@
 import Foundation
-import ServerTrust
+@testable import ServerTrust
 import Testing
 
 @Suite("Pin-failure reports")
@@ -46,7 +46,7 @@ struct ReportSpoolTests {
         #expect(!files.contains { $0.hasSuffix(".tmp") }, "no temporary file is left behind")
     }
 
-    @Test("bounded: past its capacity the oldest reports go, and each eviction is said")
+    @Test("bounded by count and by size: past either the oldest reports go, and each eviction is said")
     func bounded() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -62,5 +62,10 @@ struct ReportSpoolTests {
         }
         #expect(evicted.count == 1 && evicted[0].hasPrefix("reports/") && evicted[0].hasSuffix("-\(Int(TestAuthority.now.timeIntervalSince1970)).json"), "\(evicted)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == ReportSpool.capacity)
+        // And by size: the oldest go until the rest fits.
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: "\(directory)/\(try FileManager.default.contentsOfDirectory(atPath: directory)[0])")[.size] as? Int)
+        let bySize = try spool.evictSpool(byteCapacity: size * 10 + size / 2)
+        #expect(bySize.count == ReportSpool.capacity - 10, "\(bySize.count)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == 10)
     }
 }
