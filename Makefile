@@ -72,8 +72,10 @@ run: build
 ## (Tests/System/package-test.sh).
 test: deps unittest examples api-docs fuzz package-check man-check systemtest
 
+## As an ordinary user, the suites that need root (network namespaces, daemons
+## under other users) are skipped, each with its reason; root runs them all.
 unittest: deps
-	@[ "$$(id -u)" -eq 0 ] || { echo "make test: the kernel tests create network namespaces; run it as root (sudo make test)" >&2; exit 1; }
+	@[ "$$(id -u)" -eq 0 ] || echo "make unittest: not root: the suites that create network namespaces are skipped (sudo make test runs them)" >&2
 	$(SWIFT) build --build-tests
 	@# Failures scroll away under the passing tests: repeat them at the end,
 	@# where a CI log's tail shows them, then the runner's own closing line.

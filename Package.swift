@@ -152,14 +152,16 @@ let package = Package(
         // Test support: network namespaces the tests create and always remove.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
+        // `.needsRoot`: suites that need root are skipped, with the reason, for an ordinary user.
+        .target(name: "RootTesting", path: "Tests/RootTesting"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus"]),
         .testTarget(name: "ReachdMetricsTests", dependencies: ["ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Sockets", "NamespaceTesting"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "Sockets", "TOML", "NamespaceTesting"]),
-        .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting"]),
-        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachdVersion"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Sockets", "NamespaceTesting", "RootTesting"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "Sockets", "TOML", "NamespaceTesting", "RootTesting"]),
+        .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "RootTesting"]),
+        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachdVersion", "RootTesting"]),
         .testTarget(
             name: "ServerTrustTests",
             dependencies: [

@@ -1,10 +1,11 @@
 import NamespaceTesting
 @testable import Netlink
 import Sockets
+import RootTesting
 import Testing
 
 /// The netlink layer against the kernel, inside namespaces reached through setns.
-@Suite("Netlink (real kernel)")
+@Suite("Netlink (real kernel)", .needsRoot)
 struct NetlinkTests {
     @Test("dumps see what ip created; lookups name the route's parts; failures keep their kind")
     func dumpsAndLookups() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 import NamespaceTesting
 import Reachability
+import RootTesting
 import Testing
 
 /// What subscribers receive: the current path first (initial), then one path
 /// per real change, never the same document twice.
-@Suite("Delivery")
+@Suite("Delivery", .needsRoot)
 struct DeliveryTests {
     @Test("onChange, paths and NotificationCenter: initial, then transitions, no repeats")
     func deliveries() async throws {

@@ -3,11 +3,12 @@ import NamespaceTesting
 import Netlink
 import Reachability
 import Sockets
+import RootTesting
 import Testing
 
 /// A running monitor follows the kernel, including the changes the kernel
 /// announces with no route message at all.
-@Suite("Monitor transitions (real kernel, network namespaces)")
+@Suite("Monitor transitions (real kernel, network namespaces)", .needsRoot)
 struct MonitorTransitionTests {
     @Test("route deleted and added again")
     func routeDeleteAdd() async throws {

@@ -1,10 +1,11 @@
 import Foundation
 import NamespaceTesting
 import Reachability
+import RootTesting
 import Testing
 
 /// ENOBUFS is "state unknown": the monitor re-dumps and ends in the kernel's state.
-@Suite("Overrun recovery")
+@Suite("Overrun recovery", .needsRoot)
 struct OverrunTests {
     @Test("5,000 link flaps into a tiny receive buffer end in the kernel's state, and the monitor keeps reacting")
     func flapStorm() async throws {

@@ -1,9 +1,10 @@
 import NamespaceTesting
 import Reachability
+import RootTesting
 import Testing
 
 /// One kernel configuration each, evaluated once, in namespaces of their own.
-@Suite("Path scenarios (real kernel, network namespaces)")
+@Suite("Path scenarios (real kernel, network namespaces)", .needsRoot)
 struct PathScenarioTests {
     @Test("wired via veth")
     func wired() async throws {

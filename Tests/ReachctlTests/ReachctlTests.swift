@@ -1,10 +1,11 @@
 import Foundation
 import NamespaceTesting
 import Synchronization
+import RootTesting
 import Testing
 
 /// reachctl as a user runs it: the built binary, inside a test namespace.
-@Suite("reachctl (binary, network namespaces)")
+@Suite("reachctl (binary, network namespaces)", .needsRoot)
 struct ReachctlTests {
     /// The reachctl built beside the test bundle.
     static let reachctl = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

@@ -1,10 +1,11 @@
 import Foundation
 import NamespaceTesting
+import RootTesting
 import Testing
 
 /// `reachctl trust …` as a user runs it, against `openssl s_server` in a test
 /// namespace, with a CA and a server certificate made by openssl.
-@Suite("reachctl trust (binary, openssl s_server)")
+@Suite("reachctl trust (binary, openssl s_server)", .needsRoot)
 struct ReachctlTrustTests {
     let reachctl = ReachctlTests.reachctl
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ctltrust-\(UUID())").path

@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
+import RootTesting
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +9,7 @@ import Glibc
 
 /// Connectivity (docs/connectivity.md): reachd's HTTP probe against a real HTTP server in the
 /// gateway's namespace, and trust judged knowing whether a captive portal is there.
-@Suite("reachd's connectivity probe", .serialized)
+@Suite("reachd's connectivity probe", .serialized, .needsRoot)
 struct ConnectivityTests {
     static func path(_ daemon: DaemonProcess) -> Path? {
         try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()

@@ -2,12 +2,13 @@ import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import ReachdVersion
+import RootTesting
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("reachd (binary, network namespaces, private socket)", .serialized)
+@Suite("reachd (binary, network namespaces, private socket)", .serialized, .needsRoot)
 struct DaemonTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

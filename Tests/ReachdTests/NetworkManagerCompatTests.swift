@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
+import RootTesting
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,7 @@ import Glibc
 /// `[compat] networkmanager`: unmodified GLib (GNetworkMonitor, through PyGObject)
 /// and Qt (QNetworkInformation, through PyQt6) read reachd's verdict from the
 /// NetworkManager-compatible surface on a dbus-daemon of the system type.
-@Suite("the NetworkManager-compatible surface, read by GLib and Qt", .serialized)
+@Suite("the NetworkManager-compatible surface, read by GLib and Qt", .serialized, .needsRoot)
 struct NetworkManagerCompatTests {
     static let nmName = "org.freedesktop.NetworkManager"
 

@@ -2,9 +2,10 @@ import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import Synchronization
+import RootTesting
 import Testing
 
-@Suite("Subscribers through a daemon restart", .serialized)
+@Suite("Subscribers through a daemon restart", .serialized, .needsRoot)
 struct RestartTests {
     @Test("a ReachabilityClient subscriber and reachctl watch carry on through a restart and see the next change")
     func restart() async throws {

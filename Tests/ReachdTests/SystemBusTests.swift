@@ -1,12 +1,13 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
+import RootTesting
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("reachd on a dbus-daemon (system-type config with the project's policy)", .serialized)
+@Suite("reachd on a dbus-daemon (system-type config with the project's policy)", .serialized, .needsRoot)
 struct SystemBusTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

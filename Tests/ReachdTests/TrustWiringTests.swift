@@ -1,12 +1,13 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
+import RootTesting
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("reachd's trust checks", .serialized)
+@Suite("reachd's trust checks", .serialized, .needsRoot)
 struct TrustWiringTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # package-test.sh DEB — the Debian package under a real systemd.
 #
-# Boots Debian 12 (mmdebstrap --variant=minbase, cached) with systemd-nspawn
+# Boots Debian 12, or 13 (mmdebstrap --variant=minbase, cached) with systemd-nspawn
 # -b --private-network and, from the host side, does what an operator does:
 # dpkg -i, reachctl as root and as nobody over the system bus, busctl, a reload
 # with a good and with a broken config, kill -9 and SIGSTOP (the watchdog), a
@@ -12,7 +12,8 @@
 # Everything it makes (root file system copy, container, namespace, veth) is
 # removed on exit, also on failure. Ends with "N passed, N failed".
 #
-# Environment: REACHD_SYSTEST_CACHE (default /var/cache/reachd-systest) keeps
+# Environment: REACHD_SYSTEST_SUITE (default bookworm, Debian 12; trixie is
+# Debian 13) is the release booted; REACHD_SYSTEST_CACHE (default /var/cache/reachd-systest) keeps
 # the root file system between runs; REACHD_SYSTEST_KEEP=1 keeps the work
 # directory (console log, journal) for a post-mortem.
 set -uo pipefail
@@ -30,6 +31,7 @@ gateway=$machine-gw
 work=$(mktemp -d /var/tmp/reachd-systest.XXXXXX)
 root=$work/root
 cache=${REACHD_SYSTEST_CACHE:-/var/cache/reachd-systest}
+suite=${REACHD_SYSTEST_SUITE:-bookworm}
 version=$(dpkg-deb -f "$deb" Version)
 passed=0
 failed=0
@@ -116,19 +118,20 @@ root_filesystem() {
     packages=$( { echo systemd systemd-sysv dbus iproute2 network-manager python3-gi gir1.2-glib-2.0 python3-pyqt6
                   dpkg-deb -f "$deb" Depends Recommends | sed 's/^[A-Za-z-]*://' | tr ',' '\n' | sed 's/|.*//; s/(.*)//'; } |
                 tr -s ' \n' '\n' | sed '/^$/d' | sort -u | tr '\n' ',' | sed 's/,$//')
-    key=$(echo "bookworm $packages" | sha256sum | cut -c1-16)
-    tarball=$cache/bookworm-minbase-$key.tar
+    key=$(echo "$suite $packages" | sha256sum | cut -c1-16)
+    tarball=$cache/$suite-minbase-$key.tar
     if [ ! -s "$tarball" ]; then
-        log "building the Debian 12 root file system ($packages)"
+        log "building the Debian $suite root file system ($packages)"
         mkdir -p "$cache"
         if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
             sources=$(for file in /etc/apt/sources.list.d/*.sources; do cat "$file"; echo; done)
         else
             sources=$(cat /etc/apt/sources.list)
         fi
-        echo "$sources" | mmdebstrap --quiet --variant=minbase --include="$packages" --format=tar \
+        # This machine's sources, for the suite booted.
+        echo "$sources" | sed "s/bookworm/$suite/g" | mmdebstrap --quiet --variant=minbase --include="$packages" --format=tar \
             --aptopt='Acquire::Check-Valid-Until "false"' --aptopt='Acquire::Check-Date "false"' \
-            bookworm "$tarball.partial" - || { rm -f "$tarball.partial"; return 1; }
+            "$suite" "$tarball.partial" - || { rm -f "$tarball.partial"; return 1; }
         mv "$tarball.partial" "$tarball"
     fi
     mkdir -p "$root"
@@ -296,7 +299,7 @@ scrape() { inside bash -c 'exec 3<>/dev/tcp/127.0.0.1/9748 && printf "GET /metri
 # MARK: the run
 
 log "root file system and boot"
-root_filesystem || { fail "a Debian 12 root file system from mmdebstrap"; exit 1; }
+root_filesystem || { fail "a Debian $suite root file system from mmdebstrap"; exit 1; }
 boot || { fail "the container boots"; exit 1; }
 eventually 60 "systemd in the container is up" output_has 'running|degraded' inside systemctl is-system-running --wait
 
