@@ -45,7 +45,9 @@ struct RevocationTests {
     }
 
     func evaluate(_ leaf: Certificate, _ mode: RevocationTrustEvaluator.Mode) async throws -> TrustEvaluation {
-        let policy = try TrustPolicy(revocation: mode, revocationTimeout: .seconds(2))
+        // A live responder answers in milliseconds; the bound is for a machine busy with the rest of the suite
+        // (soft-fail turns a late answer into "not known to be revoked").
+        let policy = try TrustPolicy(revocation: mode, revocationTimeout: .seconds(10))
         return await policy.evaluate([leaf], host: "localhost", systemAnchors: [root.certificate])
     }
 
