@@ -186,6 +186,12 @@ int reachd_nm_add_manager(sd_bus *bus, sd_bus_slot **slot, void *userdata) {
     return sd_bus_add_object_vtable(bus, slot, REACHD_NM_PATH, REACHD_NM_INTERFACE, nm_manager_vtable, userdata);
 }
 
+/* libnm (nmcli, nm-online) reads NetworkManager's objects through the object
+   manager at /org/freedesktop; sd-bus answers GetManagedObjects from the vtables. */
+int reachd_nm_add_object_manager(sd_bus *bus, sd_bus_slot **slot) {
+    return sd_bus_add_object_manager(bus, slot, "/org/freedesktop");
+}
+
 int reachd_nm_add_active_connection(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata) {
     return sd_bus_add_object_vtable(bus, slot, path, REACHD_NM_ACTIVE_INTERFACE, nm_active_connection_vtable, userdata);
 }

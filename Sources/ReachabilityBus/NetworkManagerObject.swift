@@ -22,6 +22,7 @@ package final class NetworkManagerObject {
     /// What the connection was last sent.
     private var sent = NetworkManagerState()
     private var managerSlot: OpaquePointer!
+    private var objectManagerSlot: OpaquePointer!
     private var primarySlots: [OpaquePointer] = []
     /// NetworkManager numbers active connections as it activates them; so does this,
     /// so that a client that saw `PrimaryConnection` change reads the new one.
@@ -61,10 +62,13 @@ package final class NetworkManagerObject {
         try check(reachd_nm_add_manager(connection.bus, &slot, Unmanaged.passUnretained(self).toOpaque()),
                   "serving \(Self.managerPath)")
         managerSlot = slot
+        var objectManager: OpaquePointer?
+        try check(reachd_nm_add_object_manager(connection.bus, &objectManager), "serving the object manager")
+        objectManagerSlot = objectManager
     }
 
     deinit {
-        (primarySlots + [managerSlot]).forEach { sd_bus_slot_unref($0) }
+        (primarySlots + [managerSlot, objectManagerSlot]).forEach { sd_bus_slot_unref($0) }
         catchUp.turn(on: false)
     }
 
@@ -83,14 +87,18 @@ package final class NetworkManagerObject {
     package func update(_ state: NetworkManagerState) {
         guard state != current else { return }
         let primaryChanged = state.primary != current.primary
-        current = state
         if primaryChanged {
+            // libnm follows the tree through the object manager's InterfacesAdded/Removed.
+            let gone = current.primary.map { [activeConnectionPath, devicePath($0)] } ?? []
+            for path in gone { _ = sd_bus_emit_object_removed(connection.bus, path) }
             primarySlots.forEach { sd_bus_slot_unref($0) }
             primarySlots = []
-            if let primary = state.primary {
-                activations += 1
-                addPrimaryObjects(primary)
-            }
+        }
+        current = state
+        if primaryChanged, let primary = state.primary {
+            activations += 1
+            addPrimaryObjects(primary)
+            for path in [activeConnectionPath, devicePath(primary)] { _ = sd_bus_emit_object_added(connection.bus, path) }
         }
         bringUpToDate()
     }

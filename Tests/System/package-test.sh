@@ -476,6 +476,9 @@ eventually 5 "and the Qt app says Online" says qt-network-information '"reachabi
 # No pkill in minimal Debian: bash's kill, for the two clients.
 inside bash -c 'for p in /proc/[0-9]*; do grep -qaE "network-(monitor|information).py" $p/cmdline 2>/dev/null && kill ${p#/proc/}; done; true'
 expect "nm-online -s (NetworkManager-wait-online's command) returns at once" inside nm-online -s -q -t 5
+expect "nm-online returns at once: the path is usable" inside nm-online -q -t 5
+expect "nmcli reads the surface through the object manager" output_has '^running:connected:(full|limited|portal|unknown)$' \
+    inside nmcli -t -f RUNNING,STATE,CONNECTIVITY general
 # A real NetworkManager, started while reachd holds its name: systemd's job comes first, and reachd gives the name up.
 since=$(inside date '+%Y-%m-%d %H:%M:%S')
 expect "systemctl start NetworkManager succeeds while reachd held the name" inside systemctl start NetworkManager.service

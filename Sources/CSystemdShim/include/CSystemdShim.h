@@ -70,6 +70,7 @@ typedef struct reachd_nm_handlers {
 
 void reachd_nm_set_handlers(reachd_nm_handlers handlers);
 int reachd_nm_add_manager(sd_bus *bus, sd_bus_slot **slot, void *userdata);
+int reachd_nm_add_object_manager(sd_bus *bus, sd_bus_slot **slot);
 int reachd_nm_add_active_connection(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata);
 int reachd_nm_add_device(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata);
 int reachd_nm_emit_state_changed(sd_bus *bus, uint32_t state);
