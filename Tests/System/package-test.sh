@@ -428,6 +428,19 @@ eventually 15 "the pinned host is trusted after the reboot" output_has '"verdict
 expect "no failure lines in the journal of this boot" clean_journal
 inside systemctl disable --quiet late-probe.service reachd-wait-online.service
 
+log "the bus's broker restarted: reachd exits, systemd starts it again, it owns its name again"
+before=$(main_pid)
+since=$(inside date '+%Y-%m-%d %H:%M:%S')
+started=$(date +%s%N)
+inside systemctl restart dbus.service
+eventually 20 "reachd was restarted after the broker went away" restarted "$before"
+eventually 10 "and owns io.reachd.Reachability1 again: busctl reads Status" \
+    output_has '^s "wired"$' inside busctl --system get-property io.reachd.Reachability1 /io/reachd/Reachability1 io.reachd.Reachability1 Status
+echo "  info  broker restarted: the name owned again $(( ($(date +%s%N) - started) / 1000000 )) ms after systemctl restart dbus (RestartSec=1s)"
+expect "its journal says why it exited" output_has 'lost the system bus \(its broker went away\)' \
+    inside journalctl --no-pager -u reachd.service --since "$since"
+expect "systemd saw exit status 69" output_has 'status=69' inside journalctl --no-pager -u reachd.service --since "$since"
+
 log "NetworkManager compatibility: GLib and Qt apps, and a real NetworkManager"
 nm_owner() { inside busctl --system status org.freedesktop.NetworkManager 2>&1 | grep -E '^Unit='; }
 owner_is() { [ "$(nm_owner)" = "Unit=$1" ]; }
