@@ -324,9 +324,12 @@ final class Daemon: ReachabilityObjectDelegate {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         let before = trustSummary
+        // Every host keeps its verdict series (now `unknown`): an absent series never means "fine".
+        let summaries = hosts.map { TrustHostSummary(host: $0.host, verdict: $0.verdict, pinFailure: false, pinFailureBehindPortal: false,
+                                                     certificateExpires: nil) }
         trustRound = TrustRound(overall: TrustSummary.unknown.rawValue,
                                 hosts: String(decoding: (try? encoder.encode(hosts)) ?? Data("[]".utf8), as: UTF8.self), reports: [], warnings: [],
-                                reportsPending: trust.reportsPending, summaries: [], evicted: [])
+                                reportsPending: trust.reportsPending, summaries: summaries, evicted: [])
         if trustSummary != before { announceTrust() } else { object.publishTrust(trustSummary.rawValue, document: trustStatus()) }
     }
 

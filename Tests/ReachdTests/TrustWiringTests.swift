@@ -270,7 +270,9 @@ struct TrustWiringTests {
                 #expect(status.overall == .unknown && status.hosts.map(\.verdict) == [.unknown], "\(status)")
                 #expect(status.hosts.first?.reason.hasPrefix("not judged: reachd-trust check did not finish") == true)
                 #expect(status.hosts.first.map { ($0.host, $0.port) } ?? ("", 0) == ("pinned.test", 8443))
-                #expect(metricValue("reachd_trust_rounds_killed_total", in: ns[0].scrapeMetrics()) == 1)
+                let scrape = ns[0].scrapeMetrics()
+                #expect(metricValue("reachd_trust_rounds_killed_total", in: scrape) == 1)
+                #expect(metricValue("reachd_trust_verdict{host=\"pinned.test\",verdict=\"unknown\"}", in: scrape) == 1, "\(scrape)")
 
                 // The next round runs as any other.
                 try ns[0].ip("route del default")
