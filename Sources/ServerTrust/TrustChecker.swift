@@ -201,7 +201,10 @@ public struct TrustChecker: Sendable {
             (result.verdict, result.reason) = (.chainInvalid, undecodable)
             return Outcome(result: result, served: presented.chain)
         }
-        let pinsExpired = configuration.pinSet?.hasExpired(at: result.checkedAt) ?? false
+        // A clock not yet synchronised cannot retire pins: one set ahead (a spoofed time source)
+        // would otherwise stop their enforcement. Until it is synchronised they are enforced.
+        let pinsExpired = (configuration.pinSet?.hasExpired(at: result.checkedAt) ?? false)
+            && (time != nil || self.configuration.clock.isSynchronized)
         let prepared = evaluators[configuration.pattern] ?? Self.evaluators(for: configuration.policy, systemAnchors: systemAnchors)
         var context = ServerTrustContext(host: result.host, presented: presented.chain, connection: connection, validationTime: time)
         let evaluation = await (pinsExpired ? prepared.pinsExpired : prepared.policy).evaluate(&context)

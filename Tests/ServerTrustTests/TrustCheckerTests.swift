@@ -123,7 +123,7 @@ struct TrustCheckerTests {
         #expect(collector.bodies.count == 4)
     }
 
-    @Test("an expired certificate while the clock is not synchronised is clock-unsynchronized, not an attack: no report; once it is, expired and reported",
+    @Test("an expired certificate while the clock is not synchronised is clock-unsynchronized, not an attack: no report, and expired pins stay enforced; once it is, expired and reported",
           .timeLimit(.minutes(1)))
     func clockNotSynchronized() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
@@ -141,7 +141,16 @@ struct TrustCheckerTests {
         #expect(unsynchronized.overall == .degraded && unsynchronized.reports.isEmpty)
         #expect(unsynchronized.hosts[0].reason.contains("the clock is not synchronised yet (no \(flag))"), "\(unsynchronized.hosts[0].reason)")
 
+        // Pins whose expiry date the wall clock has passed stay enforced until the clock is synchronised:
+        // a clock set ahead must not switch pinning off.
+        let valid = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await valid.close() } }
+        let stale = try self.checker([try entry("localhost", port: valid.port, pins: [wrong, backup], expires: Date() - 86_400)],
+                                     clock: .flagFile(flag))
+        #expect(await stale.checkAll().hosts.map(\.verdict) == [.pinMismatch])
+
         FileManager.default.createFile(atPath: flag, contents: nil)
+        #expect(await stale.checkAll().hosts.map(\.verdict) == [.pinsExpired], "synchronised: the expiry holds")
         let synchronized = await checker.checkAll()
         #expect(synchronized.hosts.map(\.verdict) == [.expired] && synchronized.overall == .compromised)
         #expect(synchronized.reports.map(\.validationResult) == ["expired"])
