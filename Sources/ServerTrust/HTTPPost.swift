@@ -29,49 +29,50 @@ struct HTTPPost: Sendable {
     /// The body of a 2xx answer.
     func send(on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> [UInt8] {
         let target = try Target(url)
+        // Why the judge refused the server: the handshake's own error says only that it failed.
         let refusal = NIOLockedValueBox<String?>(nil)
-        let tls: NIOSSLContext?
-        if target.secure, judge != nil {
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            // The judge checks the chain and the name, with reasons, and pins where the config has them.
-            configuration.certificateVerification = .noHostnameVerification
-            configuration.trustRoots = .certificates([])
-            tls = try NIOSSLContext(configuration: configuration)
-        } else {
-            tls = target.secure ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
-        }
-        let judge = judge
-        let deadline = NIODeadline.now() + timeout
-        let channel: any Channel
         do {
-            channel = try await ClientBootstrap(group: group)
-                .connectTimeout(timeout)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        if let tls {
-                            let serverName = ServerNamePolicy.addressBytes(target.host) == nil ? target.host : nil
-                            let handler = if let judge {
-                                try NIOSSLClientHandler(context: tls, serverHostname: serverName) { certificates, promise in
-                                    promise.completeWithTask {
-                                        let chain = certificates.compactMap { try? Certificate(derEncoded: $0.toDERBytes()) }
-                                        guard let reason = await judge(target.host, chain) else { return .certificateVerified }
-                                        refusal.withLockedValue { $0 = reason }
-                                        return .failed
-                                    }
-                                }
-                            } else {
-                                try NIOSSLClientHandler(context: tls, serverHostname: target.host)
-                            }
-                            try channel.pipeline.syncOperations.addHandler(handler)
-                        }
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    }
-                }
-                .connect(host: address ?? target.host, port: target.port).get()
+            return try await send(to: target, on: group, refusal: refusal)
         } catch {
             if let reason = refusal.withLockedValue({ $0 }) { throw Failure(description: "\(target.host) is not trusted: \(reason)") }
             throw error
         }
+    }
+
+    private func send(to target: Target, on group: any EventLoopGroup, refusal: NIOLockedValueBox<String?>) async throws -> [UInt8] {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if judge != nil {
+            // The judge checks the chain and the name, with reasons, and pins where the config has them.
+            configuration.certificateVerification = .noHostnameVerification
+            configuration.trustRoots = .certificates([])
+        }
+        let tls = target.secure ? try NIOSSLContext(configuration: configuration) : nil
+        let judge = judge
+        let deadline = NIODeadline.now() + timeout
+        let channel = try await ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        let handler = if let judge {
+                            try NIOSSLClientHandler(context: tls, serverHostname: ServerNamePolicy.addressBytes(target.host) == nil ? target.host : nil) {
+                                certificates, promise in
+                                promise.completeWithTask {
+                                    let chain = certificates.compactMap { try? Certificate(derEncoded: $0.toDERBytes()) }
+                                    guard let reason = await judge(target.host, chain) else { return .certificateVerified }
+                                    refusal.withLockedValue { $0 = reason }
+                                    return .failed
+                                }
+                            }
+                        } else {
+                            try NIOSSLClientHandler(context: tls, serverHostname: target.host)
+                        }
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                    }
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                }
+            }
+            .connect(host: address ?? target.host, port: target.port).get()
         defer { channel.close(promise: nil) }
 
         let collector = ResponseCollector(promise: channel.eventLoop.makePromise(), limit: maximumResponseSize)
@@ -92,13 +93,7 @@ struct HTTPPost: Sendable {
             channel.write(HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         }.get()
-        let (status, answer): (HTTPResponseStatus, [UInt8])
-        do {
-            (status, answer) = try await collector.promise.futureResult.get()
-        } catch {
-            if let reason = refusal.withLockedValue({ $0 }) { throw Failure(description: "\(target.host) is not trusted: \(reason)") }
-            throw error
-        }
+        let (status, answer) = try await collector.promise.futureResult.get()
         guard (200..<300).contains(status.code) else {
             throw Failure(description: "\(url) answered \(status.code) \(status.reasonPhrase)")
         }

@@ -115,11 +115,8 @@ public struct ReportOutbox: Sendable {
         return evicted
     }
 
-    /// The entry files (temporary and set-aside files start with a dot).
-    func names() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }
-    }
+    /// The entry files.
+    func names() -> [String] { ReportSpool.names(in: directory) }
 
     /// How many reports wait.
     public var pendingCount: Int { names().count }

@@ -57,7 +57,7 @@ public struct ReportSpool: Sendable {
     /// repeat of a report nobody will send.
     public func write(_ report: PinFailureReport, deliverTo collectors: [String] = []) throws -> Written? {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let spooled = names(in: directory)
+        let spooled = Self.names(in: directory)
         let queued = collectors.isEmpty ? [] : outbox.names()
         let identity = report.identity
         let host = Self.hostTag(report)
@@ -83,15 +83,16 @@ public struct ReportSpool: Sendable {
         return Written(path: destination, evicted: evicted)
     }
 
-    /// The report files (temporary files start with a dot).
-    func names(in directory: String) -> [String] {
+    /// The report files of `directory`, the spool's or the outbox's (temporary and
+    /// set-aside files start with a dot).
+    static func names(in directory: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }
     }
 
     /// Removes the oldest reports while more than `capacity` or `byteCapacity` are kept; their names.
     func evictSpool(capacity: Int = Self.capacity, byteCapacity: Int = Self.byteCapacity) throws -> [String] {
-        let spooled = names(in: directory).map { name -> (name: String, size: Int) in
+        let spooled = Self.names(in: directory).map { name -> (name: String, size: Int) in
             var status = stat()
             return (name, stat("\(directory)/\(name)", &status) == 0 ? Int(status.st_size) : 0)
         }.sorted { Self.time(of: $0.name) < Self.time(of: $1.name) }

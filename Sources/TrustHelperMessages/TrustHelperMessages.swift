@@ -8,10 +8,10 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
     public var recheck: String
     /// Seconds between interval rounds.
     public var interval: Int64
-    /// How many hosts are dialled.
-    public var hosts: Int
     /// Pin-failure reports waiting in the outbox for their collectors.
     public var reportsPending: Int
+    /// How many hosts are dialled.
+    public var hosts: Int { probed.count }
     /// The hosts dialled, in order: what a round cut short reports as not judged.
     public var probed: [ProbedHost]
     /// `[trust] timeout`, in milliseconds: each connect, handshake or POST.
@@ -33,7 +33,6 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
     public init(recheck: String, interval: Int64, probed: [ProbedHost], reportsPending: Int, timeoutMilliseconds: Int64, collectors: Int) {
         self.recheck = recheck
         self.interval = interval
-        self.hosts = probed.count
         self.probed = probed
         self.reportsPending = reportsPending
         self.timeoutMilliseconds = timeoutMilliseconds

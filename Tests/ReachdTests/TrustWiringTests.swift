@@ -207,24 +207,37 @@ struct TrustWiringTests {
 
     @Test("a round that gives no result does not leave the last verdict standing: trust turns unknown")
     func failedRoundForgetsVerdict() async throws {
+        try await withTrustedDaemon("rdforget") { ns, daemon, _, config in
+            // The file changes under the daemon (not reloaded): reachd-trust can no
+            // longer read it, and the next round, on a path change, has no result.
+            try "[trust\n".write(to: config, atomically: true, encoding: .utf8)
+            try ns[0].ip("route del default")
+            try ns[0].ip("route add default via 10.1.0.1")
+            #expect(await eventually(.seconds(20)) { trust(daemon) == "s \"unknown\"\n" }, "\(daemon.log)")
+            #expect(daemon.log.contains("the verdict is unknown until a round completes"))
+        }
+    }
+
+    /// The `Trust` property, as busctl prints it.
+    func trust(_ daemon: DaemonProcess) -> String { (try? daemon.busctl(["get-property"] + object + ["Trust"]).output) ?? "" }
+
+    /// pinned.test served in a router namespace, reachd beside it with its config (`extra`
+    /// appended, a 1 s timeout), `body` once trust is `ok`.
+    func withTrustedDaemon(_ name: String, extra: String = "",
+                           _ body: ([TestNamespace], DaemonProcess, Process, URL) async throws -> Void) async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)
             let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
-            try await withNamespaces("rdforget", "router") { ns in
+            try (String(contentsOf: config, encoding: .utf8).replacingOccurrences(of: "timeout = \"2s\"", with: "timeout = \"1s\"") + extra)
+                .write(to: config, atomically: true, encoding: .utf8)
+            try await withNamespaces(name, "router") { ns in
                 try ns[0].addUplink(router: ns[1])
                 let server = try await PinnedServer.serve(in: ns[1], from: scratch)
                 defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
                 defer { Task { await daemon.stop() } }
-                func trust() -> String { (try? daemon.busctl(["get-property"] + object + ["Trust"]).output) ?? "" }
-                #expect(await eventually(.seconds(20)) { trust() == "s \"ok\"\n" }, "\(daemon.log)")
-                // The file changes under the daemon (not reloaded): reachd-trust can no
-                // longer read it, and the next round, on a path change, has no result.
-                try "[trust\n".write(to: config, atomically: true, encoding: .utf8)
-                try ns[0].ip("route del default")
-                try ns[0].ip("route add default via 10.1.0.1")
-                #expect(await eventually(.seconds(20)) { trust() == "s \"unknown\"\n" }, "\(daemon.log)")
-                #expect(daemon.log.contains("the verdict is unknown until a round completes"))
+                #expect(await eventually(.seconds(20)) { trust(daemon) == "s \"ok\"\n" }, "\(daemon.log)")
+                try await body(ns, daemon, server, config)
             }
         }
     }
@@ -232,58 +245,44 @@ struct TrustWiringTests {
     @Test("a helper stopped mid-round (SIGSTOP) is killed at the round's deadline: every host unknown with the reason, logged and counted; the next round runs normally",
           .timeLimit(.minutes(3)))
     func stoppedHelperKilled() async throws {
-        try await withScratch { scratch in
-            try PinnedServer.makePKI(in: scratch)
-            let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
-            try (String(contentsOf: config, encoding: .utf8).replacingOccurrences(of: "timeout = \"2s\"", with: "timeout = \"1s\"")
-                 + "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n").write(to: config, atomically: true, encoding: .utf8)
-            try await withNamespaces("rdstopped", "router") { ns in
-                try ns[0].addUplink(router: ns[1])
-                let server = try await PinnedServer.serve(in: ns[1], from: scratch)
-                defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
-                defer { Task { await daemon.stop() } }
-                func trust() -> String { (try? daemon.busctl(["get-property"] + object + ["Trust"]).output) ?? "" }
-                #expect(await eventually(.seconds(20)) { trust() == "s \"ok\"\n" }, "\(daemon.log)")
+        try await withTrustedDaemon("rdstopped", extra: "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n") { ns, daemon, server, _ in
+            // The server stops answering, so the next round's helper lives a while; it is stopped mid-round.
+            // One round, asked for by RecheckTrust (root is always served): no other waits behind it.
+            kill(server.processIdentifier, SIGSTOP)
+            try await Task.sleep(for: .seconds(2))  // the rounds' spacing
+            try daemon.busctl(["call"] + object + ["RecheckTrust"])
+            var helper: pid_t = 0
+            #expect(try await eventually(.seconds(10)) {
+                helper = pid_t(try run(["pgrep", "-P", "\(daemon.process.processIdentifier)"], check: false).output
+                    .split(separator: "\n").first.flatMap { Int32($0) } ?? 0)
+                return helper > 0
+            }, "\(daemon.log)")
+            kill(helper, SIGSTOP)
+            let stopped = ContinuousClock.now
+            // 1 host × 3 phases × 1 s, a delivery pass of 1 s, and the 10 s margin.
+            let client = ReachabilityClient(endpoint: .address(daemon.address))
+            var unjudged: TrustStatus?
+            var scrape = ""
+            #expect(await eventually(.seconds(30)) {
+                guard let status = try? client.trustStatus(), status.overall == .unknown else { return false }
+                (unjudged, scrape) = (status, ns[0].scrapeMetrics())
+                return true
+            }, "\(daemon.log)")
+            print("stopped helper: trust unknown \(stopped.duration(to: .now)) after the stop")
+            #expect(kill(helper, 0) != 0 || (try? String(contentsOfFile: "/proc/\(helper)/stat", encoding: .utf8))?.contains(") Z") == true,
+                    "the helper was killed")
+            #expect(daemon.log.contains("reachd-trust check did not finish within 14.0 seconds (killed); every host is unknown until a round completes"), "\(daemon.log)")
+            let status = try #require(unjudged)
+            #expect(status.hosts.map(\.verdict) == [.unknown], "\(status)")
+            #expect(status.hosts.first?.reason.hasPrefix("not judged: reachd-trust check did not finish") == true)
+            #expect(status.hosts.first.map { ($0.host, $0.port) } ?? ("", 0) == ("pinned.test", 8443))
+            #expect(metricValue("reachd_trust_rounds_killed_total", in: scrape) == 1)
+            #expect(metricValue("reachd_trust_verdict{host=\"pinned.test\",verdict=\"unknown\"}", in: scrape) == 1, "\(scrape)")
 
-                // The server stops answering, so the next round's helper lives a while; it is stopped mid-round.
-                // One round, asked for by RecheckTrust (root is always served): no other waits behind it.
-                kill(server.processIdentifier, SIGSTOP)
-                try await Task.sleep(for: .seconds(2))  // the rounds' spacing
-                try daemon.busctl(["call"] + object + ["RecheckTrust"])
-                var helper: pid_t = 0
-                #expect(try await eventually(.seconds(10)) {
-                    helper = pid_t(try run(["pgrep", "-P", "\(daemon.process.processIdentifier)"], check: false).output
-                        .split(separator: "\n").first.flatMap { Int32($0) } ?? 0)
-                    return helper > 0
-                }, "\(daemon.log)")
-                kill(helper, SIGSTOP)
-                let stopped = ContinuousClock.now
-                // 1 host × 3 phases × 1 s, a delivery pass of 1 s, and the 10 s margin.
-                let client = ReachabilityClient(endpoint: .address(daemon.address))
-                var unjudged: TrustStatus?
-                var scrape = ""
-                #expect(await eventually(.seconds(30)) {
-                    guard let status = try? client.trustStatus(), status.overall == .unknown else { return false }
-                    (unjudged, scrape) = (status, ns[0].scrapeMetrics())
-                    return true
-                }, "\(daemon.log)")
-                print("stopped helper: trust unknown \(stopped.duration(to: .now)) after the stop")
-                #expect(kill(helper, 0) != 0 || (try? String(contentsOfFile: "/proc/\(helper)/stat", encoding: .utf8))?.contains(") Z") == true,
-                        "the helper was killed")
-                #expect(daemon.log.contains("reachd-trust check did not finish within 14.0 seconds (killed); every host is unknown until a round completes"), "\(daemon.log)")
-                let status = try #require(unjudged)
-                #expect(status.hosts.map(\.verdict) == [.unknown], "\(status)")
-                #expect(status.hosts.first?.reason.hasPrefix("not judged: reachd-trust check did not finish") == true)
-                #expect(status.hosts.first.map { ($0.host, $0.port) } ?? ("", 0) == ("pinned.test", 8443))
-                #expect(metricValue("reachd_trust_rounds_killed_total", in: scrape) == 1)
-                #expect(metricValue("reachd_trust_verdict{host=\"pinned.test\",verdict=\"unknown\"}", in: scrape) == 1, "\(scrape)")
-
-                // The next round runs as any other.
-                kill(server.processIdentifier, SIGCONT)
-                try daemon.busctl(["call"] + object + ["RecheckTrust"])
-                #expect(await eventually(.seconds(20)) { trust() == "s \"ok\"\n" }, "\(daemon.log)")
-            }
+            // The next round runs as any other.
+            kill(server.processIdentifier, SIGCONT)
+            try daemon.busctl(["call"] + object + ["RecheckTrust"])
+            #expect(await eventually(.seconds(20)) { trust(daemon) == "s \"ok\"\n" }, "\(daemon.log)")
         }
     }
 
