@@ -7,6 +7,8 @@ let package = Package(
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "ServerTrust", targets: ["ServerTrust"]),
         .library(name: "ReachabilityClient", targets: ["ReachabilityClient"]),
+        // Alamofire 5's NetworkReachabilityManager, on Linux (docs/swift-libraries.md).
+        .library(name: "ReachabilityCompat", targets: ["ReachabilityCompat"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachd-trust", targets: ["reachd-trust"]),
@@ -76,6 +78,8 @@ let package = Package(
         .target(name: "ReachdMetrics", dependencies: ["ReachabilityBus", "Sockets", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Sockets", "CSystemd"]),
+        // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
+        .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "Sockets"]),
         // The daemon's decisions that need no loop, each testable alone: when trust rounds and report deliveries
         // run, and what NetworkManager would report of a path (the [compat] surface).
         .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus"]),

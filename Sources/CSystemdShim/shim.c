@@ -17,6 +17,7 @@ static int reload(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers
 static int check_connectivity(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.check_connectivity(m, u, e); }
 static int interfaces(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.interfaces(m, u, e); }
 static int watch_interfaces(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.watch_interfaces(m, u, e); }
+static int watch_path(sd_bus_message *m, void *u, sd_bus_error *e) { return handlers.watch_path(m, u, e); }
 static int property(sd_bus *b, const char *p, const char *i, const char *n, sd_bus_message *r, void *u, sd_bus_error *e) {
     return handlers.property(b, p, i, n, r, u, e);
 }
@@ -42,10 +43,12 @@ static const sd_bus_vtable reachability_vtable[] = {
     SD_BUS_METHOD("CheckConnectivity", "", "s", check_connectivity, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("Interfaces", "", "s", interfaces, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("WatchInterfaces", "", "s", watch_interfaces, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("WatchPath", "ss", "s", watch_path, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_SIGNAL("StatusChanged", "ss", 0),
     SD_BUS_SIGNAL("InterfaceChanged", "ss", 0),
     SD_BUS_SIGNAL("TrustChanged", "ss", 0),
     SD_BUS_SIGNAL("PinFailure", "s", 0),
+    SD_BUS_SIGNAL("PathChanged", "ss", 0),
     SD_BUS_VTABLE_END
 };
 
@@ -104,12 +107,13 @@ int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, co
 }
 
 int reachd_bus_call(sd_bus *bus, const char *destination, const char *member, const char *argument,
-                    uint64_t timeout_usec, char **result, uint64_t *reply_cookie, sd_bus_error *error) {
+                    const char *second, uint64_t timeout_usec, char **result, uint64_t *reply_cookie, sd_bus_error *error) {
     sd_bus_message *call = NULL, *reply = NULL;
     *result = NULL;
     int r = sd_bus_message_new_method_call(bus, &call, destination, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, member);
     if (r < 0) return r;
-    if (argument) r = sd_bus_message_append(call, "s", argument);
+    if (argument && second) r = sd_bus_message_append(call, "ss", argument, second);
+    else if (argument) r = sd_bus_message_append(call, "s", argument);
     if (r >= 0) r = sd_bus_call(bus, call, timeout_usec, error, &reply);
     if (r >= 0 && reply_cookie) r = sd_bus_message_get_cookie(reply, reply_cookie);
     if (r >= 0 && !sd_bus_message_is_empty(reply)) {

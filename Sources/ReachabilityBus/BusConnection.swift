@@ -119,22 +119,24 @@ package final class BusConnection {
     /// Closes the connection now (its descriptor too); the object goes when unreferenced.
     package func close() { sd_bus_close(bus) }
 
-    /// Calls a method of io.reachd.Reachability1 taking zero or one string and
+    /// Calls a method of io.reachd.Reachability1 taking zero, one or two strings and
     /// returning zero or one string.
-    package func call(_ member: String, _ argument: String? = nil, destination: String?,
+    package func call(_ member: String, _ arguments: String..., destination: String?,
                       timeout: Duration = .seconds(25)) throws(BusError) -> String? {
-        try callWithSerial(member, argument, destination: destination, timeout: timeout).answer
+        try callWithSerial(member, arguments, destination: destination, timeout: timeout).answer
     }
 
     /// `call`, with the reply's serial: a signal of the same sender with a lower
     /// serial was sent before the reply, and is older than the answer.
-    package func callWithSerial(_ member: String, _ argument: String? = nil, destination: String?,
+    package func callWithSerial(_ member: String, _ arguments: [String] = [], destination: String?,
                                 timeout: Duration = .seconds(25)) throws(BusError) -> (answer: String?, serial: UInt64) {
+        precondition(arguments.count <= 2, "io.reachd.Reachability1's methods take at most two strings")
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var result: UnsafeMutablePointer<CChar>?
         var serial: UInt64 = 0
-        let status = reachd_bus_call(bus, destination, member, argument, timeout.microseconds, &result, &serial, &error)
+        let status = reachd_bus_call(bus, destination, member, arguments.first, arguments.dropFirst().first, timeout.microseconds,
+                                     &result, &serial, &error)
         guard status >= 0 else {
             let name = error.name.map { String(cString: $0) }
             let message = error.message.map { String(cString: $0) }

@@ -21,6 +21,11 @@ package protocol ReachabilityObjectDelegate: AnyObject {
     func checkConnectivity(caller: uid_t?, reply: @escaping (Result<String, BusMethodError>) -> Void)
     /// Every interface, as a JSON array (docs/api.md, `Interfaces()`).
     func interfaces() -> String
+    /// Starts (or joins) a watch of the path to `destination` ("" for the default path)
+    /// leaving by `interfaceTypes` (a comma-separated list, "" for all): `reply` once, on
+    /// the loop thread, with the watch's key (`PathChanged`'s first argument) and its document.
+    func watchPath(destination: String, interfaceTypes: String, caller: String,
+                   reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void)
 }
 
 /// The user who sent a method call: on a bus, the broker's word; on the private
@@ -170,6 +175,33 @@ package final class ReachabilityObject {
                 object.interfaceWatchersChanged()
                 return answer
             },
+            watch_path: { message, userdata, _ in
+                var destination: UnsafePointer<CChar>?
+                var types: UnsafePointer<CChar>?
+                let status = reachd_bus_read(message, &destination, &types)
+                guard status >= 0, let destination, let types else { return status }
+                let object = ReachabilityObject.from(userdata)
+                guard let delegate = object.delegate else { return -ESHUTDOWN }
+                let bus = sd_bus_message_get_bus(message)
+                let watcher = sd_bus_message_get_sender(message).map { String(cString: $0) } ?? ""
+                let reply = ReachabilityObject.laterReply(to: message)
+                if let subscriber = object.subscribers.first(where: { $0.connection.bus == bus }),
+                   subscriber.pathWatchCount(of: watcher) >= ReachabilityObject.pathWatchesPerClient {
+                    reply(.failure(.limitsExceeded("at most \(ReachabilityObject.pathWatchesPerClient) WatchPath() watches per connection")))
+                    return 1
+                }
+                delegate.watchPath(destination: String(cString: destination), interfaceTypes: String(cString: types),
+                                   caller: object.caller(of: message)) { [weak object] result in
+                    // Registered before the reply: every PathChanged numbered after it is newer than its document.
+                    if case let .success(watch) = result, let object,
+                       let subscriber = object.subscribers.first(where: { $0.connection.bus == bus }) {
+                        subscriber.pathWatchers[watch.key, default: []].insert(watcher)
+                        object.pathWatchesChanged()
+                    }
+                    reply(result.map(\.document))
+                }
+                return 1
+            },
             property: { _, _, _, name, reply, userdata, _ in
                 guard let name, let value = ReachabilityObject.from(userdata).properties.value(of: String(cString: name)) else {
                     return -ENOENT
@@ -231,6 +263,28 @@ package final class ReachabilityObject {
     package private(set) var hasInterfaceWatchers = false
     package var onInterfaceWatchers: (Bool) -> Void = { _ in }
 
+    /// How many watches one client (a connection of the private socket, a bus client) may hold.
+    package static let pathWatchesPerClient = 8
+
+    /// The keys of the `WatchPath()` watches someone holds: told to the delegate whenever
+    /// the set changes, so that a watch nobody holds any more is no longer evaluated.
+    package private(set) var pathWatches: Set<String> = []
+    package var onPathWatches: (Set<String>) -> Void = { _ in }
+
+    private func pathWatchesChanged() {
+        let now = Set(subscribers.filter(\.connection.isOpen).flatMap(\.pathWatchers.keys))
+        guard now != pathWatches else { return }
+        pathWatches = now
+        onPathWatches(now)
+    }
+
+    /// A watched path changed: `PathChanged(key, document)` to the connections that
+    /// watch it. A connection that cannot take more keeps the latest document per watch.
+    package func publishWatchedPath(key: String, document: String) {
+        for subscriber in subscribers where subscriber.pathWatchers[key] != nil { subscriber.pendingPaths[key] = document }
+        bringUpToDate()
+    }
+
     private func interfaceWatchersChanged() {
         let now = subscribers.contains { $0.connection.isOpen && $0.watchesInterfaces }
         guard now != hasInterfaceWatchers else { return }
@@ -255,8 +309,14 @@ package final class ReachabilityObject {
             // A bus client that watched interfaces and disconnected (a unique name loses its owner only then).
             try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
                                     member: "NameOwnerChanged", twoArguments: false) { [weak self, weak subscriber] name, _, _ in
-                guard let self, let subscriber, subscriber.busInterfaceWatchers.remove(name) != nil else { return }
-                interfaceWatchersChanged()
+                guard let self, let subscriber else { return }
+                if subscriber.busInterfaceWatchers.remove(name) != nil { interfaceWatchersChanged() }
+                var watched = false
+                for key in Array(subscriber.pathWatchers.keys) where subscriber.pathWatchers[key]?.remove(name) != nil {
+                    watched = true
+                    if subscriber.pathWatchers[key]?.isEmpty == true { subscriber.pathWatchers[key] = nil }
+                }
+                if watched { pathWatchesChanged() }
             }
         }
     }
@@ -335,12 +395,17 @@ package final class ReachabilityObject {
             _ = sd_bus_emit_properties_changed_strv(bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
         }
         subscriber.sent = state
-        // After the path: a subscriber waiting for the path is not held up by a pod's veth.
+        for key in subscriber.pendingPaths.keys.sorted() {
+            guard subscriber.canTakeMore, let document = subscriber.pendingPaths.removeValue(forKey: key) else { break }
+            _ = reachd_bus_emit(bus, nil, "PathChanged", key, document)
+        }
+        // After the paths: a subscriber waiting for a path is not held up by a pod's veth.
         for index in subscriber.pendingInterfaces.keys.sorted() {
             guard subscriber.canTakeMore, let change = subscriber.pendingInterfaces.removeValue(forKey: index) else { break }
             _ = reachd_bus_emit(bus, nil, "InterfaceChanged", change.name, change.document)
         }
-        subscriber.behindSince = subscriber.pendingInterfaces.isEmpty ? nil : (subscriber.behindSince ?? .now)
+        let drained = subscriber.pendingInterfaces.isEmpty && subscriber.pendingPaths.isEmpty
+        subscriber.behindSince = drained ? nil : (subscriber.behindSince ?? .now)
     }
 
     /// A peer that lets replies pile up, or stays behind for `catchUpTimeout`, does
@@ -366,6 +431,9 @@ package final class ReachabilityObject {
         // Connections whose peer went away, or just dropped.
         let closed = subscribers.contains { !$0.connection.isOpen }
         subscribers.removeAll { !$0.connection.isOpen }
-        if closed { interfaceWatchersChanged() }
+        if closed {
+            interfaceWatchersChanged()
+            pathWatchesChanged()
+        }
     }
 }

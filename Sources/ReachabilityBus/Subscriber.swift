@@ -26,6 +26,11 @@ final class Subscriber {
     /// Interface changes not yet sent, the latest per interface: a peer that falls
     /// behind holds at most one per interface, never a queue that grows with the churn.
     var pendingInterfaces: [Int: (name: String, document: String)] = [:]
+    /// The `WatchPath()` watches this connection is sent `PathChanged` of: a private
+    /// peer's own; on the bus, each watch with the clients (unique names) that asked for it.
+    var pathWatchers: [String: Set<String>] = [:]
+    /// `PathChanged` not yet sent, the latest document per watch.
+    var pendingPaths: [String: String] = [:]
 
     init(connection: BusConnection, holding state: ReachabilityObject.State) {
         self.connection = connection
@@ -37,5 +42,10 @@ final class Subscriber {
     var isBehind: Bool { behindSince != nil }
 
     /// Whether anything is waiting to be sent.
-    func isUpToDate(with state: ReachabilityObject.State) -> Bool { sent == state && pendingInterfaces.isEmpty }
+    func isUpToDate(with state: ReachabilityObject.State) -> Bool {
+        sent == state && pendingInterfaces.isEmpty && pendingPaths.isEmpty
+    }
+
+    /// How many watches `watcher` (a bus client's unique name, or "" for a private peer) holds.
+    func pathWatchCount(of watcher: String) -> Int { pathWatchers.values.count { $0.contains(watcher) } }
 }

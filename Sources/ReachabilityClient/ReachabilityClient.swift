@@ -141,12 +141,22 @@ public final class ReachabilityClient: Sendable {
 
     /// The latest trust round: the overall verdict, each host's verdict and reason.
     public func trustStatus() throws(Failure) -> TrustStatus {
-        let document = try trustStatusDocument()
+        try Self.decodeTrust(try trustStatusDocument())
+    }
+
+    static func decodeTrust(_ document: String) throws(Failure) -> TrustStatus {
         do {
             return try TrustStatus(json: document)
         } catch {
             throw Failure(description: "the daemon's trust status does not parse: \(error)")
         }
+    }
+
+    /// Asks the daemon for a trust round now. Any user may, at most once per 10 s
+    /// (root always); a round starts 2 s after the one before at the earliest. The
+    /// verdict arrives on ``trustChanges`` (and in the path's `trust`).
+    public func recheckTrust() throws(Failure) {
+        _ = try call("RecheckTrust")
     }
 
     /// The same as JSON, as the daemon wrote it (what `reachctl trust status --json` prints).
@@ -170,10 +180,10 @@ public final class ReachabilityClient: Sendable {
     }
 
     /// Calls a method of the daemon's object.
-    func call(_ member: String, _ argument: String? = nil) throws(Failure) -> String {
+    func call(_ member: String, _ arguments: String...) throws(Failure) -> String {
         let (session, _, _) = try connect()
         do {
-            return try session.connection.call(member, argument, destination: session.destination) ?? ""
+            return try session.connection.callWithSerial(member, arguments, destination: session.destination).answer ?? ""
         } catch {
             throw Failure(description: error.remoteMessage ?? "\(error)")
         }
@@ -232,10 +242,77 @@ public final class ReachabilityClient: Sendable {
         var watcher: Watcher?
     }
 
-    /// Calls `handler` on `queue` with the current path (marked initial), then every change.
+    /// A stream whose own watcher follows `mode`; the consumer leaving stops it.
+    private func stream<Element>(_ mode: (AsyncStream<Element>.Continuation) -> Watcher.Mode) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingNewest(1))
+        let watcher = Watcher(client: self, mode: mode(continuation))
+        continuation.onTermination = { _ in watcher.stop() }
+        watcher.start()
+        return stream
+    }
+
+    /// The path to one destination, or the default path, leaving only by some
+    /// interface types — the daemon's `WatchPath()` (docs/api.md): the current path
+    /// (marked initial), then every change, until the consuming task ends.
+    ///
+    /// `client.paths(to: "api.example.com")` follows one server's path (a VPN that
+    /// routes only it, a specific route) as the daemon evaluates it on every kernel
+    /// change; `client.paths(interfaceTypes: [.wifi, .wired])` asks NWPathMonitor's
+    /// question, "can I leave without cellular?". The daemon re-resolves a name when
+    /// the default path leaves another way. Each stream holds one watch of at most
+    /// eight per connection; it survives the daemon restarting, like ``paths``.
+    ///
+    /// - Parameters:
+    ///   - destination: A host name or IP address; nil for the default path.
+    ///   - interfaceTypes: The types the path may leave by; all by default.
+    public func paths(to destination: String? = nil,
+                      interfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)) -> AsyncStream<Path> {
+        let request = PathWatchRequest(destination: destination ?? "", interfaceTypes: interfaceTypes)
+        return stream { .watch(request, $0) }
+    }
+
+    /// The trust verdicts: the latest round first, then each round whose outcome
+    /// differs (`TrustChanged`), until the consuming task ends. Empty hosts and
+    /// `overall == .none` without trust hosts configured.
+    public var trustChanges: AsyncStream<TrustStatus> { stream { .trust($0) } }
+
+    /// Every pin failure the daemon reports from now on (`PinFailure`), typed:
+    /// events, not state — nothing is sent for failures before the subscription,
+    /// and a consumer that falls behind keeps the latest. The reports themselves
+    /// are on disk in the daemon's spool (docs/trust.md).
+    public var pinFailures: AsyncStream<PinFailure> { stream { .pinFailures($0) } }
+
+    // MARK: Changes of one value
+
+    /// The distinct values of one key path of the daemon's path, the current one
+    /// first: `client.changes(of: \.status)` is silent while only addresses or
+    /// gateways move. Use ``paths`` for the whole document.
+    public func changes<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable) -> AsyncStream<Value> {
+        PathChanges.values(of: keyPath, in: paths)
+    }
+
+    /// The status alone: `changes(of: \.status)`.
+    public var statusChanges: AsyncStream<ReachabilityStatus> { changes(of: \.status) }
+
+    /// Calls `handler` on `queue` (``callbackQueue`` by default) with the current value
+    /// of `keyPath`, then each time it changes. Cancel the returned subscription to stop.
+    @discardableResult
+    public func onChange<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable, queue: DispatchQueue? = nil,
+                                                      _ handler: @escaping @Sendable (Value) -> Void) -> PathChangeSubscription {
+        PathChanges.deliver(changes(of: keyPath), on: queue ?? callbackQueue, to: handler)
+    }
+
+    /// Where callbacks run unless the caller names a queue: a serial queue of the
+    /// client's own. Not `.main`: the main queue runs only under `dispatchMain()`, a
+    /// run loop or a UI toolkit, so a plain `main.swift` would never be called back.
+    public let callbackQueue = DispatchQueue(label: "io.reachd.ReachabilityClient.callbacks")
+
+    /// Calls `handler` on `queue` (``callbackQueue`` by default) with the current path
+    /// (marked initial), then every change.
     /// - Returns: a token for `cancel(_:)`.
     @discardableResult
-    public func onChange(queue: DispatchQueue = .main, _ handler: @escaping @Sendable (Path) -> Void) -> Int {
+    public func onChange(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Path) -> Void) -> Int {
+        let queue = queue ?? callbackQueue
         let id = subscribers.withLock { subscribers in
             subscribers.nextID += 1
             subscribers.callbacks[subscribers.nextID] = (queue, handler)
@@ -269,206 +346,22 @@ public final class ReachabilityClient: Sendable {
     }
 
     /// Delivers to every subscriber; the first delivery to each is the path marked initial.
-    fileprivate func deliver(_ path: Path, initial: Bool) {
+    func deliver(_ path: Path, initial: Bool) {
         var copy = path
         copy.initial = initial
         let marked = copy
         let (streams, callbacks) = subscribers.withLock { ($0.streams.values.map { $0 }, $0.callbacks.values.map { $0 }) }
-        for stream in streams {
-            // The stream holds one path: if the one replaced was the consumer's first, so is this one.
-            if case let .dropped(replaced) = stream.yield(marked), replaced.initial, !marked.initial {
-                var first = marked
-                first.initial = true
-                stream.yield(first)
-            }
-        }
+        for stream in streams { Self.yield(path, initial: initial, to: stream) }
         for (queue, handler) in callbacks { queue.async { handler(marked) } }
     }
 
-    /// The subscription's thread: connect, read the path, follow StatusChanged;
-    /// on any loss, back off and start over.
-    fileprivate final class Watcher: @unchecked Sendable {
-        /// What the watcher follows.
-        enum Mode {
-            /// StatusChanged: the path, for every `paths` and `onChange` subscriber.
-            case paths
-            /// InterfaceChanged, for one `interfaceChanges` stream.
-            case interfaces(InterfaceChangeStream.Buffer)
-        }
-
-        /// Strong: subscribers keep their client alive; the last one to leave stops the watcher.
-        let client: ReachabilityClient
-        let mode: Mode
-        /// The interfaces as last delivered, by index (interfaces mode).
-        private var known: [Int: InterfaceChange] = [:]
-        private var deliveredInventory = false
-        private let stopped = Atomic<Bool>(false)
-        private let wake: (read: Int32, write: Int32)
-        private var last: Path?
-        private var thread: DedicatedThread?
-
-        init(client: ReachabilityClient, mode: Mode = .paths) {
-            self.client = client
-            self.mode = mode
-            var ends: [Int32] = [0, 0]
-            _ = pipe(&ends)
-            for end in ends { _ = fcntl(end, F_SETFL, O_NONBLOCK); _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-            wake = (ends[0], ends[1])
-        }
-
-        deinit {
-            close(wake.read)
-            close(wake.write)
-        }
-
-        func start() {
-            // No thread means no subscription: say so rather than fail silently.
-            do {
-                thread = try DedicatedThread { [self] in run() }
-            } catch {
-                var line = "ReachabilityClient: cannot start its thread: \(error)\n"
-                line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
-            }
-        }
-
-        func stop() {
-            stopped.store(true, ordering: .sequentiallyConsistent)
-            var byte: UInt8 = 1
-            _ = write(wake.write, &byte, 1)
-        }
-
-        private var isStopped: Bool { stopped.load(ordering: .sequentiallyConsistent) }
-
-        private func offer(_ path: Path) {
-            if let last, last.isSamePath(as: path) { return }
-            let initial = last == nil
-            last = path
-            client.deliver(path, initial: initial)
-        }
-
-        private func run() {
-            var delay = client.reconnectDelays.first
-            while !isStopped {
-                do {
-                    switch mode {
-                    case .paths: try follow()
-                    case let .interfaces(buffer): try followInterfaces(into: buffer)
-                    }
-                    delay = client.reconnectDelays.first
-                } catch {
-                    // The daemon is not (or no longer) there: try again later.
-                    sleep(for: delay)
-                    delay = min(delay * 2, client.reconnectDelays.last)
-                }
-            }
-        }
-
-        /// One connection's life for `paths`: the document, then each StatusChanged newer than it.
-        private func follow() throws {
-            try follow("StatusChanged", reading: "Describe", answer: { [self] in offer(try ReachabilityClient.decode($0)) },
-                       signal: { [self] document in (try? ReachabilityClient.decode(document)).map(offer) })
-        }
-
-        /// One connection's life for `interfaceChanges`: the inventory from
-        /// WatchInterfaces, then each InterfaceChanged newer than it. After a
-        /// reconnection the inventory is compared with what was delivered: what
-        /// changed meanwhile is delivered, and what vanished as removed.
-        private func followInterfaces(into buffer: InterfaceChangeStream.Buffer) throws {
-            try follow("InterfaceChanged", reading: "WatchInterfaces", answer: { [self] inventory in
-                let entries: [InterfaceChange]
-                do {
-                    entries = try InterfaceChange.decodeArray(inventory)
-                } catch {
-                    throw ReachabilityClient.Failure(description: "the daemon's interfaces do not parse: \(error)")
-                }
-                let initial = !deliveredInventory
-                deliveredInventory = true
-                var vanished = known
-                for var entry in entries {
-                    vanished[entry.index] = nil
-                    entry.initial = initial
-                    if initial || known[entry.index].map({ $0.interface != entry.interface || $0.master != entry.master }) ?? true {
-                        deliver(entry, to: buffer)
-                    }
-                }
-                for var gone in vanished.values {
-                    gone.removed = true
-                    gone.available = false
-                    deliver(gone, to: buffer)
-                }
-            }, signal: { [self] document in (try? InterfaceChange(json: document)).map { deliver($0, to: buffer) } })
-        }
-
-        /// One connection's life: returns when it ends. Subscribes to `member`, then
-        /// calls `method` (`Describe` is the one `connect` already called) and hands
-        /// its answer to `answer` — again when, on a bus, the daemon's name changes
-        /// owner (a restart behind the same connection; on the private socket a
-        /// restart closes the connection instead).
-        ///
-        /// Signals that arrived while the method was answered are queued behind its
-        /// reply but were sent before it: they are older than the answer, and are
-        /// skipped (by serial), or the subscriber would end on an earlier state.
-        private func follow(_ member: String, reading method: String, answer: @escaping (String) throws -> Void,
-                            signal: @escaping (String) -> Void) throws {
-            var answered = UInt64.max
-            var refresh = method != "Describe"
-            let (session, document, serial) = try client.connect { session in
-                try session.connection.onSignal(sender: session.signalSender, path: "/io/reachd/Reachability1",
-                                                interface: ReachabilityClient.name, member: member,
-                                                twoArguments: true) { _, document, serial in
-                    guard serial > answered, let document else { return }
-                    signal(document)
-                }
-                try session.connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
-                                                twoArguments: false) { name, _, _ in
-                    guard name == ReachabilityClient.name else { return }
-                    // A new daemon numbers its messages from 1 again.
-                    answered = 0
-                    refresh = true
-                }
-            }
-            if !refresh {
-                answered = serial
-                try answer(document)
-            }
-            try pump(session) {
-                guard refresh else { return }
-                refresh = false
-                // The name may have no owner for a moment: failing here means reconnecting.
-                let (fresh, serial) = try session.connection.callWithSerial(method, destination: session.destination, timeout: .seconds(5))
-                answered = serial
-                try answer(fresh ?? "")
-            }
-        }
-
-        private func deliver(_ entry: InterfaceChange, to buffer: InterfaceChangeStream.Buffer) {
-            if entry.removed { known[entry.index] = nil } else { known[entry.index] = entry }
-            buffer.put(entry)
-        }
-
-        /// Reads the connection until it closes or the watcher stops; `poll` runs before each wait.
-        private func pump(_ session: Session, _ refresh: () throws -> Void) throws {
-            let connection = session.connection
-            while !isStopped {
-                while try connection.process() {}
-                try refresh()
-                guard connection.isOpen else { throw ReachabilityClient.Failure(description: "the connection closed") }
-                let request = connection.pollRequest
-                var descriptors = [pollfd(fd: connection.fileDescriptor, events: request.events, revents: 0),
-                                   pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-                let timeout = request.deadline.map { deadline -> Int32 in
-                    let remaining = ContinuousClock.now.duration(to: deadline)
-                    return Int32(clamping: max(0, remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
-                } ?? -1
-                _ = poll(&descriptors, 2, timeout)
-            }
-        }
-
-        private func sleep(for delay: Duration) {
-            var descriptor = pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(clamping: delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
-            _ = poll(&descriptor, 1, milliseconds)
+    /// Yields to a stream that holds one path: if the one replaced was the consumer's first, so is this one.
+    static func yield(_ path: Path, initial: Bool, to stream: AsyncStream<Path>.Continuation) {
+        var marked = path
+        marked.initial = initial
+        if case let .dropped(replaced) = stream.yield(marked), replaced.initial, !initial {
+            marked.initial = true
+            stream.yield(marked)
         }
     }
 }

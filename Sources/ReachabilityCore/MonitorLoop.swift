@@ -23,8 +23,8 @@ package final class MonitorLoop: @unchecked Sendable {
 
     private let target: ReachabilityMonitor.Target
     private weak var monitor: ReachabilityMonitor?
-    /// A pipe: the loop polls the read end; stop requests and resolutions write a byte.
-    private let wake: (read: Int32, write: Int32)
+    /// The loop polls it; stop requests, resolutions and probe verdicts signal it.
+    private let wake: WakePipe
     private let stopRequested = Atomic<Bool>(false)
     private let resolved = Mutex<[IPAddress]?>(nil)
     private var thread: DedicatedThread?
@@ -41,17 +41,12 @@ package final class MonitorLoop: @unchecked Sendable {
         self.target = target
         self.monitor = monitor
         addresses = Self.resolve(target)
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw NetlinkError.system(operation: "creating a wake-up pipe", errno: errno) }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
-        wake = (ends[0], ends[1])
+        wake = try WakePipe()
+        let allowed = monitor.allowedInterfaceTypes
         watcher = PathWatcher(
             engine: engine,
             timer: .init(arm: { [unowned self] in watcherDue = .now + $0 }, disarm: { [unowned self] in watcherDue = nil }),
-            evaluate: { [unowned self] in Self.evaluate($0, target: target, addresses: addresses) },
+            evaluate: { [unowned self] in Self.evaluate($0, target: target, addresses: addresses, allowed: allowed) },
             offer: { [unowned self] in publish($0) },
             interfacesChanged: { [unowned self] in self.monitor?.publish(interfaceChanges: $0) })
         guard options.uri != nil else { return }
@@ -66,11 +61,6 @@ package final class MonitorLoop: @unchecked Sendable {
             })
     }
 
-    deinit {
-        close(wake.read)
-        close(wake.write)
-    }
-
     /// The addresses a target stands for. A name that does not resolve stands for none.
     static func resolve(_ target: ReachabilityMonitor.Target) -> [IPAddress] {
         guard case let .host(host) = target else { return [] }
@@ -79,22 +69,23 @@ package final class MonitorLoop: @unchecked Sendable {
     }
 
     /// The path to `target`; with `watch` false, a one-off answer that leaves what the engine watches as it is.
+    /// `allowed`: the interface types the path may leave by.
     package static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress],
-                                 watch: Bool = true) -> Path {
+                                 watch: Bool = true, allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
         switch target {
         case .defaultPath:
-            return engine.evaluateDefaultPath()
+            return engine.evaluateDefaultPath(allowed: allowed, watch: watch)
         case let .host(host) where addresses.isEmpty:
             // The name does not resolve: if the network itself is down, that is the answer;
             // otherwise nobody knows the destination's path.
-            let network = engine.evaluateDefaultPath()
+            let network = engine.evaluateDefaultPath(allowed: allowed, watch: watch)
             var path = network.status.isReachable ? .unknown(destination: host) : network
             path.destination = host
             path.interfaces = network.interfaces
             path.routes = []
             return path
         case let .host(host):
-            return engine.evaluate(destination: host, addresses: addresses, watch: watch)
+            return engine.evaluate(destination: host, addresses: addresses, watch: watch, allowed: allowed)
         }
     }
 
@@ -135,10 +126,7 @@ package final class MonitorLoop: @unchecked Sendable {
         thread?.join()
     }
 
-    private func signalWake() {
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
-    }
+    private func signalWake() { wake.signal() }
 
     /// Runs `body` on the loop's thread and waits for it (or at once, when no thread runs).
     private func onLoop(_ body: @escaping @Sendable () -> Void) {
@@ -151,7 +139,7 @@ package final class MonitorLoop: @unchecked Sendable {
 
     private func run() {
         var descriptors = [pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+                           pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
             // Sleep until told, unless the watcher's or the probe's timer is due.
             var timeout: Duration?
@@ -164,8 +152,7 @@ package final class MonitorLoop: @unchecked Sendable {
             if stopRequested.load(ordering: .sequentiallyConsistent) { break }
             var evaluate = false
             if descriptors[1].revents != 0 {
-                var bytes = [UInt8](repeating: 0, count: 64)
-                while read(wake.read, &bytes, bytes.count) > 0 {}
+                wake.drain()
                 for request in requests.withLock({ value in defer { value = [] }; return value }) { request() }
                 if let fresh = resolved.withLock({ value in defer { value = nil }; return value }), fresh != addresses {
                     addresses = fresh

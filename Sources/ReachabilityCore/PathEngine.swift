@@ -23,6 +23,9 @@ package final class PathEngine {
     private var pathIsUsable = false
     /// The addresses the last watched evaluation asked about: only routes that cover one matter.
     private var watched: [IPAddress]
+    /// Destinations someone else watches through this engine (the daemon's
+    /// `WatchPath()` subscriptions): routes that cover one matter too.
+    package var alsoWatched: [IPAddress] = []
     /// Interfaces changed since the evaluator last looked.
     private var touched: Set<Int32> = []
     /// Interfaces changed since `takeInterfaceChanges()`, with the link as last seen.
@@ -141,7 +144,7 @@ package final class PathEngine {
                         outcome.evaluate = true  // a rule: any lookup may be answered otherwise
                         break
                     }
-                    guard watched.contains(where: change.covers) else { break }
+                    guard watched.contains(where: change.covers) || alsoWatched.contains(where: change.covers) else { break }
                     outcome.evaluate = true
                     if change.removed, change.family == .v4 { outcome.recheck = true }
                 }
@@ -229,20 +232,23 @@ package final class PathEngine {
     }
 
     /// The path to the probes of `options`: what the engine watches.
-    package func evaluateDefaultPath() -> Path {
+    /// `allowed`: the interface types the path may leave by (a restricted monitor's).
+    package func evaluateDefaultPath(allowed: Set<InterfaceType> = Set(InterfaceType.allCases), watch: Bool = true) -> Path {
         guard isSynchronized else { return .unknown() }
         refresh()
         let probes = [options.probeAddresses.v4, options.probeAddresses.v6]
-        return remember(evaluator.evaluate(probes, state: state, query: query), addresses: probes)
+        let path = evaluator.evaluate(probes, state: state, query: query, allowed: allowed)
+        return watch ? remember(path, addresses: probes) : path
     }
 
     /// The path to one destination's addresses (already resolved). With `watch`, the
     /// destination is what the engine watches (a monitor of one host); without, a
     /// one-off answer (the daemon's `Route()`) that leaves the watched path as it is.
-    package func evaluate(destination: String, addresses: [IPAddress], watch: Bool = true) -> Path {
+    package func evaluate(destination: String, addresses: [IPAddress], watch: Bool = true,
+                          allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
         guard isSynchronized else { return .unknown(destination: destination) }
         refresh()
-        let path = evaluator.evaluate(addresses, state: state, query: query, destination: destination)
+        let path = evaluator.evaluate(addresses, state: state, query: query, destination: destination, allowed: allowed)
         return watch ? remember(path, addresses: addresses) : path
     }
 

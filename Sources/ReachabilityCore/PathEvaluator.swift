@@ -128,11 +128,12 @@ struct PathEvaluator {
 
     // MARK: The path
 
-    /// The path to `addresses` (the probes, or a host's resolved addresses).
+    /// The path to `addresses` (the probes, or a host's resolved addresses), leaving
+    /// only by an interface of an `allowed` type (docs/path.md, "Restricting the path").
     mutating func evaluate(_ addresses: [IPAddress], state: NetworkState, query: RtnetlinkQuery,
-                           destination: String? = nil) -> Path {
+                           destination: String? = nil, allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
         lookedUpInterfaces = []
-        let outcomes = addresses.map { outcome(for: $0, state: state, query: query) }
+        let outcomes = addresses.map { outcome(for: $0, state: state, query: query, allowed: allowed) }
         for case let lookup? in outcomes.map(\.lookup) { lookedUpInterfaces.insert(lookup.outputInterface) }
         var path = Path(status: .unknown, destination: destination)
         path.interfaces = availableInterfaces()
@@ -161,7 +162,8 @@ struct PathEvaluator {
 
     // MARK: One address
 
-    mutating func outcome(for destination: IPAddress, state: NetworkState, query: RtnetlinkQuery) -> Outcome {
+    mutating func outcome(for destination: IPAddress, state: NetworkState, query: RtnetlinkQuery,
+                          allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Outcome {
         switch query.lookupRoute(to: destination) {
         case let .failure(.failed(error)):
             return Outcome(destination: destination, result: .unusable(.noRoute), lookupFailed: error)
@@ -178,7 +180,20 @@ struct PathEvaluator {
                 }
                 lookup = alternative
             }
-            return Outcome(destination: destination, result: usability(of: lookup, state: state, query: query), lookup: lookup)
+            let verdict = usability(of: lookup, state: state, query: query)
+            guard let usable = verdict.usable, !allowed.contains(usable.medium.interfaceType) else {
+                return Outcome(destination: destination, result: verdict, lookup: lookup)
+            }
+            // The kernel's way out is of a type the monitor may not use: the path is the
+            // best route through an interface of an allowed type, as an app bound to it
+            // (SO_BINDTODEVICE) would leave — not through a tunnel riding on another.
+            guard let restricted = bestRoute(to: destination, state: state, query: query, excludingTunnels: true, allowed: allowed) else {
+                let any = availableInterfaces().contains { entry in
+                    state.links[Int32(entry.index)].map { !entry.kind.isTunnel && allowed.contains(medium(of: $0, state: state).interfaceType) } ?? false
+                }
+                return Outcome(destination: destination, result: .unusable(any ? .noRoute : .noInterface), lookup: nil)
+            }
+            return Outcome(destination: destination, result: usability(of: restricted, state: state, query: query), lookup: restricted)
         }
     }
 
@@ -218,11 +233,12 @@ struct PathEvaluator {
     /// to it (a plain lookup with an output interface would invent an on-link route).
     /// Most specific wins, then the lowest metric.
     mutating func bestRoute(to destination: IPAddress, state: NetworkState, query: RtnetlinkQuery,
-                            excludingTunnels: Bool) -> RouteLookup? {
+                            excludingTunnels: Bool, allowed: Set<InterfaceType>? = nil) -> RouteLookup? {
         var best: RouteLookup?
         for entry in availableInterfaces() {
             guard let link = state.links[Int32(entry.index)] else { continue }
             guard !(excludingTunnels && entry.kind.isTunnel) else { continue }
+            if let allowed, !allowed.contains(medium(of: link, state: state).interfaceType) { continue }
             guard case let .success(match) = query.lookupRoute(to: destination, outputInterface: link.index,
                                                                matchingFIBEntry: true),
                   match.type == RouteType.unicast else { continue }

@@ -48,6 +48,10 @@ public final class ReachabilityMonitor: Sendable {
     /// The in-process connectivity probe; without a `uri` (the default) nothing is
     /// contacted and `Path.connectivity` stays `unknown`.
     public let connectivity: ConnectivityOptions
+    /// The interface types the path may leave by: all of them, unless the monitor was
+    /// made with ``init(requiredInterfaceType:options:connectivity:)`` or
+    /// ``init(prohibitedInterfaceTypes:options:connectivity:)``.
+    public let allowedInterfaceTypes: Set<InterfaceType>
     private let shared = Mutex(Shared())
 
     private struct Shared: ~Copyable {
@@ -85,11 +89,32 @@ public final class ReachabilityMonitor: Sendable {
     ///   - connectivity: Opt-in: with a `uri`, the path's `connectivity` and
     ///     `portal` come from the same HTTP probe reachd runs (docs/connectivity.md),
     ///     sent over the path's interface when the way out changes, then on its schedule.
+    ///   - allowedInterfaceTypes: The interface types the path may leave by (docs/path.md,
+    ///     "Restricting the path"); all by default.
     public init(options: MonitorOptions = MonitorOptions(), target: Target = .defaultPath,
-                connectivity: ConnectivityOptions = ConnectivityOptions()) {
+                connectivity: ConnectivityOptions = ConnectivityOptions(),
+                allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)) {
         self.options = options
         self.target = target
         self.connectivity = connectivity
+        self.allowedInterfaceTypes = allowedInterfaceTypes
+    }
+
+    /// A monitor of the paths that leave by one type of interface, like
+    /// `NWPathMonitor(requiredInterfaceType:)`: "can I get out by Wi-Fi?". The path is
+    /// the kernel's best route through an interface of that type, whatever the
+    /// default route says; `unreachable` when there is none.
+    public convenience init(requiredInterfaceType: InterfaceType, target: Target = .defaultPath,
+                            options: MonitorOptions = MonitorOptions(), connectivity: ConnectivityOptions = ConnectivityOptions()) {
+        self.init(options: options, target: target, connectivity: connectivity, allowedInterfaceTypes: [requiredInterfaceType])
+    }
+
+    /// A monitor of the paths that avoid some types of interface, like
+    /// `NWPathMonitor(prohibitedInterfaceTypes:)`: "can I get out without cellular?".
+    public convenience init(prohibitedInterfaceTypes: [InterfaceType], target: Target = .defaultPath,
+                            options: MonitorOptions = MonitorOptions(), connectivity: ConnectivityOptions = ConnectivityOptions()) {
+        self.init(options: options, target: target, connectivity: connectivity,
+                  allowedInterfaceTypes: Set(InterfaceType.allCases).subtracting(prohibitedInterfaceTypes))
     }
 
     /// A monitor of the path to one host name or address.
@@ -252,11 +277,13 @@ public final class ReachabilityMonitor: Sendable {
     /// Computes the path once, without watching: what `reachctl status --direct` prints.
     /// - Throws: when netlink cannot be opened, or a `.host` name does not resolve
     ///   (a running monitor reports that as `unknown` instead, and keeps trying).
-    public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions()) throws -> Path {
+    /// - Parameter allowedInterfaceTypes: The interface types the path may leave by.
+    public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions(),
+                            allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)) throws -> Path {
         let engine = try PathEngine(options: options)
         var addresses: [IPAddress] = []
         if case let .host(host) = target { addresses = try HostResolver.resolve(host) }
-        var path = MonitorLoop.evaluate(engine, target: target, addresses: addresses)
+        var path = MonitorLoop.evaluate(engine, target: target, addresses: addresses, allowed: allowedInterfaceTypes)
         path.initial = true
         return path
     }

@@ -17,13 +17,14 @@ import Glibc
 final class Daemon: ReachabilityObjectDelegate {
     enum Message: Sendable {
         case resolved(request: Int, addresses: [IPAddress])
+        case watchResolved(key: String, addresses: [IPAddress])
         case probed(generation: Int, verdict: ConnectivityProbe.Verdict)
     }
 
     let configFile: String
     let loop: EventLoop
     let object: ReachabilityObject
-    let mailbox = Mailbox<Message>()
+    let mailbox: Mailbox<Message>
 
     private var configuration: DaemonConfiguration
     /// The event algorithm (`PathWatcher`, shared with the library's monitor) on this loop.
@@ -59,8 +60,11 @@ final class Daemon: ReachabilityObjectDelegate {
     /// The NetworkManager-compatible surface: on the bus, when there is one.
     private var compat: NetworkManagerCompat?
 
-    private var pendingRoutes: [Int: (destination: String, caller: String, reply: (Result<String, BusMethodError>) -> Void)] = [:]
+    /// Name resolutions in flight for Route() and WatchPath(), by request.
+    private var pendingResolutions: [Int: (caller: String, done: ([IPAddress]) -> Void)] = [:]
     private var nextRequest = 0
+    /// WatchPath()'s watches, evaluated after each batch of events that could change a path.
+    private var watches = PathWatches()
 
     init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop) throws {
         self.configFile = configFile
@@ -68,6 +72,7 @@ final class Daemon: ReachabilityObjectDelegate {
         self.helper = helper
         self.loop = loop
         helperRuns = try HelperRuns(loop: loop)
+        mailbox = try Mailbox()
         let engine = try PathEngine(options: configuration.monitor)
         object = try ReachabilityObject(loop: loop)
         let watcherTimer = try loop.timer { [unowned self] in watcher.timerFired() }
@@ -82,6 +87,10 @@ final class Daemon: ReachabilityObjectDelegate {
         object.onInterfaceWatchers = { [unowned self] watched in
             self.engine.tracksInterfaces = watched
             Log.debug(watched ? "interface changes: kept (someone watches them)" : "interface changes: not kept (nobody watches them)")
+        }
+        object.onPathWatches = { [unowned self] held in
+            watches.keep(only: held)
+            engine.alsoWatched = watches.addresses
         }
         let mailbox = mailbox
         connectivity = try ConnectivityChecker(options: configuration.connectivity, loop: loop) {
@@ -136,7 +145,11 @@ final class Daemon: ReachabilityObjectDelegate {
         path.source = .daemon
         path.initial = false
         connectivity.observe(path)
-        guard publish(path) else { return }
+        let before = current
+        let published = publish(path)
+        if published, let before, !before.leavesTheSameWay(as: path) { resolveWatchesAgain() }
+        refreshWatches()
+        guard published else { return }
         trust.pathChanged(first: !isReady)
         isReady = true
     }
@@ -178,6 +191,7 @@ final class Daemon: ReachabilityObjectDelegate {
         let couldDeliver = mayDeliverReports
         publish(path)
         let after = current?.connectivity ?? before
+        refreshWatches()
         trust.connectivityPublished(portalChanged: (before == .portal) != (after == .portal), connectivity: after.rawValue)
         if !couldDeliver && mayDeliverReports { trust.requestDelivery("connectivity full") }
     }
@@ -374,8 +388,12 @@ final class Daemon: ReachabilityObjectDelegate {
     private func handle(_ message: Message) {
         switch message {
         case let .resolved(request, addresses):
-            guard let pending = pendingRoutes.removeValue(forKey: request) else { return }
-            answerRoute(pending.destination, addresses: addresses, reply: pending.reply)
+            pendingResolutions.removeValue(forKey: request)?.done(addresses)
+        case let .watchResolved(key, addresses):
+            guard watches[key] != nil else { return }
+            watches.resolved(key, addresses: addresses)
+            engine.alsoWatched = watches.addresses
+            refreshWatches()
         case let .probed(generation, verdict):
             guard connectivity.schedule.finish(generation, verdict) else { return }
             republish()
@@ -397,24 +415,97 @@ final class Daemon: ReachabilityObjectDelegate {
     static let routesInFlight = 32
 
     func route(to destination: String, caller: String, reply: @escaping (Result<String, BusMethodError>) -> Void) {
-        if let literal = IPAddress(destination) { return answerRoute(destination, addresses: [literal], reply: reply) }
+        resolve(destination, for: "Route()", caller: caller, failure: { reply(.failure($0)) }) { [unowned self] addresses in
+            answerRoute(destination, addresses: addresses, reply: reply)
+        }
+    }
+
+    /// The addresses of an IP address or host name, resolved off the loop under the
+    /// per-caller limits; `failure` when the argument is neither, or a limit is reached.
+    private func resolve(_ destination: String, for method: String, caller: String, failure: (BusMethodError) -> Void,
+                         then done: @escaping ([IPAddress]) -> Void) {
+        if let literal = IPAddress(destination) { return done([literal]) }
         guard HostResolver.isHostName(destination) else {
             let shown = destination.utf8.count > 64 ? String(decoding: destination.utf8.prefix(64), as: UTF8.self) + "…" : destination
-            return reply(.failure(.init("org.freedesktop.DBus.Error.InvalidArgs",
-                                        "\"\(shown)\" is neither an IP address nor a host name (at most 253 bytes of letters, digits, '-', '_' and dots)")))
+            return failure(.init("org.freedesktop.DBus.Error.InvalidArgs",
+                                 "\"\(shown)\" is neither an IP address nor a host name (at most 253 bytes of letters, digits, '-', '_' and dots)"))
         }
-        if pendingRoutes.count >= Self.routesInFlight {
-            return reply(.failure(.limitsExceeded("\(Self.routesInFlight) Route() lookups are resolving already; try again")))
+        if pendingResolutions.count >= Self.routesInFlight {
+            return failure(.limitsExceeded("\(Self.routesInFlight) lookups are resolving already; try \(method) again"))
         }
-        if pendingRoutes.values.count(where: { $0.caller == caller }) >= Self.routesPerCaller {
-            return reply(.failure(.limitsExceeded("at most \(Self.routesPerCaller) Route() lookups of one caller resolve at once")))
+        if pendingResolutions.values.count(where: { $0.caller == caller }) >= Self.routesPerCaller {
+            return failure(.limitsExceeded("at most \(Self.routesPerCaller) lookups of one caller resolve at once"))
         }
         nextRequest += 1
         let request = nextRequest
-        pendingRoutes[request] = (destination, caller, reply)
+        pendingResolutions[request] = (caller, done)
         let mailbox = mailbox
         DispatchQueue.global().async {
             mailbox.post(.resolved(request: request, addresses: (try? HostResolver.resolve(destination)) ?? []))
+        }
+    }
+
+    // MARK: Watched paths
+
+    func watchPath(destination: String, interfaceTypes: String, caller: String,
+                   reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void) {
+        let types: Set<InterfaceType>
+        do {
+            types = try InterfaceType.parseList(interfaceTypes)
+        } catch {
+            return reply(.failure(.init("org.freedesktop.DBus.Error.InvalidArgs", "\(error)")))
+        }
+        let request = PathWatchRequest(destination: destination, interfaceTypes: types)
+        let key = request.key
+        let answer = { [unowned self] in
+            guard let path = watches.current(key, evaluate) else {
+                return reply(.failure(.failed("the watch ended before it was answered")))
+            }
+            reply(.success((key, path.jsonString())))
+        }
+        if watches[key] != nil { return answer() }
+        guard !watches.isFull else {
+            return reply(.failure(.limitsExceeded("\(PathWatches.limit) paths are watched already")))
+        }
+        guard !destination.isEmpty else {
+            watches.insert(request, addresses: [])
+            return answer()
+        }
+        resolve(destination, for: "WatchPath()", caller: caller, failure: { reply(.failure($0)) }) { [unowned self] addresses in
+            // A name that does not resolve is watched all the same: its path is `unknown` until it does.
+            watches.insert(request, addresses: addresses)
+            engine.alsoWatched = watches.addresses
+            answer()
+        }
+    }
+
+    /// One watch's path, as the document of the default path is built: the trust verdict,
+    /// and connectivity when it leaves the way the probed path does (else unknown).
+    private func evaluate(_ watch: PathWatches.Watch) -> Path {
+        let destination = watch.request.destination
+        var path = MonitorLoop.evaluate(engine, target: destination.isEmpty ? .defaultPath : .host(destination),
+                                        addresses: watch.addresses, watch: false, allowed: watch.request.interfaceTypes)
+        path.source = .daemon
+        path.trust = trustSummary
+        if let current, path.leavesTheSameWay(as: current) {
+            (path.connectivity, path.portal) = (current.connectivity, current.portal)
+        }
+        return path
+    }
+
+    /// Publishes the watched paths that changed (PathChanged, to those who hold them).
+    private func refreshWatches() {
+        for (key, path) in watches.refresh(evaluate) { object.publishWatchedPath(key: key, document: path.jsonString()) }
+    }
+
+    /// The default path leaves another way: a new network, or a VPN's DNS, often
+    /// answers with other addresses for the watched names.
+    private func resolveWatchesAgain() {
+        let mailbox = mailbox
+        for (key, name) in watches.namedDestinations {
+            DispatchQueue.global().async {
+                mailbox.post(.watchResolved(key: key, addresses: (try? HostResolver.resolve(name)) ?? []))
+            }
         }
     }
 
@@ -502,6 +593,7 @@ final class Daemon: ReachabilityObjectDelegate {
         engineWatch?.cancel()
         metrics.earlierOverruns += engine.statistics.overruns
         watcher.replace(freshEngine)
+        freshEngine.alsoWatched = watches.addresses
         do {
             try watchEngine()
             try configureCompat(fresh)

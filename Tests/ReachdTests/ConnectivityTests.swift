@@ -76,7 +76,7 @@ struct ConnectivityTests {
                 #expect(portal.portal == "http://10.1.0.1/login?from=probe")
                 let status = try ns[0].exec([DaemonProcess.reachctl, "trust", "status", "--json", "--bus", daemon.socket]).output
                 #expect(status.contains(#""verdict":"portal""#) && status.contains(#""trust":"portal""#), "\(status)")
-                let typed = try ReachabilityClient(endpoint: .address(daemon.address)).trustStatus()
+                let typed = try await ReachabilityClient(endpoint: .address(daemon.address)).trustStatus()
                 #expect(typed.overall == .portal && typed.hosts.map(\.verdict) == [.portal] && typed.reportsPending == 1)
                 #expect(typed.hosts.first?.reason.contains("while connectivity is portal") == true)
                 // Recorded, with the evidence: nobody can tell this portal from an interceptor posing as one.
@@ -131,10 +131,10 @@ struct ConnectivityTests {
 
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
                 // The portal's certificate is from no configured anchor: the chain fails before the pins are compared.
-                #expect(try client.trustStatus().hosts.first?.verdict == .chainInvalid)
+                #expect(try await client.trustStatus().hosts.first?.verdict == .chainInvalid)
                 // CheckConnectivity probes now: root always; another user once per 10 s.
-                #expect(try client.checkConnectivity() == .full)
-                #expect(try client.checkConnectivity() == .full)
+                #expect(try await client.checkConnectivity() == .full)
+                #expect(try await client.checkConnectivity() == .full)
                 let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "busctl", "--address=\(daemon.address)", "call",
                               "io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1", "CheckConnectivity"]
                 #expect(try run(nobody).output == "s \"full\"\n")

@@ -93,12 +93,12 @@ struct ContainerHostTests {
                 let interfaces = try Recorder("interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", daemon.address],
                                               in: scratch)
                 defer { interfaces.stop() }
-                let before = try ReachabilityClient(endpoint: .address(daemon.address)).interfaces()
+                let before = try await ReachabilityClient(endpoint: .address(daemon.address)).interfaces()
                 #expect(await eventually { paths.lines.count == 1 && interfaces.lines.count == before.count })
                 let initial = interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }
                 #expect(initial.allSatisfy(\.initial) && initial.map(\.interface.name) == before.map(\.interface.name))
                 // The document lists what could carry a path: the uplink and the bridge, no port.
-                let document = try ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
+                let document = try await ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
                 #expect(Set(document.interfaces.map(\.name)) == ["eth0", "cni0"], "\(document.interfaces.map(\.name))")
 
                 try Self.churn(ns[0], pods: 0..<100)
@@ -146,7 +146,7 @@ struct ContainerHostTests {
                 let interfaces = try Recorder("bus-interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", bus.address],
                                               in: scratch)
                 #expect(await eventually { daemon.log.contains("interface changes: kept") }, "\(daemon.log.suffix(1000))")
-                let inventory = try ReachabilityClient(endpoint: .address(bus.address)).interfaces().count
+                let inventory = try await ReachabilityClient(endpoint: .address(bus.address)).interfaces().count
                 #expect(await eventually { interfaces.lines.count == inventory })
                 try Self.churn(ns[0], pods: 0..<20)
                 let podNames = Set((0..<20).flatMap { ["vh\($0)", "vp\($0)"] })

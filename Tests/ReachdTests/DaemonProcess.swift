@@ -46,12 +46,12 @@ final class DaemonProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         let client = ReachabilityClient(endpoint: .address(address))
         while ContinuousClock.now < deadline {
-            if (try? client.currentPath()) != nil { return }
+            if (try? await client.currentPath()) != nil { return }
             guard process.isRunning else { throw DaemonFailure("reachd exited \(process.terminationStatus): \(log)") }
             try await Task.sleep(for: .milliseconds(50))
         }
         // Once more after the deadline: a starved test task may wake only after it.
-        if (try? client.currentPath()) != nil { return }
+        if (try? await client.currentPath()) != nil { return }
         throw DaemonFailure("reachd did not answer within \(timeout): \(log)")
     }
 

@@ -157,7 +157,7 @@ struct LocalUserLimitsTests {
                 #expect(count("closed connections of uid 65534") == 1, "refused, and said once a minute: \(daemon.log.suffix(2000))")
 
                 // Root is served by the daemon, not by the direct fallback.
-                let root = try ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
+                let root = try await ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
                 #expect(root.source == .daemon && root.status == .wired)
                 let ctl = try ns[0].exec([DaemonProcess.reachctl, "status", "--json", "--bus", daemon.socket])
                 #expect(ctl.output.contains("\"source\":\"daemon\""), "\(ctl.output)")

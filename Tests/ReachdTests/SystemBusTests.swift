@@ -59,7 +59,7 @@ struct SystemBusTests {
 
                 // The project's client by name on that bus.
                 let client = ReachabilityClient(endpoint: .address(bus.address))
-                #expect(try client.currentPath().status == .wired)
+                #expect(try await client.currentPath().status == .wired)
 
                 let monitorOutput = scratch.appendingPathComponent("monitor.txt")
                 _ = FileManager.default.createFile(atPath: monitorOutput.path, contents: nil)

@@ -23,6 +23,7 @@ typedef struct reachd_bus_handlers {
     reachd_method_handler check_connectivity;
     reachd_method_handler interfaces;
     reachd_method_handler watch_interfaces;
+    reachd_method_handler watch_path;
     reachd_property_getter property;
 } reachd_bus_handlers;
 
@@ -42,11 +43,12 @@ int reachd_bus_reply_empty(sd_bus_message *call);
 /* Emits a signal of the interface with one or two string arguments (second may be NULL). */
 int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, const char *first, const char *second);
 
-/* Client side: calls a method of the interface taking zero or one string, returning zero or one string.
+/* Client side: calls a method of the interface taking zero, one or two strings (second only with argument),
+ * returning zero or one string.
  * *result is malloc'ed (free it) or NULL when the method returns nothing. *reply_cookie (unless NULL) is
  * the reply's serial: the daemon's signals with a lower one were sent before the reply. */
 int reachd_bus_call(sd_bus *bus, const char *destination, const char *member, const char *argument,
-                    uint64_t timeout_usec, char **result, uint64_t *reply_cookie, sd_bus_error *error);
+                    const char *second, uint64_t timeout_usec, char **result, uint64_t *reply_cookie, sd_bus_error *error);
 
 /* Reads one or two strings of a message (second may be NULL). */
 int reachd_bus_read(sd_bus_message *message, const char **first, const char **second);

@@ -1,0 +1,54 @@
+/// NWPath's questions, answered from the document (docs/path.md, "Asking the path").
+extension Path {
+    /// Whether the path leaves by `type` (NWPath's `usesInterfaceType`). Under a VPN
+    /// it is the medium the tunnel rides on: a tunnel over Wi-Fi uses `.wifi`.
+    public func uses(_ type: InterfaceType) -> Bool {
+        InterfaceType(status) == type
+    }
+
+    /// Whether the path goes through a tunnel (NWPath's `usesInterfaceType(.other)` for utun).
+    public var usesVPN: Bool { vpn != nil }
+
+    /// Every next hop of the path, IPv4 first, without repeats (NWPath's `gateways`):
+    /// one per family the kernel routes through a gateway, from ``routes``.
+    public var gateways: [String] {
+        var seen: [String] = []
+        let ordered = routes.filter { !$0.destination.contains(":") } + routes.filter { $0.destination.contains(":") }
+        for route in ordered where route.status.isReachable {
+            if let gateway = route.gateway, !seen.contains(gateway) { seen.append(gateway) }
+        }
+        return seen
+    }
+
+    /// The interfaces that could carry a path, in order of preference (NWPath's
+    /// `availableInterfaces`): the tunnel the path goes through, the interface that
+    /// carries it, then wired, Wi-Fi, cellular and tunnels, each by index.
+    /// ``interfaces`` holds the same entries in index order.
+    public var availableInterfaces: [InterfaceState] {
+        func rank(_ entry: InterfaceState) -> Int {
+            if entry.index == vpn?.index { return 0 }
+            if entry.index == interface?.index { return 1 }
+            switch entry.kind.interfaceType {
+            case .wired?: return 2
+            case .wifi?: return 3
+            case .cellular?: return 4
+            case nil: return 5
+            }
+        }
+        return interfaces.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
+    }
+}
+
+extension InterfaceKind {
+    /// The medium an interface of this kind is on its own: nil for tunnels, whose medium
+    /// is the path they ride on. A bridge or bond counts as wired here (the path
+    /// itself takes its members' medium).
+    public var interfaceType: InterfaceType? {
+        switch self {
+        case .wifi: .wifi
+        case .cellular: .cellular
+        case .tunnel, .wireguard: nil
+        default: .wired
+        }
+    }
+}
