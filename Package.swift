@@ -164,8 +164,9 @@ let package = Package(
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Sockets", "NamespaceTesting", "RootTesting"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "Sockets", "TOML", "NamespaceTesting", "RootTesting"]),
+        .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "NamespaceTesting", "RootTesting"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "RootTesting"]),
-        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachdVersion", "RootTesting"]),
+        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachabilityCompat", "ReachdVersion", "RootTesting"]),
         .testTarget(
             name: "ServerTrustTests",
             dependencies: [

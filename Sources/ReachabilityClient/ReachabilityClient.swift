@@ -196,7 +196,25 @@ public final class ReachabilityClient: Sendable {
         var callbacks: [Int: (DispatchQueue, @Sendable (Path) -> Void)] = [:]
         var nextID = 0
         var watcher: Watcher?
+        /// The path last delivered: a subscriber that joins a running watcher starts with it.
+        var current: Path?
         var isEmpty: Bool { streams.isEmpty && callbacks.isEmpty }
+
+        /// Adds a subscriber; it is handed the current path at once (marked initial), if there is one.
+        mutating func add(stream: AsyncStream<Path>.Continuation? = nil, callback: (DispatchQueue, @Sendable (Path) -> Void)? = nil) -> Int {
+            nextID += 1
+            var first = current
+            first?.initial = true
+            if let stream {
+                streams[nextID] = stream
+                if let first { stream.yield(first) }
+            }
+            if let (queue, handler) = callback {
+                callbacks[nextID] = (queue, handler)
+                if let first { queue.async { handler(first) } }
+            }
+            return nextID
+        }
     }
 
     private let subscribers = Mutex(Subscribers())
@@ -209,11 +227,7 @@ public final class ReachabilityClient: Sendable {
     /// `initial` all the same).
     public var paths: AsyncStream<Path> {
         AsyncStream(bufferingPolicy: .bufferingNewest(Self.bufferedPaths)) { continuation in
-            let id = subscribers.withLock { subscribers in
-                subscribers.nextID += 1
-                subscribers.streams[subscribers.nextID] = continuation
-                return subscribers.nextID
-            }
+            let id = subscribers.withLock { $0.add(stream: continuation) }
             continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
             startWatcherIfNeeded()
         }
@@ -313,11 +327,7 @@ public final class ReachabilityClient: Sendable {
     @discardableResult
     public func onChange(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Path) -> Void) -> Int {
         let queue = queue ?? callbackQueue
-        let id = subscribers.withLock { subscribers in
-            subscribers.nextID += 1
-            subscribers.callbacks[subscribers.nextID] = (queue, handler)
-            return subscribers.nextID
-        }
+        let id = subscribers.withLock { $0.add(callback: (queue, handler)) }
         startWatcherIfNeeded()
         return id
     }
@@ -330,7 +340,7 @@ public final class ReachabilityClient: Sendable {
             subscribers.streams[id] = nil
             subscribers.callbacks[id] = nil
             guard subscribers.isEmpty else { return nil }
-            defer { subscribers.watcher = nil }
+            defer { subscribers.watcher = nil; subscribers.current = nil }
             return subscribers.watcher
         }
         stopping?.stop()
@@ -350,7 +360,10 @@ public final class ReachabilityClient: Sendable {
         var copy = path
         copy.initial = initial
         let marked = copy
-        let (streams, callbacks) = subscribers.withLock { ($0.streams.values.map { $0 }, $0.callbacks.values.map { $0 }) }
+        let (streams, callbacks) = subscribers.withLock { subscribers in
+            subscribers.current = path
+            return (subscribers.streams.values.map { $0 }, subscribers.callbacks.values.map { $0 })
+        }
         for stream in streams { Self.yield(path, initial: initial, to: stream) }
         for (queue, handler) in callbacks { queue.async { handler(marked) } }
     }

@@ -48,6 +48,12 @@ struct TrustWiringTests {
                 defer { kill(monitor.processIdentifier, SIGKILL); monitor.waitUntilExit() }
                 try await Task.sleep(for: .milliseconds(300))
 
+                // The typed streams of ReachabilityClient, subscribed before the daemon runs (they reconnect until it answers).
+                let client = ReachabilityClient(endpoint: .address(bus.address), reconnectDelays: (.milliseconds(5), .milliseconds(10)))
+                let failures = Collected(client.pinFailures)
+                let verdicts = Collected(client.trustChanges)
+                defer { failures.cancel(); verdicts.cancel() }
+
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", bus.address, "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
@@ -55,6 +61,12 @@ struct TrustWiringTests {
                 #expect(try await eventually(.seconds(20)) {
                     try run(busctl + ["get-property"] + object + ["Trust"]).output == "s \"compromised\"\n"
                 }, "\(daemon.log)")
+                #expect(await eventually { verdicts.all.last?.overall == .compromised }, "\(verdicts.all)")
+                #expect(verdicts.all.last?.hosts.first?.verdict == .pinMismatch)
+                #expect(await eventually { failures.all.count == 1 }, "the report, typed")
+                #expect(failures.all.first?.hostname == "pinned.test" && failures.all.first?.validationResult == "pin-mismatch")
+                #expect(failures.all.first?.knownPins.count == 2 && failures.all.first?.enforcePinning == true)
+                #expect(failures.all.first?.captivePortal == nil)
                 let spooled = try FileManager.default.contentsOfDirectory(atPath: reports.path).filter { $0.hasSuffix(".json") }
                 #expect(spooled.count == 1)
                 func text() -> String { (try? String(contentsOf: signals, encoding: .utf8)) ?? "" }

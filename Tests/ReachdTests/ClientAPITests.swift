@@ -1,0 +1,151 @@
+import Dispatch
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+import ReachabilityCompat
+import RootTesting
+import Synchronization
+import Testing
+
+/// What a stream delivered, collected by a task of its own.
+final class Collected<Element: Sendable>: Sendable {
+    private let elements = Mutex<[Element]>([])
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    init(_ stream: AsyncStream<Element>) {
+        let running = Task { [weak self] in
+            for await element in stream { self?.elements.withLock { $0.append(element) } }
+        }
+        task.withLock { $0 = running }
+    }
+
+    var all: [Element] { elements.withLock { $0 } }
+    func cancel() { task.withLock { $0?.cancel() } }
+}
+
+/// The client's API beyond `paths` — WatchPath() restricted and per-destination
+/// paths, status-only changes, wait(until:), the async calls, the trust stream —
+/// and ReachabilityCompat backed by the daemon: reachd in a namespace with a wired
+/// uplink (eth0, metric 100) and one classified Wi-Fi by `[monitor.kind]` (wlan0, metric 600).
+@Suite("ReachabilityClient's API and ReachabilityCompat through reachd", .serialized, .needsRoot)
+struct ClientAPITests {
+    static func withDaemon(_ label: String, _ body: ([TestNamespace], DaemonProcess, ReachabilityClient) async throws -> Void) async throws {
+        try await withScratch { scratch in
+            let config = scratch.appendingPathComponent("reachd.toml")
+            try "[monitor.kind]\n\"wlan*\" = \"wifi\"\n".write(to: config, atomically: true, encoding: .utf8)
+            try await withNamespaces(label, "wired", "wifi") { ns in
+                try ns[0].addUplink("eth0", subnet: "10.1.0", router: ns[1], defaultRoute: false)
+                try ns[0].addUplink("wlan0", subnet: "10.2.0", router: ns[2], defaultRoute: false)
+                try ns[0].ip("route add default via 10.1.0.1 dev eth0 metric 100")
+                try ns[0].ip("route add default via 10.2.0.1 dev wlan0 metric 600")
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                let client = ReachabilityClient(endpoint: .address(daemon.address), reconnectDelays: (.milliseconds(10), .milliseconds(50)))
+                try await body(ns, daemon, client)
+            }
+        }
+    }
+
+    @Test("paths(interfaceTypes:) and paths(to:): the daemon's WatchPath follows a Wi-Fi-only path and one destination's route")
+    func watchedPaths() async throws {
+        try await Self.withDaemon("rdwatch") { ns, daemon, client in
+            let wifi = Collected(client.paths(interfaceTypes: [.wifi]))
+            let destination = Collected(client.paths(to: "10.9.9.9"))
+            let noCellular = Collected(client.paths(interfaceTypes: [.wifi, .wired]))
+            defer { [wifi, destination, noCellular].forEach { $0.cancel() } }
+            #expect(await eventually { wifi.all.last?.interface?.name == "wlan0" && wifi.all.last?.status == .wifi })
+            #expect(wifi.all.first?.initial == true)
+            #expect(await eventually { destination.all.last?.interface?.name == "eth0" })
+            #expect(destination.all.last?.destination == "10.9.9.9")
+            #expect(await eventually { noCellular.all.last?.status == .wired })
+
+            // A route for the destination alone: the default path does not move, the destination's does.
+            try ns[0].ip("route add 10.9.9.0/24 via 10.2.0.1 dev wlan0")
+            #expect(await eventually { destination.all.last?.interface?.name == "wlan0" }, "\(destination.all.map { $0.jsonString() })")
+            let unmoved = try await client.currentPath()
+            #expect(unmoved.interface?.name == "eth0")
+
+            try ns[0].ip("link set dev wlan0 down")
+            #expect(await eventually { wifi.all.last?.status == .unreachable })
+            #expect(await eventually { destination.all.last?.interface?.name == "eth0" })
+            #expect(noCellular.all.last?.status == .wired, "wlan0 going was no change of the wired path: \(noCellular.all.count)")
+
+            // busctl, as an integrator calls it; a bad interface type is refused.
+            let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
+            let watched = try daemon.busctl(["call"] + object + ["WatchPath", "ss", "", "wired"]).output
+            #expect(watched.contains("\\\"status\\\":\\\"wired\\\""), "\(watched)")
+            let refused = try daemon.busctl(["call"] + object + ["WatchPath", "ss", "", "wifi,ethernet"], check: false)
+            #expect(refused.status != 0 && refused.error.contains("\"ethernet\" is not an interface type"), "\(refused.error)")
+        }
+    }
+
+    @Test("statusChanges is silent while addresses move; onChange runs on the client's own queue; wait(until:) meets and times out")
+    func statusAndWait() async throws {
+        try await Self.withDaemon("rdstatus") { ns, _, client in
+            let statuses = Collected(client.statusChanges)
+            let paths = Collected(client.paths)
+            let called = Mutex<[ReachabilityStatus]>([])
+            let subscription = client.onChange(of: \.status) { status in called.withLock { $0.append(status) } }
+            defer { statuses.cancel(); paths.cancel(); subscription.cancel() }
+            #expect(await eventually { statuses.all == [.wired] && called.withLock { $0 } == [.wired] })
+
+            try ns[0].ip("addr add 10.1.0.77/24 dev eth0")
+            #expect(await eventually { paths.all.count >= 2 }, "the document changed")
+            let met = await client.wait(until: .wired, timeout: .seconds(5))
+            #expect(met?.status == .wired, "met at once")
+            #expect(await client.wait(until: .cellular, timeout: .milliseconds(300)) == nil, "timed out")
+            #expect(await client.wait(until: .online, timeout: .milliseconds(300)) == nil, "no probe: connectivity is not full")
+
+            async let released = client.wait(until: .wifi, timeout: .seconds(10))
+            try await Task.sleep(for: .milliseconds(200))
+            try ns[0].ip("route del default via 10.1.0.1 dev eth0")
+            #expect(await released?.interface?.name == "wlan0")
+            #expect(await eventually { statuses.all == [.wired, .wifi] }, "\(statuses.all)")
+            #expect(await eventually { called.withLock { $0 } == [.wired, .wifi] })
+        }
+    }
+
+    @Test("the async calls answer as the blocking ones; trustChanges starts with the verdict (none without hosts)")
+    func asyncCallsAndTrust() async throws {
+        try await Self.withDaemon("rdasync") { _, _, client in
+            let path = try await client.currentPath()
+            let route = try await client.route(to: "10.2.0.1")
+            let interfaces = try await client.interfaces()
+            let trustStatus = try await client.trustStatus()
+            #expect(path.status == .wired)
+            #expect(route.interface?.name == "wlan0")
+            #expect(interfaces.contains { $0.interface.name == "wlan0" && $0.interface.kind == .wifi })
+            #expect(trustStatus.overall == TrustSummary.none)
+            do {
+                try await client.recheckTrust()
+                Issue.record("RecheckTrust without trust hosts must fail")
+            } catch {
+                #expect("\(error)".contains("no trust hosts are configured"), "\(error)")
+            }
+            let trust = Collected(client.trustChanges)
+            defer { trust.cancel() }
+            #expect(await eventually { trust.all.first?.overall == TrustSummary.none })
+        }
+    }
+
+    @Test("ReachabilityCompat asks the daemon when one answers: the listener follows the daemon's path")
+    func compatThroughTheDaemon() async throws {
+        try await Self.withDaemon("rdcompat") { ns, daemon, _ in
+            let manager = NetworkReachabilityManager(host: nil, options: MonitorOptions(), endpoint: .address(daemon.address))
+            let host = NetworkReachabilityManager(host: "10.2.0.1", options: MonitorOptions(), endpoint: .address(daemon.address))
+            #expect(manager.status == .reachable(.ethernetOrWiFi))
+            #expect(manager.backend == .daemon)
+            let listened = Mutex<[NetworkReachabilityManager.NetworkReachabilityStatus]>([])
+            let queue = DispatchQueue(label: "listener")
+            #expect(manager.startListening(onQueue: queue) { status in listened.withLock { $0.append(status) } })
+            #expect(host.startListening(onQueue: queue) { _ in })
+            defer { manager.stopListening(); host.stopListening() }
+            #expect(await eventually { listened.withLock { $0 } == [.reachable(.ethernetOrWiFi)] })
+            try ns[0].ip("link set dev eth0 down")
+            try ns[0].ip("link set dev wlan0 down")
+            #expect(await eventually { listened.withLock { $0 } == [.reachable(.ethernetOrWiFi), .notReachable] }, "\(listened.withLock { $0 })")
+            #expect(await eventually { host.status == .notReachable })
+        }
+    }
+}
