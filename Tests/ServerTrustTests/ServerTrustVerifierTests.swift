@@ -33,23 +33,7 @@ struct ServerTrustVerifierTests {
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         ServerTrustVerifier.applyTLSBaseline(to: &tls)
-        let context = try NIOSSLContext(configuration: tls)
-        // Kept here, not looked up in the pipeline: a refused handshake may tear the pipeline down before connect() returns.
-        let installed = NIOLockedValueBox<HandshakeOutcome?>(nil)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(
-                        context: context, serverHostname: "localhost", customVerificationCallbackWithMetadata: verifier.callback))
-                    let handler = HandshakeOutcome(promise: channel.eventLoop.makePromise())
-                    installed.withLockedValue { $0 = handler }
-                    try channel.pipeline.syncOperations.addHandler(handler)
-                }
-            }
-            .connect(host: "127.0.0.1", port: server.port).get()
-        defer { channel.close(promise: nil) }
-        let outcome = try #require(installed.withLockedValue { $0 })
-        let completed = (try? await outcome.promise.futureResult.get()) != nil
+        let completed = try await handshake(with: server, tls, callback: verifier.callback)
         return (completed, seen.withLockedValue { $0 })
     }
 
@@ -72,6 +56,32 @@ struct ServerTrustVerifierTests {
         #expect(reportOnlyOK)
         #expect(reported?.verdict == .pinMismatch && reported?.enforced == false)
     }
+}
+
+/// Whether a TLS handshake with `server` as "localhost" completes under `tls` (and `callback`, when given).
+func handshake(with server: TestTLSServer, _ tls: TLSConfiguration,
+               callback: NIOSSLCustomVerificationCallbackWithMetadata? = nil) async throws -> Bool {
+    let context = try NIOSSLContext(configuration: tls)
+    // Kept here, not looked up in the pipeline: a refused handshake may tear the pipeline down before connect() returns.
+    let installed = NIOLockedValueBox<HandshakeOutcome?>(nil)
+    let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let tlsHandler = if let callback {
+                    try NIOSSLClientHandler(context: context, serverHostname: "localhost", customVerificationCallbackWithMetadata: callback)
+                } else {
+                    try NIOSSLClientHandler(context: context, serverHostname: "localhost")
+                }
+                try channel.pipeline.syncOperations.addHandler(tlsHandler)
+                let handler = HandshakeOutcome(promise: channel.eventLoop.makePromise())
+                installed.withLockedValue { $0 = handler }
+                try channel.pipeline.syncOperations.addHandler(handler)
+            }
+        }
+        .connect(host: "127.0.0.1", port: server.port).get()
+    defer { channel.close(promise: nil) }
+    let outcome = try #require(installed.withLockedValue { $0 })
+    return (try? await outcome.promise.futureResult.get()) != nil
 }
 
 /// Succeeds when the TLS handshake completes, fails when it does not.
