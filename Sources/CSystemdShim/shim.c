@@ -35,6 +35,8 @@ static const sd_bus_vtable reachability_vtable[] = {
     SD_BUS_PROPERTY("Trust", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_PROPERTY("Connectivity", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_PROPERTY("PortalURL", "s", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("SupportsDNS", "b", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("DNSServers", "as", property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_METHOD("Describe", "", "s", describe, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("Route", "s", "s", route, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD("TrustStatus", "", "s", trust_status, SD_BUS_VTABLE_UNPRIVILEGED),

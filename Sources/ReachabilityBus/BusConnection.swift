@@ -258,10 +258,28 @@ package struct BusMessage {
         return sd_bus_message_read_basic(raw, CChar(UInt8(ascii: "u")), &value) > 0 ? value : nil
     }
 
-    /// Enters a variant (`v`) or struct (`r`) of the given contents; false when the next argument is not one.
+    package func int32() -> Int32? {
+        var value: Int32 = 0
+        return sd_bus_message_read_basic(raw, CChar(UInt8(ascii: "i")), &value) > 0 ? value : nil
+    }
+
+    /// An array of bytes (`ay`).
+    package func bytes() -> [UInt8]? {
+        var pointer: UnsafeRawPointer?
+        var size = 0
+        guard sd_bus_message_read_array(raw, CChar(UInt8(ascii: "y")), &pointer, &size) >= 0 else { return nil }
+        guard let pointer, size > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: size))
+    }
+
+    /// Enters a variant (`v`), struct (`r`) or array (`a`) of the given contents; false
+    /// when the next argument is not one (or, for an array, when it has no more elements).
     package func enter(_ type: Character, _ contents: String) -> Bool {
         sd_bus_message_enter_container(raw, CChar(type.asciiValue!), contents) > 0
     }
+
+    /// Leaves the container entered last.
+    package func exit() { sd_bus_message_exit_container(raw) }
 
     private func text(_ type: Character) -> String? {
         var value: UnsafePointer<CChar>?

@@ -6,7 +6,7 @@ import Glibc
 /// A property value as the objects served here answer it: appended to a reply
 /// (or a PropertiesChanged) in its D-Bus type.
 enum BusValue: Equatable {
-    case u32(UInt32), boolean(Bool), string(String), objectPath(String), objectPaths([String])
+    case u32(UInt32), boolean(Bool), string(String), strings([String]), objectPath(String), objectPaths([String])
 
     func append(to reply: OpaquePointer?) -> Int32 {
         switch self {
@@ -20,11 +20,17 @@ enum BusValue: Equatable {
         case let .objectPath(path):
             return path.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "o")), $0) }
         case let .objectPaths(paths):
-            var result = sd_bus_message_open_container(reply, CChar(UInt8(ascii: "a")), "o")
-            for path in paths where result >= 0 {
-                result = path.withCString { sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "o")), $0) }
-            }
-            return result < 0 ? result : sd_bus_message_close_container(reply)
+            return Self.append(paths, as: "o", to: reply)
+        case let .strings(texts):
+            return Self.append(texts, as: "s", to: reply)
         }
+    }
+
+    private static func append(_ texts: [String], as type: Character, to reply: OpaquePointer?) -> Int32 {
+        var result = sd_bus_message_open_container(reply, CChar(UInt8(ascii: "a")), String(type))
+        for text in texts where result >= 0 {
+            result = text.withCString { sd_bus_message_append_basic(reply, CChar(type.asciiValue!), $0) }
+        }
+        return result < 0 ? result : sd_bus_message_close_container(reply)
     }
 }

@@ -66,11 +66,13 @@ package final class ReachabilityObject {
         package var trust = "none"
         package var connectivity = "unknown"
         package var portalURL = ""
+        package var supportsDNS = false
+        package var dnsServers: [String] = []
 
         package init() {}
 
         static let names = ["Status", "Reason", "Interface", "InterfaceKind", "Expensive", "IPv4", "IPv6", "VPN", "Trust",
-                            "Connectivity", "PortalURL"]
+                            "Connectivity", "PortalURL", "SupportsDNS", "DNSServers"]
 
         func value(of name: String) -> BusValue? {
             switch name {
@@ -85,6 +87,8 @@ package final class ReachabilityObject {
             case "Trust": .string(trust)
             case "Connectivity": .string(connectivity)
             case "PortalURL": .string(portalURL)
+            case "SupportsDNS": .boolean(supportsDNS)
+            case "DNSServers": .strings(dnsServers)
             default: nil
             }
         }

@@ -31,6 +31,8 @@ package final class MonitorLoop: @unchecked Sendable {
     private let resolving = Atomic<Bool>(false)
     /// nil without a probe URL. Its timer is `probeDue`; verdicts come back through `probed` and the pipe.
     private var connectivity: ConnectivityScheduler?
+    /// The resolv.conf followed for the path's `dns` (nil: not followed).
+    private let resolvConf: ResolvConfWatch?
     private var probeDue: ContinuousClock.Instant?
     private let probed = Mutex<[(generation: Int, verdict: ConnectivityProbe.Verdict)]>([])
     /// Work other threads ask of the loop's thread (the engine is not thread-safe).
@@ -42,6 +44,8 @@ package final class MonitorLoop: @unchecked Sendable {
         self.monitor = monitor
         addresses = Self.resolve(target)
         wake = try WakePipe()
+        resolvConf = try engine.options.resolvConf.map { try ResolvConfWatch(path: $0) }
+        engine.dnsServers = resolvConf?.servers
         let allowed = monitor.allowedInterfaceTypes
         watcher = PathWatcher(
             engine: engine,
@@ -110,6 +114,9 @@ package final class MonitorLoop: @unchecked Sendable {
         if let connectivity {
             connectivity.observe(path)
             (path.connectivity, path.portal) = connectivity.state(of: path)
+        } else if path.status.isReachable, path.supportsDNS == false {
+            // Without a probe the only evidence there is: no resolver is reachable (docs/connectivity.md).
+            path.connectivity = .limited
         }
         if let published = monitor?.publish(path, statistics: engine.statistics) {
             resolveAgainIfNeeded(after: published)
@@ -139,7 +146,8 @@ package final class MonitorLoop: @unchecked Sendable {
 
     private func run() {
         var descriptors = [pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
+                           pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: resolvConf?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0)]
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
             // Sleep until told, unless the watcher's or the probe's timer is due.
             var timeout: Duration?
@@ -172,6 +180,10 @@ package final class MonitorLoop: @unchecked Sendable {
             if let due = probeDue, ContinuousClock.now >= due {
                 probeDue = nil
                 connectivity?.timerFired()
+            }
+            if descriptors[2].revents != 0, let resolvConf, resolvConf.update() {
+                engine.dnsServers = resolvConf.servers
+                evaluate = true
             }
             if descriptors[0].revents != 0 { watcher.readable() }
             if let due = watcherDue, ContinuousClock.now >= due {

@@ -19,6 +19,13 @@ public struct MonitorOptions: Sendable, Equatable {
     public var receiveBufferSize: Int
     /// Watch another network namespace: a path such as `/run/netns/NAME`. nil: this process's.
     public var networkNamespace: String?
+    /// The resolv.conf whose servers the path's `dns` judges, followed as it is
+    /// replaced (docs/path.md, "DNS"); nil: DNS is not followed. reachd asks
+    /// systemd-resolved over D-Bus instead when it runs and this is the default.
+    public var resolvConf: String?
+
+    /// Where resolvers are configured on Linux.
+    public static let defaultResolvConf = "/etc/resolv.conf"
 
     package var probeAddresses: (v4: IPAddress, v6: IPAddress)
 
@@ -31,13 +38,15 @@ public struct MonitorOptions: Sendable, Equatable {
     /// - Throws: `MonitorOptionsError` for a probe address that is not a global address of its family.
     public init(probeIPv4: String = MonitorOptions.defaultProbeIPv4, probeIPv6: String = MonitorOptions.defaultProbeIPv6,
                 ignore: [String] = [], metered: [String] = [], kindOverrides: [(pattern: String, kind: InterfaceKind)] = [],
-                receiveBufferSize: Int = 4 << 20, networkNamespace: String? = nil) throws {
+                receiveBufferSize: Int = 4 << 20, networkNamespace: String? = nil,
+                resolvConf: String? = MonitorOptions.defaultResolvConf) throws {
         probeAddresses = (try Self.probe(probeIPv4, family: .v4), try Self.probe(probeIPv6, family: .v6))
         self.ignore = ignore
         self.metered = metered
         self.kindOverrides = kindOverrides
         self.receiveBufferSize = receiveBufferSize
         self.networkNamespace = networkNamespace
+        self.resolvConf = resolvConf
     }
 
     /// The defaults: probes 198.41.0.4 and 2001:503:ba3e::2:30, nothing ignored.
@@ -50,6 +59,7 @@ public struct MonitorOptions: Sendable, Equatable {
         lhs.probeAddresses == rhs.probeAddresses && lhs.ignore == rhs.ignore && lhs.metered == rhs.metered
             && lhs.kindOverrides.elementsEqual(rhs.kindOverrides, by: { $0.pattern == $1.pattern && $0.kind == $1.kind })
             && lhs.receiveBufferSize == rhs.receiveBufferSize && lhs.networkNamespace == rhs.networkNamespace
+            && lhs.resolvConf == rhs.resolvConf
     }
 
     func isIgnored(_ name: String) -> Bool { ignore.contains { Glob.matches($0, name) } }
@@ -96,6 +106,12 @@ extension MonitorOptions {
             } catch {
                 throw table.error("\(error)", line: line)
             }
+        }
+        if let (path, line) = try table.string("resolv-conf") {
+            guard path.isEmpty || path.hasPrefix("/") else {
+                throw table.error("resolv-conf must be an absolute path, or \"\" to follow no DNS, not \"\(path)\"", line: line)
+            }
+            resolvConf = path.isEmpty ? nil : path
         }
         ignore = try Self.globs("ignore", in: &table)
         metered = try Self.globs("metered", in: &table)

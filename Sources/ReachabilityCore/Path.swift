@@ -112,13 +112,16 @@ public struct Path: Codable, Sendable, Equatable {
     public var destination: String?
     /// The kernel's lookups behind this path, one per probed address.
     public var routes: [Route]
+    /// The resolvers configured, and those this path can reach (the default path's
+    /// document; nil elsewhere).
+    public var dns: DNS?
 
     /// A path document; everything but the status has the value of an unreachable path.
     public init(status: ReachabilityStatus, reason: UnreachableReason? = nil, interface: Interface? = nil,
                 gateway: String? = nil, ipv4: Bool = false, ipv6: Bool = false, expensive: Bool = false,
                 vpn: Interface? = nil, interfaces: [InterfaceState] = [], trust: TrustSummary = .none,
                 connectivity: Connectivity = .unknown, portal: String? = nil, initial: Bool = false, since: Date = Date(), source: PathSource = .direct,
-                destination: String? = nil, routes: [Route] = []) {
+                destination: String? = nil, routes: [Route] = [], dns: DNS? = nil) {
         self.status = status
         self.reason = reason
         self.interface = interface
@@ -136,6 +139,7 @@ public struct Path: Codable, Sendable, Equatable {
         self.source = source
         self.destination = destination
         self.routes = routes
+        self.dns = dns
     }
 
     /// The honest answer before anything is known.
@@ -162,7 +166,7 @@ public struct Path: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, connectivity, portal, initial, since, source,
-             destination, routes
+             destination, routes, dns
     }
 
     public init(from decoder: any Decoder) throws {
@@ -188,6 +192,7 @@ public struct Path: Codable, Sendable, Equatable {
         source = try container.decodeIfPresent(PathSource.self, forKey: .source) ?? .direct
         destination = try container.decodeIfPresent(String.self, forKey: .destination)
         routes = try container.decodeIfPresent([Route].self, forKey: .routes) ?? []
+        dns = try container.decodeIfPresent(DNS.self, forKey: .dns)
     }
 
     /// Every documented key is always present; absent values are `null`.
@@ -210,6 +215,7 @@ public struct Path: Codable, Sendable, Equatable {
         try container.encode(source, forKey: .source)
         try container.encode(destination, forKey: .destination)
         try container.encode(routes, forKey: .routes)
+        try container.encode(dns, forKey: .dns)
     }
 
     /// The document as one line of JSON, keys in the documented order (docs/reachctl.md). The same
@@ -248,6 +254,11 @@ public struct Path: Codable, Sendable, Equatable {
                 entry.string("interface", route.interface)
                 entry.string("gateway", route.gateway)
                 entry.string("source", route.source)
+            }
+            document.object("dns", dns != nil) { entry in
+                entry.string("source", dns!.source.rawValue)
+                entry.strings("servers", dns!.servers)
+                entry.strings("usable", dns!.usable)
             }
         }
         return writer.text

@@ -23,6 +23,12 @@ package final class PathEngine {
     private var pathIsUsable = false
     /// The addresses the last watched evaluation asked about: only routes that cover one matter.
     private var watched: [IPAddress]
+    /// The configured resolvers, judged with every default path (nil: DNS is not
+    /// followed); routes that cover one matter.
+    package var dnsServers: DNSServers? {
+        didSet { dnsAddresses = dnsServers?.servers.map(\.address) ?? [] }
+    }
+    private var dnsAddresses: [IPAddress] = []
     /// Destinations someone else watches through this engine (the daemon's
     /// `WatchPath()` subscriptions): routes that cover one matter too.
     package var alsoWatched: [IPAddress] = []
@@ -144,7 +150,8 @@ package final class PathEngine {
                         outcome.evaluate = true  // a rule: any lookup may be answered otherwise
                         break
                     }
-                    guard watched.contains(where: change.covers) || alsoWatched.contains(where: change.covers) else { break }
+                    guard watched.contains(where: change.covers) || alsoWatched.contains(where: change.covers)
+                        || dnsAddresses.contains(where: change.covers) else { break }
                     outcome.evaluate = true
                     if change.removed, change.family == .v4 { outcome.recheck = true }
                 }
@@ -237,7 +244,8 @@ package final class PathEngine {
         guard isSynchronized else { return .unknown() }
         refresh()
         let probes = [options.probeAddresses.v4, options.probeAddresses.v6]
-        let path = evaluator.evaluate(probes, state: state, query: query, allowed: allowed)
+        var path = evaluator.evaluate(probes, state: state, query: query, allowed: allowed)
+        if let dnsServers { path.dns = evaluator.dns(dnsServers, state: state, query: query, allowed: allowed) }
         return watch ? remember(path, addresses: probes) : path
     }
 

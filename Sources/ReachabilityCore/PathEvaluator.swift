@@ -160,6 +160,48 @@ struct PathEvaluator {
         return path
     }
 
+    // MARK: DNS
+
+    /// The configured resolvers, and those the path can reach (docs/path.md, "DNS").
+    /// A restricted path (`allowed`) reaches only the servers behind interfaces of the allowed types.
+    mutating func dns(_ configured: DNSServers, state: NetworkState, query: RtnetlinkQuery,
+                      allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path.DNS {
+        var servers: [String] = []
+        var usable: [String] = []
+        for server in configured.servers {
+            let link: Link? = switch server.link {
+            case let .index(index)?: state.links[index]
+            case let .name(name)?: state.links.values.first { $0.name == name }
+            case nil: nil
+            }
+            let text: String = switch server.link {
+            case nil: server.address.description
+            case let .index(index)?: "\(server.address)%\(link?.name ?? String(index))"
+            case let .name(name)?: "\(server.address)%\(name)"
+            }
+            servers.append(text)
+            if isUsable(server, link: link, state: state, query: query, allowed: allowed) { usable.append(text) }
+        }
+        return Path.DNS(source: configured.source, servers: servers, usable: usable)
+    }
+
+    /// A resolver on this host always answers (whether its upstream does is its
+    /// business); a per-link one needs its link and a route through it; any other
+    /// one a usable route, judged as the path's own.
+    private mutating func isUsable(_ server: DNSServers.Server, link: Link?, state: NetworkState, query: RtnetlinkQuery,
+                                   allowed: Set<InterfaceType>) -> Bool {
+        if server.address.isLoopback { return true }
+        guard server.link != nil else {
+            return outcome(for: server.address, state: state, query: query, allowed: allowed).result.usable != nil
+        }
+        guard let link, link.isUp, link.hasCarrier, !options.isIgnored(link.name),
+              allowed.contains(medium(of: link, state: state).interfaceType),
+              case let .success(match) = query.lookupRoute(to: server.address, outputInterface: link.index, matchingFIBEntry: true) else {
+            return false
+        }
+        return match.type == RouteType.unicast
+    }
+
     // MARK: One address
 
     mutating func outcome(for destination: IPAddress, state: NetworkState, query: RtnetlinkQuery,

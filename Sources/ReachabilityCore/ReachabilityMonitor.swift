@@ -46,7 +46,8 @@ public final class ReachabilityMonitor: Sendable {
     /// Whose path: the default path, or one host's.
     public let target: Target
     /// The in-process connectivity probe; without a `uri` (the default) nothing is
-    /// contacted and `Path.connectivity` stays `unknown`.
+    /// contacted and `Path.connectivity` stays `unknown` — `limited` when no
+    /// configured resolver can be reached by the path (``Path/supportsDNS``).
     public let connectivity: ConnectivityOptions
     /// The interface types the path may leave by: all of them, unless the monitor was
     /// made with ``init(requiredInterfaceType:options:connectivity:)`` or
@@ -281,6 +282,7 @@ public final class ReachabilityMonitor: Sendable {
     public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions(),
                             allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)) throws -> Path {
         let engine = try PathEngine(options: options)
+        engine.dnsServers = options.resolvConf.map { DNSServers.read(resolvConf: $0) }
         var addresses: [IPAddress] = []
         if case let .host(host) = target { addresses = try HostResolver.resolve(host) }
         var path = MonitorLoop.evaluate(engine, target: target, addresses: addresses, allowed: allowedInterfaceTypes)

@@ -15,9 +15,18 @@ enum PathText {
         lines.append(field("expensive", path.expensive ? "yes" : "no"))
         lines.append(field("connectivity", path.connectivity.rawValue))
         if let portal = path.portal { lines.append(field("portal", portal)) }
+        if let dns = path.dns { lines.append(field("dns", dnsText(dns))) }
         lines.append(field("since", UTCTimestamp.format(path.since)))
         lines.append(field("source", path.source.rawValue))
         return lines.joined(separator: "\n")
+    }
+
+    /// The resolvers the path can use, and where they were read.
+    static func dnsText(_ dns: Path.DNS) -> String {
+        let source = "(\(dns.source.rawValue))"
+        if dns.servers.isEmpty { return "none configured \(source)" }
+        if dns.usable.isEmpty { return "none reachable of \(dns.servers.joined(separator: " ")) \(source)" }
+        return "\(dns.usable.joined(separator: " ")) \(source)"
     }
 
     /// `reachctl watch`: one line per path.

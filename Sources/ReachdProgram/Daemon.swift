@@ -66,6 +66,13 @@ final class Daemon: ReachabilityObjectDelegate {
     /// WatchPath()'s watches, evaluated after each batch of events that could change a path.
     private var watches = PathWatches()
 
+    /// The resolvers: systemd-resolved's over D-Bus while it answers (and the config
+    /// names the default resolv.conf), else the resolv.conf, followed with inotify.
+    private var resolvConf: ResolvConfWatch?
+    private var resolvConfWatch: EventLoop.Watch?
+    private var resolved: ResolvedServers?
+    private var resolvedServers: DNSServers?
+
     init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop) throws {
         self.configFile = configFile
         self.configuration = configuration
@@ -112,6 +119,7 @@ final class Daemon: ReachabilityObjectDelegate {
             for message in mailbox.take() { handle(message) }
         }
         try watchEngine()
+        try followResolvConf(configuration.monitor.resolvConf)
         try startMetrics(configuration.metrics)
         updateReportsPending(configuration.trust.reportsPending)
     }
@@ -130,6 +138,47 @@ final class Daemon: ReachabilityObjectDelegate {
             let overruns = engine.statistics.overruns
             watcher.readable()
             if engine.statistics.overruns != overruns { metricsChanged() }
+        }
+    }
+
+    // MARK: DNS
+
+    private func followResolvConf(_ path: String?) throws {
+        resolvConfWatch?.cancel()
+        resolvConfWatch = nil
+        resolvConf = try path.map { try ResolvConfWatch(path: $0) }
+        if let resolvConf {
+            resolvConfWatch = try loop.onReadable(resolvConf.fileDescriptor) { [unowned self] in
+                if resolvConf.update() { dnsChanged() }
+            }
+        }
+        engine.dnsServers = dnsServers
+    }
+
+    /// resolved's list when it answers and the default resolv.conf is configured (it
+    /// then points at resolved, or resolved is not the system's resolver anyway).
+    private var dnsServers: DNSServers? {
+        guard let file = resolvConf else { return nil }
+        if let resolvedServers, file.path == MonitorOptions.defaultResolvConf { return resolvedServers }
+        return file.servers
+    }
+
+    private func dnsChanged() {
+        let servers = dnsServers
+        guard servers != engine.dnsServers else { return }
+        engine.dnsServers = servers
+        Log.info("dns: \(servers?.source.rawValue ?? "not followed"): \(servers?.servers.map(\.address.description).joined(separator: " ") ?? "")")
+        publishCurrentPath()
+    }
+
+    private func followResolved(on bus: BusConnection) throws {
+        resolved = try ResolvedServers(connection: bus) { [unowned self] servers in
+            resolvedServers = servers.map { servers in
+                DNSServers(source: .resolved, servers: servers.compactMap { server in
+                    IPAddress(bytes: server.address).map { DNSServers.Server(address: $0, link: server.interfaceIndex.map { .index($0) }) }
+                })
+            }
+            dnsChanged()
         }
     }
 
@@ -163,7 +212,8 @@ final class Daemon: ReachabilityObjectDelegate {
         var path = fresh
         path.trust = trustSummary
         // Without a probe, the evidence of `full` (docs/connectivity.md) is a host validated in the latest round.
-        (path.connectivity, path.portal) = connectivity.schedule.state(of: path, unprobed: trustValidated ? .full : .unknown)
+        (path.connectivity, path.portal) = connectivity.schedule.state(
+            of: path, unprobed: ConnectivityScheduler.unprobedState(of: path, validated: trustValidated))
         guard let path = path.succeeding(current) else { return false }
         let before = current?.connectivity
         current = path
@@ -215,6 +265,8 @@ final class Daemon: ReachabilityObjectDelegate {
         properties.trust = path.trust.rawValue
         properties.connectivity = path.connectivity.rawValue
         properties.portalURL = path.portal ?? ""
+        properties.supportsDNS = path.supportsDNS ?? false
+        properties.dnsServers = path.dns?.usable ?? []
         return properties
     }
 
@@ -595,6 +647,11 @@ final class Daemon: ReachabilityObjectDelegate {
         watcher.replace(freshEngine)
         freshEngine.alsoWatched = watches.addresses
         do {
+            try followResolvConf(fresh.monitor.resolvConf)
+        } catch {
+            Log.error("reload: \(error)")
+        }
+        do {
             try watchEngine()
             try configureCompat(fresh)
         } catch {
@@ -622,6 +679,7 @@ final class Daemon: ReachabilityObjectDelegate {
     /// The bus the daemon is on (nil: none): where `[compat] networkmanager` is served.
     func attach(bus: BusConnection?) throws {
         if let bus {
+            try followResolved(on: bus)
             compat = try NetworkManagerCompat(connection: bus, loop: loop) { [unowned self] caller, done in
                 checkConnectivity(caller: caller) { _ in done() }
             }
@@ -662,7 +720,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private func metricsFamilies() -> [MetricFamily] {
         metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
                                              trust: trustSummary, round: trust.isEnabled ? trustRound : nil,
-                                             overruns: engine.statistics.overruns, reportsPending: trust.reportsPending))
+                                             overruns: engine.statistics.overruns, reportsPending: trust.reportsPending,
+                                             dns: current?.dns))
     }
 
     /// The textfile follows every change (the listener renders at each scrape).

@@ -41,6 +41,7 @@ struct DaemonMetrics {
         var round: TrustRound?
         var overruns: Int
         var reportsPending: Int
+        var dns: Path.DNS?
     }
 
     func families(_ state: State) -> [MetricFamily] {
@@ -58,6 +59,12 @@ struct DaemonMetrics {
             MetricFamily("reachd_connectivity", .gauge, help: "Whether the path reaches the Internet: 1 for the current state, 0 for the others.",
                          samples: MetricFamily.stateSet(label: "state", states: Connectivity.allCases.map(\.rawValue),
                                                         current: state.connectivity.rawValue)),
+            MetricFamily("reachd_dns_servers", .gauge,
+                         help: "DNS servers configured (state=\"configured\") and reachable by the path (state=\"usable\"), by source.",
+                         samples: state.dns.map { dns in
+                             [Sample([.init("source", dns.source.rawValue), .init("state", "configured")], Double(dns.servers.count)),
+                              Sample([.init("source", dns.source.rawValue), .init("state", "usable")], Double(dns.usable.count))]
+                         } ?? []),
             .counter("reachd_netlink_overruns_total", help: "Netlink receive-buffer overruns (ENOBUFS), each recovered by a full re-read.",
                      earlierOverruns + state.overruns),
             MetricFamily("reachd_trust_status", .gauge, help: "The overall trust verdict: 1 for the current one, 0 for the others.",

@@ -115,7 +115,8 @@ trap 'exit 130' INT TERM
 root_filesystem() {
     local packages key tarball sources
     # NetworkManager beside reachd (installed, not enabled), and the real GLib and Qt clients of its API.
-    packages=$( { echo systemd systemd-sysv dbus iproute2 network-manager python3-gi gir1.2-glib-2.0 python3-pyqt6
+    # systemd-resolved: the resolvers reachd reads over D-Bus (the path's dns).
+    packages=$( { echo systemd systemd-sysv systemd-resolved dbus iproute2 network-manager python3-gi gir1.2-glib-2.0 python3-pyqt6
                   dpkg-deb -f "$deb" Depends Recommends | sed 's/^[A-Za-z-]*://' | tr ',' '\n' | sed 's/|.*//; s/(.*)//'; } |
                 tr -s ' \n' '\n' | sed '/^$/d' | sort -u | tr '\n' ',' | sed 's/,$//')
     key=$(echo "$suite $packages" | sha256sum | cut -c1-16)
@@ -141,6 +142,9 @@ root_filesystem() {
     rm -f "$root"/etc/systemd/system/*.wants/NetworkManager*.service "$root"/etc/systemd/system/dbus-org.freedesktop.nm-dispatcher.service
     printf '[keyfile]\nunmanaged-devices=*\n' > "$root/etc/NetworkManager/conf.d/99-package-test.conf"
     cp "$here/../ToolkitClients/"*.py "$root/usr/local/bin/"
+    # A global resolver for systemd-resolved: the gateway, as a DHCP server would announce.
+    mkdir -p "$root/etc/systemd/resolved.conf.d"
+    printf '[Resolve]\nDNS=10.77.0.1\n' > "$root/etc/systemd/resolved.conf.d/90-package-test.conf"
 }
 
 # Boots the container and waits for its init. After a reboot inside, nspawn
@@ -334,6 +338,26 @@ expect "nobody: reachctl reload is refused" not as_nobody reachctl reload
 expect "systemctl status shows 'wired dev eth0'" output_has 'Status: "wired dev eth0"' inside systemctl status --no-pager reachd.service
 expect "busctl introspects the object on the system bus" output_has '^\.Status +property +s +"wired"' inside busctl --system introspect io.reachd.Reachability1 /io/reachd/Reachability1
 expect "nobody: busctl reads the Status property" output_has '^s "wired"$' as_nobody busctl --system get-property io.reachd.Reachability1 /io/reachd/Reachability1 io.reachd.Reachability1 Status
+
+log "DNS: the resolvers systemd-resolved uses, read over D-Bus and followed"
+object=(io.reachd.Reachability1 /io/reachd/Reachability1 io.reachd.Reachability1)
+eventually 10 "the path's dns: resolved's global server (resolved.conf), usable" \
+    output_has '"dns":\{"source":"resolved","servers":\["10.77.0.1"\],"usable":\["10.77.0.1"\]\}' inside reachctl status --json
+expect "resolved takes a per-link server for eth0 (resolvectl dns)" inside resolvectl dns eth0 10.77.0.53
+eventually 10 "followed: the per-link server is listed with its link, and usable" \
+    output_has '"usable":\[[^]]*"10.77.0.53%eth0"' inside reachctl status --json
+expect "reachctl status prints the usable servers and the source" output_has '^dns: +.*10.77.0.53%eth0.* \(resolved\)$' inside reachctl status
+expect "nobody: busctl reads SupportsDNS true" output_has '^b true$' as_nobody busctl --system get-property "${object[@]}" SupportsDNS
+expect "unreachable routes to both servers" inside ip route add unreachable 10.77.0.53/32
+expect "(the second)" inside ip route add unreachable 10.77.0.1/32
+eventually 10 "no server is usable: SupportsDNS false" output_has '^b false$' inside busctl --system get-property "${object[@]}" SupportsDNS
+expect "without a probe, connectivity is limited: a path, but no resolver" output_has '"status":"wired".*"connectivity":"limited"' inside reachctl status --json
+expect "reachctl status says none reachable" output_has '^dns: +none reachable of .*10.77.0.53%eth0.* \(resolved\)$' inside reachctl status
+expect "the routes removed" inside ip route del unreachable 10.77.0.53/32
+expect "(the second)" inside ip route del unreachable 10.77.0.1/32
+expect "resolved forgets eth0's servers (resolvectl revert)" inside resolvectl revert eth0
+eventually 10 "the path's dns follows: the global server alone, usable again; connectivity no longer limited" \
+    output_has '"connectivity":"unknown".*"dns":\{"source":"resolved","servers":\["10.77.0.1"\],"usable":\["10.77.0.1"\]\}' inside reachctl status --json
 
 log "per-user limits count users: two ordinary users on the private socket"
 # Under PrivateUsers=yes both would read as 65534 inside reachd: one budget for all.

@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Tells when files are replaced, written or removed: inotify on the directories
+/// that hold them, so a file replaced by rename (as resolvconf, NetworkManager and
+/// systemd-resolved replace /etc/resolv.conf or its symlink's target) is seen as
+/// surely as one rewritten in place. Poll `fileDescriptor`; `drain()` says whether
+/// anything happened to a watched name since.
+package final class FileChangeWatch {
+    package let fileDescriptor: Int32
+    /// Watch descriptor → the names watched in that directory.
+    private var names: [Int32: Set<String>] = [:]
+
+    package init() throws(SystemCallError) {
+        fileDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fileDescriptor >= 0 else { throw SystemCallError("inotify_init1", errno: errno) }
+    }
+
+    deinit { close(fileDescriptor) }
+
+    /// Watches the files at `paths` (each through its directory; one that does not
+    /// exist yet is seen when it appears, its directory must exist).
+    package func watch(_ paths: [String]) {
+        for path in paths {
+            let slash = path.lastIndex(of: "/") ?? path.startIndex
+            let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+            let name = String(path[path.index(after: slash)...])
+            let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB)
+            let descriptor = inotify_add_watch(fileDescriptor, directory, mask)
+            guard descriptor >= 0 else { continue }
+            names[descriptor, default: []].insert(name)
+        }
+    }
+
+    /// Forgets every watch (before watching another set of files).
+    package func removeAll() {
+        for descriptor in names.keys { inotify_rm_watch(fileDescriptor, descriptor) }
+        names = [:]
+    }
+
+    /// Reads every queued event; true when one concerned a watched name (or the
+    /// kernel's queue overflowed, which may have hidden one).
+    package func drain() -> Bool {
+        var changed = false
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fileDescriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return changed }
+            var offset = 0
+            let header = MemoryLayout<inotify_event>.size
+            while offset + header <= count {
+                let (descriptor, mask, length) = buffer.withUnsafeBytes { raw in
+                    let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                    return (event.wd, event.mask, Int(event.len))
+                }
+                let nameBytes = buffer[(offset + header)..<min(count, offset + header + length)].prefix { $0 != 0 }
+                let name = String(decoding: nameBytes, as: UTF8.self)
+                if mask & UInt32(IN_Q_OVERFLOW) != 0 || names[descriptor]?.contains(name) == true { changed = true }
+                offset += header + length
+            }
+        }
+    }
+}
+
+/// A system call that failed, with its errno: what the call and the kernel said.
+package struct SystemCallError: Error, CustomStringConvertible, Sendable {
+    package let call: String
+    package let errno: Int32
+
+    package init(_ call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
+    package var description: String { "\(call): \(String(cString: strerror(errno)))" }
+}
