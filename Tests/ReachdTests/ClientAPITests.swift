@@ -7,6 +7,13 @@ import RootTesting
 import Synchronization
 import Testing
 
+/// Replaces `file` as resolvconf and NetworkManager do: a new file renamed over it.
+func replaceAtomically(_ file: URL, with text: String) throws {
+    let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).new")
+    try text.write(to: temporary, atomically: false, encoding: .utf8)
+    guard rename(temporary.path, file.path) == 0 else { throw POSIXError(.init(rawValue: errno)!) }
+}
+
 /// What a stream delivered, collected by a task of its own.
 final class Collected<Element: Sendable>: Sendable {
     private let elements = Mutex<[Element]>([])
@@ -29,10 +36,11 @@ final class Collected<Element: Sendable>: Sendable {
 /// uplink (eth0, metric 100) and one classified Wi-Fi by `[monitor.kind]` (wlan0, metric 600).
 @Suite("ReachabilityClient's API and ReachabilityCompat through reachd", .serialized, .needsRoot)
 struct ClientAPITests {
-    static func withDaemon(_ label: String, _ body: ([TestNamespace], DaemonProcess, ReachabilityClient) async throws -> Void) async throws {
+    static func withDaemon(_ label: String, config extra: String = "",
+                           _ body: ([TestNamespace], DaemonProcess, ReachabilityClient) async throws -> Void) async throws {
         try await withScratch { scratch in
             let config = scratch.appendingPathComponent("reachd.toml")
-            try "[monitor.kind]\n\"wlan*\" = \"wifi\"\n".write(to: config, atomically: true, encoding: .utf8)
+            try "\(extra)\n[monitor.kind]\n\"wlan*\" = \"wifi\"\n".write(to: config, atomically: true, encoding: .utf8)
             try await withNamespaces(label, "wired", "wifi") { ns in
                 try ns[0].addUplink("eth0", subnet: "10.1.0", router: ns[1], defaultRoute: false)
                 try ns[0].addUplink("wlan0", subnet: "10.2.0", router: ns[2], defaultRoute: false)
@@ -126,6 +134,38 @@ struct ClientAPITests {
             let trust = Collected(client.trustChanges)
             defer { trust.cancel() }
             #expect(await eventually { trust.all.first?.overall == TrustSummary.none })
+        }
+    }
+
+    @Test("DNS through the daemon: the document, SupportsDNS and DNSServers, reachctl status, the metric; no usable resolver is limited")
+    func dnsThroughTheDaemon() async throws {
+        try await withScratch { files in
+            let resolvConf = files.appendingPathComponent("resolv.conf")
+            try "nameserver 10.1.0.53\nnameserver 10.2.0.53\n".write(to: resolvConf, atomically: true, encoding: .utf8)
+            let config = "[monitor]\nresolv-conf = \"\(resolvConf.path)\"\n[metrics]\nlisten = \"127.0.0.1:9748\"\n"
+            try await Self.withDaemon("rddns", config: config) { ns, daemon, client in
+                let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
+                let path = try await client.currentPath()
+                #expect(path.dns == Path.DNS(source: .resolvConf, servers: ["10.1.0.53", "10.2.0.53"], usable: ["10.1.0.53", "10.2.0.53"]))
+                #expect(try daemon.busctl(["get-property"] + object + ["SupportsDNS"]).output == "b true\n")
+                #expect(try daemon.busctl(["get-property"] + object + ["DNSServers"]).output == "as 2 \"10.1.0.53\" \"10.2.0.53\"\n")
+                let status = try ns[0].exec([DaemonProcess.reachctl, "status", "--bus", daemon.socket]).output
+                #expect(status.contains("dns:          10.1.0.53 10.2.0.53 (resolv.conf)\n"), "\(status)")
+                #expect(metricValue("reachd_dns_servers{source=\"resolv.conf\",state=\"usable\"}", in: ns[0].scrapeMetrics()) == 2)
+
+                try ns[0].ip("route add unreachable 10.1.0.53/32")
+                try ns[0].ip("route add unreachable 10.2.0.53/32")
+                #expect(await eventually { (try? daemon.busctl(["get-property"] + object + ["SupportsDNS"]).output) == "b false\n" })
+                let limited = try await client.currentPath()
+                #expect(limited.status == .wired && limited.connectivity == .limited && limited.dns?.usable == [])
+                #expect(metricValue("reachd_dns_servers{source=\"resolv.conf\",state=\"usable\"}", in: ns[0].scrapeMetrics()) == 0)
+
+                try replaceAtomically(resolvConf, with: "nameserver 10.1.0.1\n")
+                #expect(await eventually { (try? daemon.busctl(["get-property"] + object + ["DNSServers"]).output) == "as 1 \"10.1.0.1\"\n" })
+                let restored = try await client.currentPath()
+                #expect(restored.connectivity == .unknown && restored.supportsDNS == true)
+                #expect(daemon.log.contains("dns: resolv.conf: 10.1.0.1"), "the log says what the daemon follows")
+            }
         }
     }
 
