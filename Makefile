@@ -114,11 +114,11 @@ examples: deps
 	scripts/check-doc-examples.py README.md Sources/*/*.docc/*.md
 
 ## The DocC documentation of the library products (Reachability with the
-## ReachabilityCore it re-exports, ReachabilityClient, ServerTrust), one combined
+## ReachabilityCore it re-exports, ReachabilityClient, ReachabilityCompat, ServerTrust), one combined
 ## site for static hosting in $(DOCS)/api. Fails on any DocC warning (a broken
 ## symbol link, an undocumented parameter) and on any public symbol without a
 ## doc comment (scripts/check-doc-coverage.py).
-DOC_TARGETS = Reachability ReachabilityCore ReachabilityClient ServerTrust
+DOC_TARGETS = Reachability ReachabilityCore ReachabilityClient ReachabilityCompat ServerTrust
 api-docs: deps
 	rm -rf $(DOCS)/api
 	$(SWIFT) package --allow-writing-to-directory $(DOCS)/api generate-documentation \

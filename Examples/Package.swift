@@ -11,6 +11,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Subscribes to reachd (bus name, then private socket) and prints every change.
@@ -25,6 +26,18 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // Alamofire's NetworkReachabilityManager code, unchanged but for `import ReachabilityCompat`.
+        .executableTarget(name: "alamofire-style", dependencies: [.product(name: "ReachabilityCompat", package: "reachd")]),
+        // NWPath's questions: interface types, gateways, DNS, status-only changes, waiting to be online, one server's path.
+        .executableTarget(name: "path-questions", dependencies: [.product(name: "ReachabilityClient", package: "reachd")]),
+        // An AsyncHTTPClient request under what a TLSConfiguration carries of a host's trust policy.
+        .executableTarget(
+            name: "https-with-pins",
+            dependencies: [
+                .product(name: "ServerTrust", package: "reachd"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         // A long-running service that pauses its work while offline and stops cleanly on SIGTERM.

@@ -16,8 +16,8 @@ import Synchronization
 /// ```
 ///
 /// **Where the answers come from.** From the reachd daemon when one answers
-/// (``ReachabilityClient``: the path the daemon publishes, or its `WatchPath()`
-/// for a host), otherwise from an in-process ``ReachabilityMonitor`` on netlink —
+/// (`ReachabilityClient`: the path the daemon publishes, or its `WatchPath()`
+/// for a host), otherwise from an in-process `ReachabilityMonitor` on netlink —
 /// decided at each `startListening` and at each read of ``status`` while not
 /// listening; ``backend`` says which was used last. Either way the status is
 /// the kernel's route, never a guess: `.unknown` until it is known.

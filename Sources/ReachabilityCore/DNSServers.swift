@@ -74,8 +74,8 @@ package struct DNSServers: Equatable, Sendable {
     /// of its symlink (often replaced by rename), and resolved's own list.
     package static func files(resolvConf path: String) -> [String] {
         var files = [path, resolvedUplinkFile]
-        var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        if realpath(path, &resolved) != nil {
+        if let resolved = realpath(path, nil) {
+            defer { free(resolved) }
             let target = String(cString: resolved)
             if target != path { files.append(target) }
         }

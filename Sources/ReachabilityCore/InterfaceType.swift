@@ -1,5 +1,5 @@
 /// The medium a path leaves by, in NWInterface.InterfaceType's sense: what a
-/// monitor can be restricted to (``ReachabilityMonitor/init(requiredInterfaceType:options:connectivity:)``)
+/// monitor can be restricted to (``ReachabilityMonitor/init(requiredInterfaceType:target:options:connectivity:)``)
 /// and what ``Path/uses(_:)`` asks. Under a VPN it is the medium the tunnel rides on.
 public enum InterfaceType: String, Codable, Sendable, CaseIterable, Comparable {
     /// A wireless LAN.

@@ -68,8 +68,11 @@ extension ReachabilityMonitor {
     public var statusChanges: AsyncStream<ReachabilityStatus> { changes(of: \.status) }
 
     /// Calls `handler` on `queue` with the current value of `keyPath`, then each time it changes.
-    /// - Parameter queue: where the handler runs: a private serial queue by default,
-    ///   which works in a plain `main.swift` (the main queue runs only under `dispatchMain()` or a run loop).
+    /// - Parameters:
+    ///   - keyPath: The value followed: `\.status`, `\.interface?.name`, `\.expensive`.
+    ///   - queue: Where the handler runs: a private serial queue by default,
+    ///     which works in a plain `main.swift` (the main queue runs only under `dispatchMain()` or a run loop).
+    ///   - handler: Called with each value, one call at a time.
     @discardableResult
     public func onChange<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable,
                                                       queue: DispatchQueue = DispatchQueue(label: "io.reachd.Reachability.changes"),

@@ -50,8 +50,8 @@ public final class ReachabilityMonitor: Sendable {
     /// configured resolver can be reached by the path (``Path/supportsDNS``).
     public let connectivity: ConnectivityOptions
     /// The interface types the path may leave by: all of them, unless the monitor was
-    /// made with ``init(requiredInterfaceType:options:connectivity:)`` or
-    /// ``init(prohibitedInterfaceTypes:options:connectivity:)``.
+    /// made with ``init(requiredInterfaceType:target:options:connectivity:)`` or
+    /// ``init(prohibitedInterfaceTypes:target:options:connectivity:)``.
     public let allowedInterfaceTypes: Set<InterfaceType>
     private let shared = Mutex(Shared())
 
@@ -278,7 +278,10 @@ public final class ReachabilityMonitor: Sendable {
     /// Computes the path once, without watching: what `reachctl status --direct` prints.
     /// - Throws: when netlink cannot be opened, or a `.host` name does not resolve
     ///   (a running monitor reports that as `unknown` instead, and keeps trying).
-    /// - Parameter allowedInterfaceTypes: The interface types the path may leave by.
+    /// - Parameters:
+    ///   - target: The default path, or one host's.
+    ///   - options: Probe addresses, ignored and metered interfaces, the namespace, the resolv.conf.
+    ///   - allowedInterfaceTypes: The interface types the path may leave by.
     public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions(),
                             allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)) throws -> Path {
         let engine = try PathEngine(options: options)

@@ -3,7 +3,7 @@ import ReachabilityClient
 
 let reachd = ReachabilityClient()          // the system bus name, then the private socket
 
-let path = try reachd.currentPath()
+let path = try await reachd.currentPath()
 print("now:", path.status, path.interface?.name ?? "-", "connectivity", path.connectivity, "trust", path.trust)
 
 // The current path first (initial == true), then each change; reconnects across daemon restarts.
