@@ -483,10 +483,10 @@ final class Daemon: ReachabilityObjectDelegate {
                                  "\"\(shown)\" is neither an IP address nor a host name (at most 253 bytes of letters, digits, '-', '_' and dots)"))
         }
         if pendingResolutions.count >= Self.routesInFlight {
-            return failure(.limitsExceeded("\(Self.routesInFlight) lookups are resolving already; try \(method) again"))
+            return failure(.limitsExceeded("\(Self.routesInFlight) Route() and WatchPath() lookups are resolving already; try again"))
         }
         if pendingResolutions.values.count(where: { $0.caller == caller }) >= Self.routesPerCaller {
-            return failure(.limitsExceeded("at most \(Self.routesPerCaller) lookups of one caller resolve at once"))
+            return failure(.limitsExceeded("at most \(Self.routesPerCaller) \(method) lookups of one caller resolve at once (Route() and WatchPath() together)"))
         }
         nextRequest += 1
         let request = nextRequest
