@@ -39,7 +39,7 @@ RELEASE      = -c release --static-swift-stdlib -Xswiftc -L$(CURDIR)/$(STATIC_CX
 # `make fuzz`: each parser's libFuzzer target for FUZZ_SECONDS (0: no limit) or
 # FUZZ_RUNS executions (-1: no limit), whichever ends first; FUZZ_TARGETS picks some.
 FUZZ_BUILD   = .build-fuzz
-FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spool
+FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spool resolv-conf
 FUZZ_SECONDS ?= 15
 FUZZ_RUNS    ?= -1
 

@@ -137,7 +137,7 @@ let package = Package(
         // Every parser of outside input, reachable from bytes: fuzzed, and replayed by the tests.
         .target(
             name: "ParserFuzzing",
-            dependencies: ["TOML", "Netlink", "ReachabilityCore", "ServerTrust", "TrustHelperMessages"]
+            dependencies: ["TOML", "Netlink", "ReachabilityCore", "ServerTrust", "Sockets", "TrustHelperMessages"]
         ),
         .executableTarget(
             name: "reachability-bench",

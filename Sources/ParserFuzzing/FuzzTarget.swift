@@ -2,6 +2,7 @@ import FoundationEssentials
 import Netlink
 import ReachabilityCore
 import ServerTrust
+import Sockets
 import TOML
 import TrustHelperMessages
 
@@ -24,6 +25,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case helperMessages = "helper-messages"
     /// An entry of the report outbox.
     case reportSpool = "report-spool"
+    /// A resolv.conf (whoever can write it: resolvconf, DHCP hooks, NetworkManager, an admin).
+    case resolvConf = "resolv-conf"
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -47,6 +50,19 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             _ = try? decoder.decode(PinFailureReportHead.self, from: data)
         case .reportSpool:
             _ = try? ReportOutbox.Entry(reading: bytes)
+        case .resolvConf:
+            Self.resolvConf(bytes)
+        }
+    }
+
+    /// Every server parsed prints as an address that parses back to it.
+    private static func resolvConf(_ bytes: [UInt8]) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        for server in DNSServers.parseResolvConf(text) {
+            guard IPAddress(server.address.description) == server.address else {
+                fatalError("\(server.address) does not parse back to itself")
+            }
+            if case let .name(name)? = server.link, name.isEmpty { fatalError("an empty zone was kept") }
         }
     }
 

@@ -66,12 +66,8 @@ final class Daemon: ReachabilityObjectDelegate {
     /// WatchPath()'s watches, evaluated after each batch of events that could change a path.
     private var watches = PathWatches()
 
-    /// The resolvers: systemd-resolved's over D-Bus while it answers (and the config
-    /// names the default resolv.conf), else the resolv.conf, followed with inotify.
-    private var resolvConf: ResolvConfWatch?
-    private var resolvConfWatch: EventLoop.Watch?
-    private var resolved: ResolvedServers?
-    private var resolvedServers: DNSServers?
+    /// The resolvers the path's `dns` is judged against.
+    private var resolvers: ResolverFollower!
 
     init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop) throws {
         self.configFile = configFile
@@ -119,7 +115,8 @@ final class Daemon: ReachabilityObjectDelegate {
             for message in mailbox.take() { handle(message) }
         }
         try watchEngine()
-        try followResolvConf(configuration.monitor.resolvConf)
+        resolvers = ResolverFollower(loop: loop) { [unowned self] servers in dnsChanged(servers) }
+        try resolvers.follow(resolvConf: configuration.monitor.resolvConf)
         try startMetrics(configuration.metrics)
         updateReportsPending(configuration.trust.reportsPending)
     }
@@ -143,43 +140,10 @@ final class Daemon: ReachabilityObjectDelegate {
 
     // MARK: DNS
 
-    private func followResolvConf(_ path: String?) throws {
-        resolvConfWatch?.cancel()
-        resolvConfWatch = nil
-        resolvConf = try path.map { try ResolvConfWatch(path: $0) }
-        if let resolvConf {
-            resolvConfWatch = try loop.onReadable(resolvConf.fileDescriptor) { [unowned self] in
-                if resolvConf.update() { dnsChanged() }
-            }
-        }
-        engine.dnsServers = dnsServers
-    }
-
-    /// resolved's list when it answers and the default resolv.conf is configured (it
-    /// then points at resolved, or resolved is not the system's resolver anyway).
-    private var dnsServers: DNSServers? {
-        guard let file = resolvConf else { return nil }
-        if let resolvedServers, file.path == MonitorOptions.defaultResolvConf { return resolvedServers }
-        return file.servers
-    }
-
-    private func dnsChanged() {
-        let servers = dnsServers
-        guard servers != engine.dnsServers else { return }
+    private func dnsChanged(_ servers: DNSServers?) {
         engine.dnsServers = servers
         Log.info("dns: \(servers?.source.rawValue ?? "not followed"): \(servers?.servers.map(\.address.description).joined(separator: " ") ?? "")")
-        publishCurrentPath()
-    }
-
-    private func followResolved(on bus: BusConnection) throws {
-        resolved = try ResolvedServers(connection: bus) { [unowned self] servers in
-            resolvedServers = servers.map { servers in
-                DNSServers(source: .resolved, servers: servers.compactMap { server in
-                    IPAddress(bytes: server.address).map { DNSServers.Server(address: $0, link: server.interfaceIndex.map { .index($0) }) }
-                })
-            }
-            dnsChanged()
-        }
+        if isReady { publishCurrentPath() }
     }
 
     // MARK: The path
@@ -646,8 +610,9 @@ final class Daemon: ReachabilityObjectDelegate {
         metrics.earlierOverruns += engine.statistics.overruns
         watcher.replace(freshEngine)
         freshEngine.alsoWatched = watches.addresses
+        freshEngine.dnsServers = resolvers.servers
         do {
-            try followResolvConf(fresh.monitor.resolvConf)
+            try resolvers.follow(resolvConf: fresh.monitor.resolvConf)
         } catch {
             Log.error("reload: \(error)")
         }
@@ -679,7 +644,7 @@ final class Daemon: ReachabilityObjectDelegate {
     /// The bus the daemon is on (nil: none): where `[compat] networkmanager` is served.
     func attach(bus: BusConnection?) throws {
         if let bus {
-            try followResolved(on: bus)
+            try resolvers.followResolved(on: bus)
             compat = try NetworkManagerCompat(connection: bus, loop: loop) { [unowned self] caller, done in
                 checkConnectivity(caller: caller) { _ in done() }
             }
