@@ -23,7 +23,7 @@ func replaceAtomically(_ file: URL, with text: String) throws {
 
 @Suite("DNS: resolv.conf read as glibc reads it, resolved's stub followed to its own list")
 struct DNSServersTests {
-    @Test("nameserver lines in order, zones kept, other lines and bad addresses skipped")
+    @Test("nameserver lines in order, zones kept, other lines, bad addresses and empty zones skipped (the fuzzer's find)")
     func parse() {
         let servers = DNSServers.parseResolvConf("""
             # a comment
@@ -32,6 +32,7 @@ struct DNSServersTests {
             nameserver\t2001:db8::53
             nameserver fe80::1%eth0
             nameserver fe80::2%3
+            nameserver fe80::3%
             nameserver not-an-address
             options edns0
             """)
