@@ -11,7 +11,8 @@
 #
 # How: valgrind's lackey traces every block reachd-multicall executes while
 # reachd starts on a bus (a dbus-daemon of its own, as under systemd) and its
-# private socket, idles, follows link, address and route changes, answers
+# private socket, reads resolved's servers (from a stand-in: no resolved here),
+# idles, follows link, address and route changes, answers a WatchPath() and
 # reachctl status, watch and route on both, and stops; each block's address becomes the
 # name of the function that holds it, in the order first run. Run natively, reachd
 # also runs code valgrind never saw (dozens of pages of it, spread over the whole
@@ -83,6 +84,31 @@ with open(f"/proc/{pid}/pagemap", "rb") as pagemap, open(out, "w") as pages:
                 print(address - low + int(fields[2], 16), file=pages)
 PY
 
+# resolved-stand-in.py ADDRESS: systemd-resolved is not on this machine, and reachd
+# reads its servers over D-Bus wherever it runs (the package test's Debian has it):
+# this serves resolved's Manager.DNS on the scenario's bus — a global and a
+# per-link server, one more 8 s later with PropertiesChanged — so that the code
+# reachd runs against the real one is traced and laid out with the rest.
+cat > "$work/resolved-stand-in.py" <<'PY'
+import sys
+from gi.repository import Gio, GLib
+node = Gio.DBusNodeInfo.new_for_xml('<node><interface name="org.freedesktop.resolve1.Manager">'
+                                    '<property name="DNS" type="a(iiay)" access="read"/></interface></node>')
+flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
+bus = Gio.DBusConnection.new_for_address_sync(sys.argv[1], flags, None, None)
+servers = [(0, 2, [10, 77, 0, 1]), (2, 2, [10, 77, 0, 53])]
+bus.register_object("/org/freedesktop/resolve1", node.interfaces[0], None,
+                    lambda *_: GLib.Variant("a(iiay)", servers), None)
+Gio.bus_own_name_on_connection(bus, "org.freedesktop.resolve1", Gio.BusNameOwnerFlags.NONE, None, None)
+def change():
+    servers.append((2, 2, [10, 77, 0, 54]))
+    bus.emit_signal(None, "/org/freedesktop/resolve1", "org.freedesktop.DBus.Properties", "PropertiesChanged",
+                    GLib.Variant("(sa{sv}as)", ("org.freedesktop.resolve1.Manager", {}, ["DNS"])))
+    return False
+GLib.timeout_add_seconds(8, change)
+GLib.MainLoop().run()
+PY
+
 # scenario DIRECTORY RUNNER [PAGES]: the programs in DIRECTORY, each run by RUNNER
 # (valgrind, where @LOG@ becomes the program's name; or nothing), in the namespace
 # and a mount namespace of its own, with an empty /run: reachd owns its name on a
@@ -99,6 +125,8 @@ scenario() {
     # What runs in the background is started without run(), so that $! is the program.
     run() { local log=$1; shift; "${runner[@]/@LOG@/$log}" "$@"; }
     for _ in $(seq 50); do [ -S /run/order-bus ] && break; sleep 0.1; done
+    /usr/bin/python3 "$work/resolved-stand-in.py" $bus &
+    resolved=$!
     # As under systemd: readiness and watchdog notifications (to nobody), a short watchdog so idle pings are traced.
     NOTIFY_SOCKET=/run/order-notify WATCHDOG_USEC=1000000 \
         "${runner[@]/@LOG@/reachd}" "$bin/reachd" --config "$work/reachd.toml" --bus $bus --socket /run/reachd/bus 2> "$work/reachd.log" &
@@ -113,6 +141,9 @@ scenario() {
     change ip address del 10.77.0.2/24 dev eth0
     change ip address add 10.77.0.2/24 dev eth0
     change ip route add default via 10.77.0.1
+    # A client watching a path restricted to wired interfaces, while the path changes.
+    busctl --address=unix:path=/run/reachd/bus --timeout=20 call io.reachd.Reachability1 /io/reachd/Reachability1 \
+        io.reachd.Reachability1 WatchPath ss "" wired > /dev/null
     if [ -z "$pages" ]; then
         run reachctl-status "$bin/reachctl" status > /dev/null
         run reachctl-json "$bin/reachctl" status --json > /dev/null
@@ -129,7 +160,7 @@ scenario() {
     fi
     kill -TERM $daemon
     wait $daemon || true
-    kill $broker
+    kill $resolved $broker
 ' bash "$work" "$@"
 }
 scenario "$work" "valgrind --tool=lackey --trace-superblocks=yes --log-file=$work/@LOG@.lackey"

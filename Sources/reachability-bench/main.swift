@@ -4,14 +4,15 @@ import NamespaceTesting
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
 //                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N]
 //                    [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N (0: 200, 2,000 and 5,000)]
+//                    [--only-watches 1] [--watch-changes N]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000, "only-subscribers": 0, "only-pods": 0, "pod-seconds": 10, "pod-interfaces": 0]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000, "only-subscribers": 0, "only-pods": 0, "pod-seconds": 10, "pod-interfaces": 0, "only-watches": 0, "watch-changes": 200]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N] [--only-watches 1] [--watch-changes N]")
         exit(2)
     }
     settings[key] = value
@@ -42,6 +43,10 @@ do {
   }
   if settings["only-pods"] == 1 {
     try runContainerHostBenchmark()
+    exit(0)
+  }
+  if settings["only-watches"] == 1 {
+    try runWatchBenchmark()
     exit(0)
   }
   if settings["only-soak"] == 1 {
@@ -94,6 +99,7 @@ do {
         try await runSoakBenchmark()
         try runSubscriberLatencyBenchmark()
         try runContainerHostBenchmark()
+        try runWatchBenchmark()
     }
 } catch {
     print("reachability-bench: \(error)")
@@ -210,5 +216,16 @@ func runContainerHostBenchmark() throws {
             let after = result.afterAnnouncement.first { $0.0 == name }?.1
             print("     \(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(format(percentile(sample, 50)))    \(format(percentile(sample, 99)))" + (after.map { "    \(format(percentile($0, 50)))    \(format(percentile($0, 99)))" } ?? ""))
         }
+    }
+}
+
+@MainActor
+func runWatchBenchmark() throws {
+    let changes = settings["watch-changes"]!
+    print("\n== 13. WatchPath(): what watches cost reachd per kernel change (the default route deleted and re-added \(changes) times; every watched path moves with it)")
+    print("   watches   reachd CPU per change   ip monitor route   PathChanged sent   reachd RSS KiB")
+    for watches in [0, 8, 64, 256] {
+        let row = try WatchBenchmark(changes: changes, reachd: reachd).run(watches: watches)
+        print("   \(String(watches).padding(toLength: 9, withPad: " ", startingAt: 0)) \(format(row.reachdMicroseconds, 1)) µs               \(format(row.ipMonitorMicroseconds, 1)) µs            \(row.pathChangedSignals)               \(row.rssKiB)")
     }
 }
