@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Sockets
+import TOML
 
 /// The DNS resolvers the system is configured with, and where that was read:
 /// what ``Path/DNS`` judges against the path (docs/path.md, "DNS").
@@ -62,13 +62,19 @@ package struct DNSServers: Equatable, Sendable {
     /// and resolved's own list is there, that list (source `resolved`), else the file's.
     /// Source `none` when the file cannot be read.
     package static func read(resolvConf path: String, resolvedUplink: String = resolvedUplinkFile) -> DNSServers {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return .none }
-        let servers = parseResolvConf(text)
-        if !servers.isEmpty, servers.allSatisfy({ isResolvedStub($0.address) }),
-           let uplink = try? String(contentsOfFile: resolvedUplink, encoding: .utf8) {
+        guard let file = text(of: path) else { return .none }
+        let servers = parseResolvConf(file)
+        if !servers.isEmpty, servers.allSatisfy({ isResolvedStub($0.address) }), let uplink = text(of: resolvedUplink) {
             return DNSServers(source: .resolved, servers: parseResolvConf(uplink))
         }
         return DNSServers(source: .resolvConf, servers: servers)
+    }
+
+    /// A resolv.conf is written by others (DHCP hooks, VPN clients): read whole, but
+    /// at most 64 KiB, and never from a FIFO someone put there.
+    private static func text(of path: String) -> String? {
+        guard let bytes = try? SmallFile.read(path, limit: 64 << 10) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The files whose change may change `read(resolvConf:)`: the file, the target
