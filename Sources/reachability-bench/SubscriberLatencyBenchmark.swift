@@ -67,6 +67,13 @@ struct SubscriberLatencyBenchmark {
         }
         func toolkit(_ stage: String, _ script: String) throws -> LineReader? {
             guard let systemBus, watching.contains(stage) else { return nil }
+            // The toolkits pick their backend once, at start: only after reachd owns NetworkManager's name.
+            for _ in 0 ..< 200 {
+                let owned = try? NamespaceTesting.run(["busctl", "--address=\(systemBus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                      "org.freedesktop.DBus", "NameHasOwner", "s", "org.freedesktop.NetworkManager"]).output
+                if owned?.contains("true") == true { break }
+                usleep(50_000)
+            }
             let reader = try LineReader(["ip", "netns", "exec", host.name, "env", "DBUS_SYSTEM_BUS_ADDRESS=\(systemBus.address)",
                                          "QT_QPA_PLATFORM=offscreen", "/usr/bin/python3", script])
             guard let first = reader.firstLine(timeout: 20), first.contains("networkmanager") || first.contains("GNetworkMonitorNM") else {
