@@ -37,47 +37,12 @@ extension ReachabilityClient {
     /// Asks the daemon to re-read its config (root only).
     public func reload() async throws(Failure) { try await offThread { () throws(Failure) in try self.reload() } }
 
-    /// What ``wait(until:timeout:)`` waits for: `reachctl wait --for`'s words.
-    public enum Condition: String, Sendable, CaseIterable {
-        /// Any of wifi, wired, cellular.
-        case reachable
-        /// Reachable, and connectivity `full`: the probe (or a validated trust host)
-        /// saw the Internet, not a captive portal.
-        case online
-        /// The path leaves by Wi-Fi, a wired link, or a modem.
-        case wifi, wired, cellular
-        /// No usable path.
-        case unreachable
-
-        /// Whether `path` meets the condition.
-        public func isMet(by path: Path) -> Bool {
-            switch self {
-            case .reachable: path.status.isReachable
-            case .online: path.status.isReachable && path.connectivity == .full
-            default: path.status.rawValue == rawValue
-            }
-        }
-    }
-
     /// Waits until the daemon's path meets `condition` — at once if it already does —
     /// and returns that path; nil when `timeout` passes first (`reachctl wait`,
     /// Android's `requestNetwork` with a timeout, what Alamofire's `OfflineRetrier`
     /// waits for). While the daemon cannot be reached, the wait goes on: the
     /// subscription reconnects. Cancelling the task ends the wait with nil.
-    public func wait(until condition: Condition, timeout: Duration) async -> Path? {
-        let paths = paths
-        return await withTaskGroup(of: Path?.self) { group in
-            group.addTask {
-                for await path in paths where condition.isMet(by: path) { return path }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+    public func wait(until condition: PathCondition, timeout: Duration) async -> Path? {
+        await condition.firstPath(in: paths, timeout: timeout)
     }
 }

@@ -122,12 +122,11 @@ package final class ConnectivityScheduler {
     /// What the published document says of connectivity on `path`: `none` without a
     /// usable path, else the probe's verdict on this way out (`unknown` until it
     /// answers) — or without a probe, `unprobed`: what the owner knows otherwise.
-    /// Without a probe, what the path itself says (docs/connectivity.md): `full` when a
-    /// trust host's chain validated over it (`validated`), `limited` when no configured
-    /// resolver can be reached by it — names do not resolve, whatever the routes say —
-    /// else no evidence: `unknown`.
-    package static func unprobedState(of path: Path, validated: Bool) -> Connectivity {
-        guard path.status.isReachable else { return path.status == .unknown ? .unknown : .none }
+    /// Without a probe, what a usable path itself says (docs/connectivity.md): `full`
+    /// when a trust host's chain validated over it (`validated`), `limited` when no
+    /// configured resolver can be reached by it — names do not resolve, whatever the
+    /// routes say — else no evidence: `unknown`.
+    package static func unprobed(_ path: Path, validated: Bool) -> Connectivity {
         if validated { return .full }
         return path.supportsDNS == false ? .limited : .unknown
     }

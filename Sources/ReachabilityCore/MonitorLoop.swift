@@ -114,9 +114,8 @@ package final class MonitorLoop: @unchecked Sendable {
         if let connectivity {
             connectivity.observe(path)
             (path.connectivity, path.portal) = connectivity.state(of: path)
-        } else if path.status.isReachable, path.supportsDNS == false {
-            // Without a probe the only evidence there is: no resolver is reachable (docs/connectivity.md).
-            path.connectivity = .limited
+        } else if path.status.isReachable {
+            path.connectivity = ConnectivityScheduler.unprobed(path, validated: false)
         }
         if let published = monitor?.publish(path, statistics: engine.statistics) {
             resolveAgainIfNeeded(after: published)

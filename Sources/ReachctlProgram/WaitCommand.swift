@@ -13,20 +13,8 @@ struct WaitCommand: AsyncParsableCommand {
             + "online waits for connectivity full: the daemon's probe (or a validated trust host) saw the Internet, not a captive portal."
     )
 
-    enum Wanted: String, ExpressibleByArgument, CaseIterable {
-        case reachable, online, wifi, wired, cellular, unreachable
-
-        func matches(_ path: Path) -> Bool {
-            switch self {
-            case .reachable: path.status.isReachable
-            case .online: path.status.isReachable && path.connectivity == .full
-            default: path.status.rawValue == rawValue
-            }
-        }
-    }
-
     @Option(name: .customLong("for"), help: "reachable (any of wifi, wired, cellular), online (connectivity full), wifi, wired, cellular or unreachable.")
-    var wanted: Wanted = .reachable
+    var wanted: PathCondition = .reachable
 
     @Option(help: ArgumentHelp("How long to wait: 500ms, 30s, 2m, or seconds.", valueName: "duration"))
     var timeout = "30s"
@@ -38,20 +26,7 @@ struct WaitCommand: AsyncParsableCommand {
         let (paths, stopPaths) = try common.paths()
         let stop = SignalStop(signals: [SIGINT, SIGTERM], stopPaths)
         defer { withExtendedLifetime(stop) {} }
-        let wanted = wanted
-        let met = await withTaskGroup(of: Path?.self) { group in
-            group.addTask {
-                for await path in paths where wanted.matches(path) { return path }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        let met = await wanted.firstPath(in: paths, timeout: limit)
         guard let met else {
             write(line: "reachctl: waiting for \(wanted.rawValue): timed out after \(timeout)", to: STDERR_FILENO)
             throw ExitCode(1)
@@ -67,3 +42,5 @@ struct WaitCommand: AsyncParsableCommand {
         return nil
     }
 }
+
+extension PathCondition: ExpressibleByArgument {}

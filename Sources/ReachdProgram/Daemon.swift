@@ -175,9 +175,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private func publish(_ fresh: Path) -> Bool {
         var path = fresh
         path.trust = trustSummary
-        // Without a probe, the evidence of `full` (docs/connectivity.md) is a host validated in the latest round.
         (path.connectivity, path.portal) = connectivity.schedule.state(
-            of: path, unprobed: ConnectivityScheduler.unprobedState(of: path, validated: trustValidated))
+            of: path, unprobed: ConnectivityScheduler.unprobed(path, validated: trustValidated))
         guard let path = path.succeeding(current) else { return false }
         let before = current?.connectivity
         current = path

@@ -10,10 +10,10 @@ package final class WakePipe: Sendable {
     package let readEnd: Int32
     private let writeEnd: Int32
 
-    /// - Throws: `WakePipe.Failure` when the process is out of descriptors.
-    package init() throws(Failure) {
+    /// - Throws: when the process is out of descriptors.
+    package init() throws(SystemCallError) {
         var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw Failure(errno: errno) }
+        guard pipe(&ends) == 0 else { throw SystemCallError("pipe", errno: errno) }
         for end in ends {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
             _ = fcntl(end, F_SETFL, O_NONBLOCK)
@@ -37,11 +37,5 @@ package final class WakePipe: Sendable {
     package func drain() {
         var bytes = [UInt8](repeating: 0, count: 64)
         while read(readEnd, &bytes, bytes.count) > 0 {}
-    }
-
-    /// Why no pipe could be made.
-    package struct Failure: Error, CustomStringConvertible, Sendable {
-        package let errno: Int32
-        package var description: String { "creating a wake-up pipe: \(String(cString: strerror(errno)))" }
     }
 }

@@ -14,13 +14,6 @@ func withResolvConfDirectory<T>(_ body: (URL) async throws -> T) async throws ->
     return try await body(directory)
 }
 
-/// Replaces `file` as resolvconf and NetworkManager do: a new file renamed over it.
-func replaceAtomically(_ file: URL, with text: String) throws {
-    let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).new")
-    try text.write(to: temporary, atomically: false, encoding: .utf8)
-    guard rename(temporary.path, file.path) == 0 else { throw POSIXError(.init(rawValue: errno)!) }
-}
-
 @Suite("DNS: resolv.conf read as glibc reads it, resolved's stub followed to its own list")
 struct DNSServersTests {
     @Test("nameserver lines in order, zones kept, other lines, bad addresses and empty zones skipped (the fuzzer's find)")

@@ -93,13 +93,3 @@ struct PathQuestionsTests {
         }
     }
 }
-
-/// Polls `condition` until it holds (10 s), checking once more after the deadline.
-func eventually(_ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
-}

@@ -7,13 +7,6 @@ import RootTesting
 import Synchronization
 import Testing
 
-/// Replaces `file` as resolvconf and NetworkManager do: a new file renamed over it.
-func replaceAtomically(_ file: URL, with text: String) throws {
-    let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).new")
-    try text.write(to: temporary, atomically: false, encoding: .utf8)
-    guard rename(temporary.path, file.path) == 0 else { throw POSIXError(.init(rawValue: errno)!) }
-}
-
 /// What a stream delivered, collected by a task of its own.
 final class Collected<Element: Sendable>: Sendable {
     private let elements = Mutex<[Element]>([])

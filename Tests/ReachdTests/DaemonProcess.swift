@@ -96,13 +96,3 @@ func withScratch<T>(_ body: (URL) async throws -> T) async throws -> T {
     defer { try? FileManager.default.removeItem(at: directory) }
     return try await body(directory)
 }
-
-/// Polls `condition` until it holds, checking once more after the deadline.
-func eventually(_ timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(for: .milliseconds(25))
-    }
-    return try condition()
-}

@@ -1,5 +1,5 @@
-// alamofire-style: code written for Alamofire's NetworkReachabilityManager on Apple
-// platforms, unchanged but for its import, running on Linux.
+// alamofire-style [HOST]: code written against Alamofire's NetworkReachabilityManager
+// API only — with `import Alamofire` it builds on Apple platforms — running on Linux.
 import Dispatch
 import ReachabilityCompat
 

@@ -1,0 +1,19 @@
+import Foundation
+
+/// Polls `condition` until it holds, checking once more after the deadline: a
+/// starved task (the suites run in parallel on 2 cores) may wake only after it.
+public func eventually(_ timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(25))
+    }
+    return try condition()
+}
+
+/// Replaces `file` as resolvconf and NetworkManager do: a new file renamed over it.
+public func replaceAtomically(_ file: URL, with text: String) throws {
+    let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).new")
+    try text.write(to: temporary, atomically: false, encoding: .utf8)
+    guard rename(temporary.path, file.path) == 0 else { throw POSIXError(.init(rawValue: errno)!) }
+}
