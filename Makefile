@@ -4,9 +4,10 @@ SWIFT       ?= swift
 PREFIX      ?= /usr
 # Building: libnl, libsystemd; `make deb`: debhelper, jq (reachctl's manual);
 # the tests: a bus, iproute2, openssl and curl as peers, python3 as a hostile local
-# user (the limits tests), and for the system test
+# user (the limits tests) and as test servers, dnsmasq as a DHCP server announcing a
+# captive portal, and for the system test
 # a Debian 12 root file system (mmdebstrap) booted by systemd-nspawn.
-DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev libstdc++-12-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 \
+DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev libstdc++-12-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 dnsmasq-base prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 \
                debhelper dpkg-dev jq mmdebstrap systemd-container lintian man-db
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc
@@ -39,7 +40,7 @@ RELEASE      = -c release --static-swift-stdlib -Xswiftc -L$(CURDIR)/$(STATIC_CX
 # `make fuzz`: each parser's libFuzzer target for FUZZ_SECONDS (0: no limit) or
 # FUZZ_RUNS executions (-1: no limit), whichever ends first; FUZZ_TARGETS picks some.
 FUZZ_BUILD   = .build-fuzz
-FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spool resolv-conf
+FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spool resolv-conf capport
 FUZZ_SECONDS ?= 15
 FUZZ_RUNS    ?= -1
 

@@ -82,7 +82,7 @@ let package = Package(
         .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "Sockets"]),
         // The daemon's decisions that need no loop, each testable alone: when trust rounds and report deliveries
         // run, and what NetworkManager would report of a path (the [compat] surface).
-        .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus"]),
+        .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
         // The daemon as a library (reachd is its one-line executable): one sd-event
         // thread, no TLS code (trust checks run in reachd-trust), and no
         // swift-argument-parser (its four options are parsed by hand).
@@ -96,7 +96,7 @@ let package = Package(
         // Where the helper programs are: beside the running one, or in ../libexec.
         .target(name: "Libexec"),
         // What reachd-trust answers reachd (the JSON both sides of the pipe read).
-        .target(name: "TrustHelperMessages"),
+        .target(name: "TrustHelperMessages", dependencies: ["ReachabilityCore"]),
         // reachctl's output and error format, and the help texts of `reachctl trust`.
         .target(
             name: "ReachctlSupport",
@@ -116,7 +116,7 @@ let package = Package(
         // reachd-trust as a library: the TLS side, a process of its own for each round.
         .target(
             name: "ReachdTrustProgram",
-            dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachdVersion", .product(name: "X509", package: "swift-certificates")]
+            dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachabilityCore", "ReachdVersion", .product(name: "X509", package: "swift-certificates")]
         ),
         .executableTarget(name: "reachd-trust", dependencies: ["ReachdTrustProgram"]),
         // reachctl as a library: no TLS code (the trust commands that need it run in reachd-trust).
@@ -159,7 +159,7 @@ let package = Package(
         // `.needsRoot`: suites that need root are skipped, with the reason, for an ordinary user.
         .target(name: "RootTesting", path: "Tests/RootTesting"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
-        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus"]),
+        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
         .testTarget(name: "ReachdMetricsTests", dependencies: ["ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Sockets", "NamespaceTesting", "RootTesting"]),

@@ -17,6 +17,7 @@ enum MessageType {
     static let getRoute: UInt16 = 26
     static let newRule: UInt16 = 32
     static let deleteRule: UInt16 = 33
+    static let newNDUserOption: UInt16 = 68
 }
 
 enum MessageFlags {
@@ -34,6 +35,7 @@ enum MulticastGroup {
     static let ipv6Address: Int32 = 9
     static let ipv6Route: Int32 = 11
     static let ipv6Rule: Int32 = 19
+    static let ndUserOption: Int32 = 20
 }
 
 enum RouteAttribute {

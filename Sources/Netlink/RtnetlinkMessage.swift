@@ -51,6 +51,8 @@ package enum RtnetlinkMessage: Sendable {
     case route(RouteChange)
     /// A policy rule changed: the FIB may answer differently with no route message.
     case rule
+    /// An option of a router advertisement the kernel passed on (RFC 8910's captive portal among them).
+    case routerOption(RouterAdvertisementOption)
 }
 
 extension RtnetlinkMessage {
@@ -89,6 +91,11 @@ extension RtnetlinkMessage {
                                       removed: header.pointee.nlmsg_type == MessageType.deleteRoute))
         case MessageType.newRule, MessageType.deleteRule:
             self = .rule
+        case MessageType.newNDUserOption:
+            let length = Int(header.pointee.nlmsg_len) - Int(nlmsg_size(0))
+            guard length > 0, let option = RouterAdvertisementOption(payload: UnsafeRawBufferPointer(start: nlmsg_data(header), count: length))
+            else { return nil }
+            self = .routerOption(option)
         default:
             return nil
         }

@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// The subscribed socket: every link, address, route and rule change of the
-/// network namespace it was created in, read without blocking.
+/// network namespace it was created in, and the router-advertisement options
+/// the kernel passes on, read without blocking.
 package final class RtnetlinkSubscription {
     private let socket: NetlinkSocket
 
@@ -20,7 +21,7 @@ package final class RtnetlinkSubscription {
         socket = try NetlinkSocket()
         for group in [MulticastGroup.link, MulticastGroup.ipv4Address, MulticastGroup.ipv6Address,
                       MulticastGroup.ipv4Route, MulticastGroup.ipv6Route,
-                      MulticastGroup.ipv4Rule, MulticastGroup.ipv6Rule] {
+                      MulticastGroup.ipv4Rule, MulticastGroup.ipv6Rule, MulticastGroup.ndUserOption] {
             try socket.join(group: group)
         }
         self.receiveBufferSize = socket.setReceiveBufferSize(receiveBufferSize)

@@ -27,6 +27,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case reportSpool = "report-spool"
     /// A resolv.conf (whoever can write it: resolvconf, DHCP hooks, NetworkManager, an admin).
     case resolvConf = "resolv-conf"
+    /// A captive-portal API's answer (RFC 8908): whoever runs the network's portal.
+    case capport
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -52,7 +54,20 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             _ = try? ReportOutbox.Entry(reading: bytes)
         case .resolvConf:
             Self.resolvConf(bytes)
+        case .capport:
+            Self.capport(bytes)
         }
+    }
+
+    /// A document that parses encodes as reachd-trust hands it to reachd, and parses back to itself.
+    private static func capport(_ bytes: [UInt8]) {
+        guard let document = try? CaptivePortalAPIDocument.parse(bytes) else { return }
+        guard let encoded = try? JSONEncoder().encode(CaptivePortalAPIAnswer(document: document)),
+              let answer = try? JSONDecoder().decode(CaptivePortalAPIAnswer.self, from: encoded), answer.document == document else {
+            fatalError("\(document) does not survive the way to reachd")
+        }
+        if document.captive, document.userPortalURL == nil { fatalError("captive without a user-portal-url was kept") }
+        if let seconds = document.secondsRemaining, seconds < 0 { fatalError("a negative count was kept") }
     }
 
     /// Every server parsed prints as an address that parses back to it.

@@ -6,12 +6,16 @@ import Glibc
 /// A property value as the objects served here answer it: appended to a reply
 /// (or a PropertiesChanged) in its D-Bus type.
 enum BusValue: Equatable {
-    case u32(UInt32), boolean(Bool), string(String), strings([String]), objectPath(String), objectPaths([String])
+    case u32(UInt32), u64(UInt64), i64(Int64), boolean(Bool), string(String), strings([String]), objectPath(String), objectPaths([String])
 
     func append(to reply: OpaquePointer?) -> Int32 {
         switch self {
         case var .u32(number):
             return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "u")), &number)
+        case var .u64(number):
+            return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "t")), &number)
+        case var .i64(number):
+            return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "x")), &number)
         case let .boolean(flag):
             var bit: Int32 = flag ? 1 : 0
             return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "b")), &bit)

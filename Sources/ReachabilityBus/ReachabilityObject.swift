@@ -68,11 +68,24 @@ package final class ReachabilityObject {
         package var portalURL = ""
         package var supportsDNS = false
         package var dnsServers: [String] = []
+        /// The network's captive-portal API (RFC 8908): "" when none is known.
+        package var captivePortalAPI = ""
+        /// router-advertisement, networkd or config; "" without an API.
+        package var captivePortalSource = ""
+        /// captive, not-captive, unknown (no usable answer yet); "" without an API.
+        package var captivePortalStatus = ""
+        package var venueInfoURL = ""
+        /// Seconds since 1970 when the session ends; 0: not counted.
+        package var sessionExpires: UInt64 = 0
+        /// -1: not counted.
+        package var bytesRemaining: Int64 = -1
+        package var canExtendSession = false
 
         package init() {}
 
         static let names = ["Status", "Reason", "Interface", "InterfaceKind", "Expensive", "IPv4", "IPv6", "VPN", "Trust",
-                            "Connectivity", "PortalURL", "SupportsDNS", "DNSServers"]
+                            "Connectivity", "PortalURL", "SupportsDNS", "DNSServers", "CaptivePortalAPI", "CaptivePortalSource",
+                            "CaptivePortalStatus", "VenueInfoURL", "SessionExpires", "BytesRemaining", "CanExtendSession"]
 
         func value(of name: String) -> BusValue? {
             switch name {
@@ -89,6 +102,13 @@ package final class ReachabilityObject {
             case "PortalURL": .string(portalURL)
             case "SupportsDNS": .boolean(supportsDNS)
             case "DNSServers": .strings(dnsServers)
+            case "CaptivePortalAPI": .string(captivePortalAPI)
+            case "CaptivePortalSource": .string(captivePortalSource)
+            case "CaptivePortalStatus": .string(captivePortalStatus)
+            case "VenueInfoURL": .string(venueInfoURL)
+            case "SessionExpires": .u64(sessionExpires)
+            case "BytesRemaining": .i64(bytesRemaining)
+            case "CanExtendSession": .boolean(canExtendSession)
             default: nil
             }
         }

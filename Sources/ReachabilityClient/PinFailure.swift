@@ -33,14 +33,34 @@ public struct PinFailure: Decodable, Sendable, Equatable {
     /// interceptor posing as one is for the subscriber to weigh (docs/security.md).
     public var captivePortal: CaptivePortal?
 
-    /// The probe's answer behind a captive portal.
+    /// What was known of the captive portal (docs/connectivity.md).
     public struct CaptivePortal: Decodable, Sendable, Equatable {
+        /// Whose word the portal is on: `announced` (the network's API said captive),
+        /// `redirect` (the probe alone), `contradicted` (the probe was redirected, but the
+        /// network's API said it is not captive: the failure was judged an attack).
+        public var evidence: String
         /// The probe's HTTP status (302 for a redirect), when it got an HTTP answer.
         public var httpStatus: Int?
         /// The redirect's target, when there was one.
         public var location: String?
+        /// The network's captive-portal API, when one is known.
+        public var api: String?
+        /// The page the API sent the user to, when it announced the portal.
+        public var userPortalURL: String?
 
-        enum CodingKeys: String, CodingKey { case httpStatus = "http-status", location }
+        enum CodingKeys: String, CodingKey {
+            case evidence, httpStatus = "http-status", location, api, userPortalURL = "user-portal-url"
+        }
+
+        /// Reads the mark of a report; one without `evidence` (written before it was) is the probe's: `redirect`.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            evidence = try container.decodeIfPresent(String.self, forKey: .evidence) ?? "redirect"
+            httpStatus = try container.decodeIfPresent(Int.self, forKey: .httpStatus)
+            location = try container.decodeIfPresent(String.self, forKey: .location)
+            api = try container.decodeIfPresent(String.self, forKey: .api)
+            userPortalURL = try container.decodeIfPresent(String.self, forKey: .userPortalURL)
+        }
     }
 
     enum CodingKeys: String, CodingKey {

@@ -12,6 +12,23 @@ public struct ConnectivityOptions: Sendable, Equatable {
     public var interval: Duration
     /// Per attempt: name resolution, connect, request and answer together.
     public var timeout: Duration
+    /// Where reachd learns the network's captive-portal API (RFC 8910/8908). The
+    /// in-process monitor does not query it: the API is HTTPS, and TLS runs in reachd-trust.
+    public var capport: CaptivePortalAPISetting = .discover
+    /// Certificates (PEM files, absolute paths) trusted for the API beside the system's roots.
+    public var capportAnchors: [String] = []
+    /// Where systemd-networkd's link state is read (its `CAPTIVE_PORTAL=`); nil: not read.
+    public var networkdLinks: String? = "/run/systemd/netif/links"
+
+    /// `[connectivity] capport`.
+    public enum CaptivePortalAPISetting: Sendable, Equatable {
+        /// `"auto"`: the URI the network announces (router advertisements, networkd's link state).
+        case discover
+        /// `"off"`: no API is ever queried.
+        case off
+        /// An `https://` URI: used where the network announces none.
+        case uri(String)
+    }
 
     /// The probe's settings; the defaults are reachd's, and without a `uri` nothing is contacted.
     ///
@@ -108,6 +125,20 @@ public struct ConnectivityOptions: Sendable, Equatable {
         if let (value, text, line) = try table.duration("timeout") {
             guard value > .zero, value <= .seconds(60) else { throw table.error("timeout must be more than 0 and at most 1m, not \(text)", line: line) }
             timeout = value
+        }
+        if let (text, line) = try table.string("capport") {
+            switch text {
+            case "auto": capport = .discover
+            case "off": capport = .off
+            case _ where CaptivePortalAPIDocument.isHTTPSURL(text): capport = .uri(text)
+            default:
+                throw table.error("capport must be \"auto\", \"off\" or an https:// URL (RFC 8908's API is HTTPS only), not \"\(text)\"", line: line)
+            }
+        }
+        if let (text, _) = try table.string("networkd-links") { networkdLinks = text.isEmpty ? nil : text }
+        let directory = table.file.lastIndex(of: "/").map { String(table.file[..<$0]) } ?? "."
+        for (name, _) in try table.strings("capport-anchors") ?? [] {
+            capportAnchors.append(name.hasPrefix("/") ? name : "\(directory)/\(name)")
         }
         try table.finish()
     }

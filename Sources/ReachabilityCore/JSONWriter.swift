@@ -58,6 +58,16 @@ struct JSONWriter {
             text.append(String(value))
         }
 
+        mutating func optionalBool(_ name: String, _ value: Bool?) {
+            key(name)
+            text.append(value.map { $0 ? "true" : "false" } ?? "null")
+        }
+
+        mutating func optionalInt(_ name: String, _ value: Int?) {
+            key(name)
+            text.append(value.map { String($0) } ?? "null")
+        }
+
         mutating func strings(_ name: String, _ values: [String]) {
             key(name)
             text.append("[")

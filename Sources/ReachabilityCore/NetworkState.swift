@@ -68,6 +68,8 @@ package struct NetworkState: Sendable, Equatable {
             return .routing(change)
         case .rule:
             return .routing(nil)
+        case .routerOption:
+            return .none
         }
         generation += 1
         return .interface(index)

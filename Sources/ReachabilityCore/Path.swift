@@ -115,13 +115,16 @@ public struct Path: Codable, Sendable, Equatable {
     /// The resolvers configured, and those this path can reach (the default path's
     /// document; nil elsewhere).
     public var dns: DNS?
+    /// The network's captive-portal API and its answer (the default path's document,
+    /// from reachd only; nil when no API is known).
+    public var capport: CaptivePortal?
 
     /// A path document; everything but the status has the value of an unreachable path.
     public init(status: ReachabilityStatus, reason: UnreachableReason? = nil, interface: Interface? = nil,
                 gateway: String? = nil, ipv4: Bool = false, ipv6: Bool = false, expensive: Bool = false,
                 vpn: Interface? = nil, interfaces: [InterfaceState] = [], trust: TrustSummary = .none,
                 connectivity: Connectivity = .unknown, portal: String? = nil, initial: Bool = false, since: Date = Date(), source: PathSource = .direct,
-                destination: String? = nil, routes: [Route] = [], dns: DNS? = nil) {
+                destination: String? = nil, routes: [Route] = [], dns: DNS? = nil, capport: CaptivePortal? = nil) {
         self.status = status
         self.reason = reason
         self.interface = interface
@@ -140,6 +143,7 @@ public struct Path: Codable, Sendable, Equatable {
         self.destination = destination
         self.routes = routes
         self.dns = dns
+        self.capport = capport
     }
 
     /// The honest answer before anything is known.
@@ -166,7 +170,7 @@ public struct Path: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, connectivity, portal, initial, since, source,
-             destination, routes, dns
+             destination, routes, dns, capport
     }
 
     public init(from decoder: any Decoder) throws {
@@ -193,6 +197,7 @@ public struct Path: Codable, Sendable, Equatable {
         destination = try container.decodeIfPresent(String.self, forKey: .destination)
         routes = try container.decodeIfPresent([Route].self, forKey: .routes) ?? []
         dns = try container.decodeIfPresent(DNS.self, forKey: .dns)
+        capport = try container.decodeIfPresent(CaptivePortal.self, forKey: .capport)
     }
 
     /// Every documented key is always present; absent values are `null`.
@@ -216,6 +221,7 @@ public struct Path: Codable, Sendable, Equatable {
         try container.encode(destination, forKey: .destination)
         try container.encode(routes, forKey: .routes)
         try container.encode(dns, forKey: .dns)
+        try container.encode(capport, forKey: .capport)
     }
 
     /// The document as one line of JSON, keys in the documented order (docs/reachctl.md). The same
@@ -260,6 +266,7 @@ public struct Path: Codable, Sendable, Equatable {
                 entry.strings("servers", dns!.servers)
                 entry.strings("usable", dns!.usable)
             }
+            document.object("capport", capport != nil) { capport!.write(&$0) }
         }
         return writer.text
     }

@@ -32,6 +32,10 @@ package final class PathEngine {
     /// Destinations someone else watches through this engine (the daemon's
     /// `WatchPath()` subscriptions): routes that cover one matter too.
     package var alsoWatched: [IPAddress] = []
+    /// RFC 8910 captive-portal URIs from router advertisements: per interface, the
+    /// latest each router sent. Forgotten with the link (down or gone) and once the
+    /// router is no longer the interface's next hop (its lifetime ended).
+    private var announcedPortals: [Int32: [IPAddress: String]] = [:]
     /// Interfaces changed since the evaluator last looked.
     private var touched: Set<Int32> = []
     /// Interfaces changed since `takeInterfaceChanges()`, with the link as last seen.
@@ -127,6 +131,7 @@ package final class PathEngine {
         do {
             switch try subscription.drain(limit: 10_000, { message in
                 statistics.messages += 1
+                if announce(message) { outcome.evaluate = true }
                 let urgent = isUrgent(message)
                 let before: Link? = switch message {
                 case let .link(link): state.links[link.index]
@@ -198,6 +203,38 @@ package final class PathEngine {
         // (`ignore_routes_with_linkdown`) again, without a route message.
         if link.masterIndex == nil, let before, !before.hasCarrier, link.hasCarrier { return true }
         return false
+    }
+
+    /// Keeps a router's captive-portal URI, and forgets those of a link that went down
+    /// or away. True when what is announced changed.
+    private func announce(_ message: RtnetlinkMessage) -> Bool {
+        switch message {
+        case let .routerOption(option):
+            guard let uri = option.captivePortalURI, let router = option.router else { return false }
+            return announcedPortals[option.interfaceIndex, default: [:]].updateValue(uri, forKey: router) != uri
+        case let .link(link) where !link.isUp:
+            return announcedPortals.removeValue(forKey: link.index) != nil
+        case let .linkRemoved(index):
+            return announcedPortals.removeValue(forKey: index) != nil
+        default:
+            return false
+        }
+    }
+
+    /// The captive-portal URI a router announced on interface `index` (RFC 8910), while
+    /// it stands: the router is still the kernel's next hop through that interface. Its
+    /// lifetime is the router's own — the kernel removes the route when the router
+    /// lifetime ends or a later advertisement says 0 — so one FIB-match lookup
+    /// through the interface says whether it still holds.
+    package func announcedCaptivePortal(on index: Int32) -> (uri: String, router: IPAddress)? {
+        guard let announced = announcedPortals[index] else { return nil }
+        if case let .success(route) = query.lookupRoute(to: options.probeAddresses.v6, outputInterface: index, matchingFIBEntry: true),
+           let gateway = route.gateway, let uri = announced[gateway] {
+            announcedPortals[index] = [gateway: uri]
+            return (uri, gateway)
+        }
+        announcedPortals[index] = nil
+        return nil
     }
 
     /// The path's own interface going down, losing carrier or vanishing — or, while

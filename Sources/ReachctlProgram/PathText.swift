@@ -1,3 +1,4 @@
+import FoundationEssentials
 import ReachabilityCore
 
 /// Human-readable renderings of a path.
@@ -16,6 +17,7 @@ enum PathText {
         lines.append(field("connectivity", path.connectivity.rawValue))
         if let portal = path.portal { lines.append(field("portal", portal)) }
         if let dns = path.dns { lines.append(field("dns", dnsText(dns))) }
+        if let capport = path.capport { lines += captivePortalLines(capport).map { field($0.0, $0.1) } }
         lines.append(field("since", UTCTimestamp.format(path.since)))
         lines.append(field("source", path.source.rawValue))
         return lines.joined(separator: "\n")
@@ -27,6 +29,23 @@ enum PathText {
         if dns.servers.isEmpty { return "none configured \(source)" }
         if dns.usable.isEmpty { return "none reachable of \(dns.servers.joined(separator: " ")) \(source)" }
         return "\(dns.usable.joined(separator: " ")) \(source)"
+    }
+
+    /// The network's captive-portal API: where it was learnt, and what it answered.
+    static func captivePortalLines(_ capport: Path.CaptivePortal, now: Date = Date()) -> [(String, String)] {
+        let state: String = if let error = capport.error { "unusable: \(error)" }
+            else if let captive = capport.captive { captive ? "captive" : "not captive" }
+            else { "not answered yet" }
+        var details: [String] = []
+        if let seconds = capport.secondsRemaining(at: now), let expires = capport.expires {
+            details.append("\(seconds) s left (until \(UTCTimestamp.format(expires)))")
+        }
+        if let bytes = capport.bytesRemaining { details.append("\(bytes) bytes left") }
+        if capport.canExtendSession == true { details.append("can extend") }
+        var lines = [("capport", ([state] + details).joined(separator: ", ")),
+                     ("capport-api", "\(capport.api) (\(capport.source.rawValue), \(capport.interface))")]
+        if let venue = capport.venueInfoURL { lines.append(("venue", venue)) }
+        return lines
     }
 
     /// `reachctl watch`: one line per path.

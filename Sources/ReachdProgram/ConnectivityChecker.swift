@@ -7,6 +7,9 @@ import ReachabilityCore
 final class ConnectivityChecker {
     let schedule: ConnectivityScheduler
     private var waiters: [(Result<String, BusMethodError>) -> Void] = []
+    /// What the waiters wait for: the probe's next verdict, the captive-portal API's next answer.
+    private var awaitingProbe = false
+    private var awaitingAPI = false
 
     init(options: ConnectivityOptions, loop: EventLoop, post: @escaping @Sendable (Int, ConnectivityProbe.Verdict) -> Void) throws {
         // The schedule's arm/disarm closures hold the timer; the timer's callback only a reference back.
@@ -26,21 +29,40 @@ final class ConnectivityChecker {
         if schedule.observe(path), !path.status.isReachable { answerWaiters() }
     }
 
+    /// The probe answered: waiters are answered once the API has too.
+    func probeAnswered(_ state: Connectivity?) {
+        awaitingProbe = false
+        if !awaitingAPI { answerWaiters(with: state) }
+    }
+
+    /// The captive-portal API answered (or could not be asked): waiters are answered once the probe has too.
+    func captivePortalAPIAnswered(_ state: Connectivity?) {
+        awaitingAPI = false
+        if !awaitingProbe { answerWaiters(with: state) }
+    }
+
     /// Answers `CheckConnectivity()` callers with the state published after this verdict.
-    func answerWaiters(with state: Connectivity? = nil) {
+    private func answerWaiters(with state: Connectivity? = nil) {
+        (awaitingProbe, awaitingAPI) = (false, false)
         let answer = state ?? (schedule.isPathReachable ? .unknown : Connectivity.none)
         let waiting = waiters
         waiters = []
         for reply in waiting { reply(.success(answer.rawValue)) }
     }
 
-    /// `CheckConnectivity()`: probes now, at most once per 10 s (like RecheckTrust).
-    func checkNow(reply: @escaping (Result<String, BusMethodError>) -> Void) {
-        guard schedule.probe != nil else {
-            return reply(.failure(.failed("no [connectivity] uri is configured: connectivity comes from the trust rounds")))
+    /// `CheckConnectivity()`: probes now, at most once per 10 s (like RecheckTrust). Without a
+    /// probe, `captivePortalAPI` says whether the network's captive-portal API is being asked
+    /// instead: the answer then waits for it.
+    func checkNow(captivePortalAPI: Bool, reply: @escaping (Result<String, BusMethodError>) -> Void) {
+        guard schedule.probe != nil || captivePortalAPI else {
+            return reply(.failure(.failed("no [connectivity] uri is configured and the network announces no captive-portal API: connectivity comes from the trust rounds")))
         }
         guard schedule.isPathReachable else { return reply(.success(Connectivity.none.rawValue)) }
         waiters.append(reply)
-        schedule.probeNow()
+        awaitingAPI = awaitingAPI || captivePortalAPI
+        if schedule.probe != nil {
+            awaitingProbe = true
+            schedule.probeNow()
+        }
     }
 }

@@ -50,6 +50,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private var loggedTrustWarnings: Set<String> = []
 
     private var connectivity: ConnectivityChecker!
+    /// The network's captive-portal API (RFC 8910/8908): where it was learnt, what it answered.
+    private var capport: CaptivePortalChecker!
     /// Without a probe, the evidence of `full` (docs/connectivity.md): a host's chain validated in the latest round.
     private var trustValidated = false
 
@@ -99,6 +101,10 @@ final class Daemon: ReachabilityObjectDelegate {
         connectivity = try ConnectivityChecker(options: configuration.connectivity, loop: loop) {
             mailbox.post(.probed(generation: $0, verdict: $1))
         }
+        capport = try CaptivePortalChecker(options: configuration.connectivity, loop: loop, changed: { [unowned self] in
+            if let current { capport.observe(current, engine: engine) }
+            republish()
+        }, start: { [unowned self] target, generation in startCaptivePortalQuery(target, generation: generation) })
         let roundTimer = try loop.timer { [unowned self] in trust.requestRound("interval") }
         let deliveryTimer = try loop.timer { [unowned self] in trust.requestDelivery("retry") }
         let spacingTimer = try loop.timer { [unowned self] in trust.spacingElapsed() }
@@ -108,7 +114,7 @@ final class Daemon: ReachabilityObjectDelegate {
             roundTimer: .init(arm: { roundTimer.arm(after: $0) }, disarm: { roundTimer.disarm() }),
             deliveryTimer: .init(arm: { deliveryTimer.arm(after: $0) }, disarm: { deliveryTimer.disarm() }),
             spacingTimer: .init(arm: { spacingTimer.arm(after: $0) }, disarm: { spacingTimer.disarm() }),
-            isAwaitingProbe: { [unowned self] in connectivity.schedule.isAwaitingFirstVerdict },
+            isAwaitingProbe: { [unowned self] in connectivity.schedule.isAwaitingFirstVerdict || capport.schedule.isAwaitingFirstAnswer },
             mayDeliver: { [unowned self] in mayDeliverReports },
             start: { [unowned self] job, reason in startHelper(job, reason: reason) })
         try loop.onReadable(mailbox.descriptor) { [unowned self] in
@@ -158,6 +164,7 @@ final class Daemon: ReachabilityObjectDelegate {
         path.source = .daemon
         path.initial = false
         connectivity.observe(path)
+        capport.observe(path, engine: engine)
         let before = current
         let published = publish(path)
         if published, let before, !before.leavesTheSameWay(as: path) { resolveWatchesAgain() }
@@ -177,6 +184,12 @@ final class Daemon: ReachabilityObjectDelegate {
         path.trust = trustSummary
         (path.connectivity, path.portal) = connectivity.schedule.state(
             of: path, unprobed: ConnectivityScheduler.unprobed(path, validated: trustValidated))
+        if path.status.isReachable {
+            path.capport = capport.schedule.state
+            // The network's own word is stronger than a probe's guess (docs/connectivity.md): captive is a portal at its
+            // page; not captive leaves the probe to decide, so it never makes a failing path full.
+            if let announced = path.capport, announced.captive == true { (path.connectivity, path.portal) = (.portal, announced.userPortalURL) }
+        }
         guard let path = path.succeeding(current) else { return false }
         let before = current?.connectivity
         current = path
@@ -230,6 +243,15 @@ final class Daemon: ReachabilityObjectDelegate {
         properties.portalURL = path.portal ?? ""
         properties.supportsDNS = path.supportsDNS ?? false
         properties.dnsServers = path.dns?.usable ?? []
+        if let capport = path.capport {
+            properties.captivePortalAPI = capport.api
+            properties.captivePortalSource = capport.source.rawValue
+            properties.captivePortalStatus = capport.captive.map { $0 ? "captive" : "not-captive" } ?? "unknown"
+            properties.venueInfoURL = capport.venueInfoURL ?? ""
+            properties.sessionExpires = capport.expires.map { UInt64(max(0, $0.timeIntervalSince1970)) } ?? 0
+            properties.bytesRemaining = capport.bytesRemaining ?? -1
+            properties.canExtendSession = capport.canExtendSession ?? false
+        }
         return properties
     }
 
@@ -263,9 +285,17 @@ final class Daemon: ReachabilityObjectDelegate {
                 Log.debug("trust: checking \(configuration.trust.hosts) hosts (\(reason))")
                 var path = current.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
                 if current?.connectivity == .portal {
-                    // The probe's evidence, for the reports of failures seen behind the portal.
+                    // The evidence, for the reports of failures seen behind the portal: the probe's answer, and what
+                    // the network's API said — announced it, said it is not captive (the redirect is suspect), or nothing.
                     let verdict = connectivity.schedule.verdict
-                    path += [verdict?.httpStatus.map(String.init) ?? "", verdict?.portal ?? ""]
+                    let announced = current?.capport
+                    let evidence = switch announced?.captive {
+                    case true?: "announced"
+                    case false?: "contradicted"
+                    case nil: "redirect"
+                    }
+                    path += [verdict?.httpStatus.map(String.init) ?? "", verdict?.portal ?? "", evidence, announced?.api ?? "",
+                             announced?.userPortalURL ?? ""]
                 }
                 try helper.startCheck(configFile, path: path, within: configuration.trust.roundBudget(reportsPending: trust.reportsPending), runs: helperRuns) {
                     [unowned self] result in finishRound(job, result)
@@ -332,7 +362,12 @@ final class Daemon: ReachabilityObjectDelegate {
             object.emit("PinFailure", report)
             let head = try? JSONDecoder().decode(PinFailureReportHead.self, from: Data(report.utf8))
             let portal = head?.captivePortal.map { portal in
-                " behind a captive portal (the probe got \(portal.httpStatus.map(String.init) ?? "no HTTP answer")\(portal.location.map { " to \($0)" } ?? ""))"
+                let probe = "the probe got \(portal.httpStatus.map(String.init) ?? "no HTTP answer")\(portal.location.map { " to \($0)" } ?? "")"
+                return switch portal.evidence {
+                case "announced": " behind a captive portal announced by \(portal.api ?? "the network")"
+                case "contradicted": " where \(probe), yet \(portal.api ?? "the network's API") says the network is not captive"
+                default: " behind a captive portal (\(probe))"
+                }
             } ?? ""
             Log.warning("trust: pin failure for \(head?.hostname ?? "?")\(portal): \(head?.validationResult ?? "?") (report spooled)")
         }
@@ -410,10 +445,58 @@ final class Daemon: ReachabilityObjectDelegate {
             engine.alsoWatched = watches.addresses
             refreshWatches()
         case let .probed(generation, verdict):
+            let before = connectivity.schedule.verdict?.connectivity
             guard connectivity.schedule.finish(generation, verdict) else { return }
+            // The probe's view moved (someone logged in, a session ended): the API is asked too.
+            if before != nil, before != verdict.connectivity { capport.schedule.queryNow() }
             republish()
-            connectivity.answerWaiters(with: current?.connectivity)
+            connectivity.probeAnswered(current?.connectivity)
         }
+    }
+
+    // MARK: The captive-portal API
+
+    /// Starts one API query in reachd-trust; false when it cannot run.
+    private func startCaptivePortalQuery(_ target: CaptivePortalAPIScheduler.Target, generation: Int) -> Bool {
+        let notStarted = { [unowned self] in
+            connectivity.captivePortalAPIAnswered(current?.connectivity)
+            return false
+        }
+        guard let helper else {
+            Log.warning("capport: \(target.uri) is not queried: reachd-trust is not installed")
+            return notStarted()
+        }
+        do {
+            try helper.startCaptivePortalQuery(target.uri, interfaceIndex: target.interfaceIndex, timeout: capport.timeout,
+                                               anchors: capport.anchors, runs: helperRuns) { [unowned self] answer in
+                captivePortalAnswered(generation, answer)
+            }
+            return true
+        } catch {
+            Log.error("capport: \(error)")
+            return notStarted()
+        }
+    }
+
+    private func captivePortalAnswered(_ generation: Int, _ answer: CaptivePortalAPIAnswer) {
+        let before = capport.schedule.state
+        guard capport.schedule.finish(generation, answer), let state = capport.schedule.state else {
+            if !capport.schedule.isRunning { connectivity.captivePortalAPIAnswered(current?.connectivity) }
+            return
+        }
+        let api = "\(state.api) (\(state.source.rawValue), \(state.interface))"
+        if let error = state.error {
+            if error != before?.error { Log.warning("capport: \(api): \(error)") }
+        } else if state.captive != before?.captive || state.expires != before?.expires {
+            let session = state.secondsRemaining().map { ", the session ends in \($0) s" } ?? ""
+            Log.notice("capport: \(api) says \(state.captive == true ? "captive, log in at \(state.userPortalURL ?? "")" : "not captive")\(session)")
+        }
+        metricsChanged()
+        let wasPortal = current?.connectivity == .portal
+        republish()
+        // Still a portal, on other evidence (the API now announces it, or contradicts the probe's redirect): judged again.
+        if wasPortal, current?.connectivity == .portal, before?.captive != state.captive { trust.requestRound("captive-portal API") }
+        if !capport.schedule.isRunning { connectivity.captivePortalAPIAnswered(current?.connectivity) }
     }
 
     // MARK: The object's methods
@@ -551,7 +634,8 @@ final class Daemon: ReachabilityObjectDelegate {
         guard probeLimit.admit(caller) else {
             return reply(.failure(.limitsExceeded("CheckConnectivity is rate-limited to once per 10 s for each user")))
         }
-        connectivity.checkNow(reply: reply)
+        connectivity.checkNow(captivePortalAPI: capport.schedule.hasAPI, reply: reply)
+        capport.schedule.queryNow()
     }
 
     func reload(reply: @escaping (Result<String, BusMethodError>) -> Void) {
@@ -624,7 +708,14 @@ final class Daemon: ReachabilityObjectDelegate {
         let connectivityChanged = fresh.connectivity != configuration.connectivity
         trust.reconfigure(isEnabled: Self.checksTrust(fresh, helper), canDeliver: helper != nil, recheck: Self.recheck(fresh),
                           interval: .seconds(fresh.trust.interval), connectivityChanged: connectivityChanged)
-        if connectivityChanged { connectivity.reconfigure(fresh.connectivity) }
+        if connectivityChanged {
+            connectivity.reconfigure(fresh.connectivity)
+            do {
+                try capport.reconfigure(fresh.connectivity)
+            } catch {
+                Log.error("reload: \(error)")
+            }
+        }
         configuration = fresh
         trustRound = nil
         trustValidated = false
@@ -685,7 +776,7 @@ final class Daemon: ReachabilityObjectDelegate {
         metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
                                              trust: trustSummary, round: trust.isEnabled ? trustRound : nil,
                                              overruns: engine.statistics.overruns, reportsPending: trust.reportsPending,
-                                             dns: current?.dns))
+                                             dns: current?.dns, capport: current?.capport, capportQueries: capport.schedule.counts))
     }
 
     /// The textfile follows every change (the listener renders at each scrape).

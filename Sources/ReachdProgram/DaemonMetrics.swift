@@ -1,3 +1,4 @@
+import FoundationEssentials
 import ReachabilityCore
 import ReachdMetrics
 import ReachdVersion
@@ -42,6 +43,10 @@ struct DaemonMetrics {
         var overruns: Int
         var reportsPending: Int
         var dns: Path.DNS?
+        /// The captive-portal API's state, and its queries' outcomes so far.
+        var capport: Path.CaptivePortal?
+        var capportQueries: (ok: Int, invalid: Int, failed: Int)
+        var now = Date()
     }
 
     func families(_ state: State) -> [MetricFamily] {
@@ -65,6 +70,22 @@ struct DaemonMetrics {
                              [Sample([.init("source", dns.source.rawValue), .init("state", "configured")], Double(dns.servers.count)),
                               Sample([.init("source", dns.source.rawValue), .init("state", "usable")], Double(dns.usable.count))]
                          } ?? []),
+            MetricFamily("reachd_captive_portal_captive", .gauge,
+                         help: "What the network's captive-portal API (RFC 8908) answered: 1 captive, 0 not; absent without an answer.",
+                         samples: state.capport.flatMap { capport in
+                             capport.captive.map { [Sample([.init("source", capport.source.rawValue)], $0 ? 1 : 0)] }
+                         } ?? []),
+            MetricFamily("reachd_captive_portal_session_remaining_seconds", .gauge,
+                         help: "Seconds left in the captive-portal session, as the API counts it; absent when it does not.",
+                         samples: state.capport?.secondsRemaining(at: state.now).map { [Sample([], Double($0))] } ?? []),
+            MetricFamily("reachd_captive_portal_bytes_remaining", .gauge,
+                         help: "Bytes left in the captive-portal session, as the API counts them; absent when it does not.",
+                         samples: state.capport?.bytesRemaining.map { [Sample([], Double($0))] } ?? []),
+            MetricFamily("reachd_captive_portal_api_queries_total", .counter,
+                         help: "Queries of the captive-portal API, by result: ok, invalid (answered, not an RFC 8908 document), failed.",
+                         samples: [Sample([.init("result", "ok")], Double(state.capportQueries.ok)),
+                                   Sample([.init("result", "invalid")], Double(state.capportQueries.invalid)),
+                                   Sample([.init("result", "failed")], Double(state.capportQueries.failed))]),
             .counter("reachd_netlink_overruns_total", help: "Netlink receive-buffer overruns (ENOBUFS), each recovered by a full re-read.",
                      earlierOverruns + state.overruns),
             MetricFamily("reachd_trust_status", .gauge, help: "The overall trust verdict: 1 for the current one, 0 for the others.",

@@ -68,6 +68,20 @@ struct TrustHelper {
         try start(["deliver", file], within: budget, runs: runs, completion: completion)
     }
 
+    /// Queries a captive-portal API (RFC 8908) through interface `index` within `timeout`,
+    /// trusting `anchors` beside the system's roots; `completion` runs on the loop.
+    func startCaptivePortalQuery(_ uri: String, interfaceIndex index: Int32, timeout: Duration, anchors: [String], runs: HelperRuns,
+                                 completion: @escaping (CaptivePortalAPIAnswer) -> Void) throws(Failure) {
+        let milliseconds = String(Int64(timeout / .milliseconds(1)))
+        try start(["capport", uri, String(index), milliseconds] + anchors, within: timeout + TrustConfigurationSummary.budgetMargin,
+                  runs: runs) { (result: Result<CaptivePortalAPIAnswer, Failure>) in
+            switch result {
+            case let .success(answer): completion(answer)
+            case let .failure(failure): completion(CaptivePortalAPIAnswer(failure: "\(failure)", invalid: false))
+            }
+        }
+    }
+
     /// Runs the helper without blocking the loop; its one JSON line is decoded when it exits.
     /// Its own log lines (stderr) go, as it wrote them, where the daemon's go.
     private func start<Answer: Decodable>(_ arguments: [String], within budget: Duration, runs: HelperRuns,

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import ReachabilityCore
 import ServerTrust
 import TrustCommands
 import TrustHelperMessages
@@ -14,13 +15,18 @@ import Glibc
 //
 //   reachd-trust check-config FILE
 //       validates the [trust] table; prints TrustConfigurationSummary; exit 1 with file:line on stderr
-//   reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION]]]]]
+//   reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION [EVIDENCE [API [USER-PORTAL-URL]]]]]]]]
 //       re-validates every host; spools reports; delivers waiting ones when CONNECTIVITY
 //       is full and the round neither compromised nor portal; prints TrustRound.
-//       CONNECTIVITY portal: failed handshakes are judged `portal`, and a pinned host's
-//       failure is reported marked with the probe's HTTP-STATUS and LOCATION
+//       CONNECTIVITY portal: failed handshakes are judged `portal` (unless EVIDENCE is
+//       `contradicted`: the network's API said it is not captive), and a pinned host's
+//       failure is reported marked with the evidence: the probe's HTTP-STATUS and
+//       LOCATION, EVIDENCE (announced, redirect, contradicted), the API and its page
 //   reachd-trust deliver FILE
 //       sends the reports waiting in the outbox to their collectors; prints TrustDelivery
+//   reachd-trust capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR-FILE …]
+//       queries a captive-portal API (RFC 8908) through that interface, trusting the
+//       system's roots and the anchors; prints CaptivePortalAPIAnswer
 //   reachd-trust ctl check|verify|pin|diagnose …
 //       `reachctl trust …`'s TLS commands (reachctl execs this for them)
 //   reachd-trust --version
@@ -64,8 +70,12 @@ package enum ReachdTrust {
             await ReachctlTrustCommand.run(Array(arguments.dropFirst()))
             exit(0)
         }
+        if arguments.first == "capport" {
+            printLine(try json(await queryCaptivePortalAPI(Array(arguments.dropFirst()))))
+            exit(0)
+        }
         guard arguments.count >= 2, ["check-config", "check", "deliver"].contains(arguments[0]) else {
-            fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION]]]]] | deliver FILE | ctl COMMAND …")
+            fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION [EVIDENCE [API [USER-PORTAL-URL]]]]]]]] | deliver FILE | capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …] | ctl COMMAND …")
         }
         let file = arguments[1]
         let configuration: TrustConfiguration
@@ -111,9 +121,10 @@ package enum ReachdTrust {
 
         var path: [String: String] = [:]
         for (key, index) in [("status", 2), ("interface", 3), ("connectivity", 4)] where arguments.count > index { path[key] = arguments[index] }
+        func argument(_ index: Int) -> String? { arguments.count > index && !arguments[index].isEmpty ? arguments[index] : nil }
         let behindPortal = path["connectivity"] == "portal"
-            ? CaptivePortalEvidence(httpStatus: arguments.count > 5 ? Int(arguments[5]) : nil,
-                                    location: arguments.count > 6 && !arguments[6].isEmpty ? arguments[6] : nil)
+            ? CaptivePortalEvidence(kind: argument(7).flatMap(CaptivePortalEvidence.Kind.init(rawValue:)) ?? .redirect,
+                                    httpStatus: argument(5).flatMap { Int($0) }, location: argument(6), api: argument(8), userPortalURL: argument(9))
             : nil
         let round = await checker.checkAll(path: path, behindPortal: behindPortal, deliverReports: path["connectivity"] == "full")
         printLine(try json(TrustRound(overall: round.overall.rawValue, hosts: try json(round.hosts),
@@ -124,9 +135,33 @@ package enum ReachdTrust {
                                           let failed = host.isPinned && result.enforced
                                           return TrustHostSummary(host: result.host, verdict: result.verdict.rawValue,
                                                                   pinFailure: failed && result.verdict.isInterception,
-                                                                  pinFailureBehindPortal: failed && behindPortal != nil && result.verdict == .portal,
+                                                                  pinFailureBehindPortal: failed && result.verdict == .portal,
                                                                   certificateExpires: result.certificateExpires.map { Int64($0.timeIntervalSince1970.rounded(.down)) })
                                       },
                                       evicted: round.evicted)))
+    }
+
+    /// `capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …]`: the API's document, parsed, or why there is none.
+    private static func queryCaptivePortalAPI(_ arguments: [String]) async -> CaptivePortalAPIAnswer {
+        guard arguments.count >= 3, let index = Int32(arguments[1]), let milliseconds = Int64(arguments[2]), milliseconds > 0 else {
+            fail("usage: reachd-trust capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …]")
+        }
+        var anchors = (try? ChainValidator.systemAnchors()) ?? []
+        for file in arguments.dropFirst(3) {
+            do {
+                anchors += try CertificateLoader.certificates(inFile: file)
+            } catch {
+                return CaptivePortalAPIAnswer(failure: "capport-anchors \(file): \(error)", invalid: false)
+            }
+        }
+        let request = CaptivePortalAPIRequest(uri: arguments[0], interfaceIndex: index > 0 ? index : nil, anchors: anchors,
+                                              timeout: .milliseconds(milliseconds))
+        do {
+            return CaptivePortalAPIAnswer(document: try CaptivePortalAPIDocument.parse(try await request.fetch()))
+        } catch let failure as CaptivePortalAPIRequest.Failure {
+            return CaptivePortalAPIAnswer(failure: failure.description, invalid: failure.answered)
+        } catch {
+            return CaptivePortalAPIAnswer(failure: "\(arguments[0]) answered a document that is not RFC 8908's: \(error)", invalid: true)
+        }
     }
 }

@@ -199,10 +199,10 @@ public struct ReportOutbox: Sendable {
     /// Without, NIOSSL checks it against the system's roots.
     public func deliver(now: Date = Date(), timeout: Duration, judgedBy checker: TrustChecker? = nil) async -> Delivery {
         await deliver(now: now) { collector, body in
-            var post = HTTPPost(url: collector, body: body, contentType: "application/json", timeout: timeout.timeAmount)
+            var post = HTTPExchange(url: collector, body: body, contentType: "application/json", timeout: timeout.timeAmount)
             if let checker {
                 post.judge = { host, chain in await checker.judgeCollector(host, chain: chain) }
-                post.address = (try? HTTPPost.Target(collector)).flatMap { checker.configuration.hosts.lookup($0.host)?.value.connect }
+                post.address = (try? HTTPExchange.Target(collector)).flatMap { checker.configuration.hosts.lookup($0.host)?.value.connect }
             }
             _ = try await post.send()
         }

@@ -116,8 +116,14 @@ public struct ReportSpool: Sendable {
     /// file name: the rate limit per host reads names only. Nothing a server sends is in it.
     static func hostTag(_ report: PinFailureReport) -> String {
         let digits = Array("0123456789abcdef")
-        // Behind a portal or not apart: a portal's report must not hold back the attack's.
-        let configured = ([report.hostname, String(report.port), String(report.enforcePinning), String(report.captivePortal != nil)]
+        // Behind a portal or not apart, and on whose word: a portal's report must not hold back the attack's,
+        // nor an announced portal's the one of a redirect its API contradicts.
+        let portal = switch report.captivePortal?.kind {
+        case nil: "false"
+        case .redirect?: "true"
+        case let kind?: kind.rawValue
+        }
+        let configured = ([report.hostname, String(report.port), String(report.enforcePinning), portal]
                           + report.knownPins).joined(separator: "\n")
         return String(SHA256.hash(data: Array(configured.utf8)).prefix(4).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
     }

@@ -60,11 +60,13 @@ public struct TrustChecker: Sendable {
     /// Checks every exact host of the table. `path` goes into pin-failure reports
     /// (status, interface, connectivity); `time` replaces now for the evaluation.
     ///
-    /// `behindPortal`: the connectivity probe found a captive portal, and this is what
-    /// it saw. A handshake that fails validation is then judged `portal` — neither
-    /// `ok` nor `compromised` — yet a pinned host's failure is still spooled, marked
-    /// with that evidence: nobody can tell a real portal from an interceptor posing
-    /// as one over plain HTTP (docs/security.md).
+    /// `behindPortal`: the network is a captive portal — its API announced it, or the
+    /// connectivity probe was redirected — and this is the evidence. A handshake that
+    /// fails validation is then judged `portal` — neither `ok` nor `compromised` — yet
+    /// a pinned host's failure is still spooled, marked with that evidence: nobody can
+    /// tell a real portal from an interceptor posing as one over plain HTTP
+    /// (docs/security.md). Evidence the network's API contradicts is not credible:
+    /// failures are judged as they are, and their reports carry it.
     ///
     /// `deliverReports`: the path is `full`, so waiting reports may be sent — and they
     /// are, unless this round is `compromised` or `portal`: a report never goes out
@@ -79,7 +81,7 @@ public struct TrustChecker: Sendable {
             var outcomes = [Outcome?](repeating: nil, count: hosts.count)
             for await (index, outcome) in group { outcomes[index] = outcome }
             return outcomes.map { $0! }
-        }.map { behindPortal != nil ? $0.judgedBehindPortal() : $0 }
+        }.map { behindPortal?.isCredible == true ? $0.judgedBehindPortal() : $0 }
         var round = Round(overall: OverallTrust(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], reportErrors: [])
         for (host, outcome) in zip(hosts, outcomes) {
             guard let spool, let report = outcome.report(for: host, path: path, behindPortal: behindPortal) else { continue }
@@ -145,7 +147,7 @@ public struct TrustChecker: Sendable {
                 enforcePinning: result.enforced, served: served, validated: validated,
                 knownPins: host.pinSet.map { Array($0.pins) } ?? [], validationResult: failure,
                 knownPinsExpirationDate: host.pinSet?.expires, path: path,
-                captivePortal: failureBehindPortal != nil ? behindPortal : nil)
+                captivePortal: failureBehindPortal != nil || behindPortal?.isCredible == false ? behindPortal : nil)
         }
     }
 

@@ -2,6 +2,8 @@
 // separate processes (the daemon links no TLS code), so the format is defined
 // once, here, and encoded by one side and decoded by the other.
 
+import ReachabilityCore
+
 /// `reachd-trust check-config FILE`: what the daemon needs of `[trust]`.
 public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
     /// on-change, interval or both.
@@ -150,11 +152,36 @@ public struct PinFailureReportHead: Decodable, Sendable {
     public var captivePortal: CaptivePortal?
 
     public struct CaptivePortal: Decodable, Sendable {
+        /// announced, redirect or contradicted (absent in reports older than the API's reading: redirect).
+        public var evidence: String?
         public var httpStatus: Int?
         public var location: String?
+        public var api: String?
 
-        enum CodingKeys: String, CodingKey { case httpStatus = "http-status", location }
+        enum CodingKeys: String, CodingKey { case evidence, httpStatus = "http-status", location, api }
     }
 
     enum CodingKeys: String, CodingKey { case hostname, validationResult = "validation-result", captivePortal = "captive-portal" }
+}
+
+/// `reachd-trust capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …]`: what the API answered.
+public struct CaptivePortalAPIAnswer: Codable, Equatable, Sendable {
+    /// The document, when the API answered one that parses.
+    public var document: CaptivePortalAPIDocument?
+    /// Why there is none: the connection, TLS, an HTTP error, or what was wrong with the document.
+    public var failure: String?
+    /// The API answered, but what it answered is not an RFC 8908 document.
+    public var invalid: Bool
+
+    public init(document: CaptivePortalAPIDocument) {
+        self.document = document
+        failure = nil
+        invalid = false
+    }
+
+    public init(failure: String, invalid: Bool) {
+        document = nil
+        self.failure = failure
+        self.invalid = invalid
+    }
 }

@@ -4,15 +4,15 @@ import NamespaceTesting
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
 //                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N]
 //                    [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N (0: 200, 2,000 and 5,000)]
-//                    [--only-watches 1] [--watch-changes N]
+//                    [--only-watches 1] [--watch-changes N] [--only-capport 1]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
-var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000, "only-subscribers": 0, "only-pods": 0, "pod-seconds": 10, "pod-interfaces": 0, "only-watches": 0, "watch-changes": 200]
+var settings = ["repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0, "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600, "soak-changes": 100_000, "only-subscribers": 0, "only-pods": 0, "pod-seconds": 10, "pod-interfaces": 0, "only-watches": 0, "watch-changes": 200, "only-capport": 0]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
           let value = arguments.popFirst().flatMap({ Int($0) }) else {
-        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N] [--only-watches 1] [--watch-changes N]")
+        print("usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N] [--only-watches 1] [--watch-changes N] [--only-capport 1]")
         exit(2)
     }
     settings[key] = value
@@ -47,6 +47,10 @@ do {
   }
   if settings["only-watches"] == 1 {
     try runWatchBenchmark()
+    exit(0)
+  }
+  if settings["only-capport"] == 1 {
+    try await runCaptivePortalBenchmark()
     exit(0)
   }
   if settings["only-soak"] == 1 {
@@ -100,6 +104,7 @@ do {
         try runSubscriberLatencyBenchmark()
         try runContainerHostBenchmark()
         try runWatchBenchmark()
+        try await runCaptivePortalBenchmark()
     }
 } catch {
     print("reachability-bench: \(error)")
@@ -228,4 +233,15 @@ func runWatchBenchmark() throws {
         let row = try WatchBenchmark(changes: changes, reachd: reachd).run(watches: watches)
         print("   \(String(watches).padding(toLength: 9, withPad: " ", startingAt: 0)) \(format(row.reachdMicroseconds, 1)) µs               \(format(row.ipMonitorMicroseconds, 1)) µs            \(row.pathChangedSignals)               \(row.rssKiB)")
     }
+}
+
+@MainActor
+func runCaptivePortalBenchmark() async throws {
+    let repetitions = min(settings["repetitions"]!, 100)
+    print("\n== 14. Captive-portal API (RFC 8908): one query of an HTTPS API in the router's namespace, \(repetitions) times each (ms)")
+    let result = try await CaptivePortalBenchmark(reachd: reachd, repetitions: repetitions).run()
+    print("   reachd-trust capport   wall p50 \(format(percentile(result.helper, 50), 1))   p99 \(format(percentile(result.helper, 99), 1))   CPU p50 \(format(percentile(result.helperCPU, 50), 1))   peak RSS \(result.helperPeakKiB) KiB")
+    print("   curl, same document    wall p50 \(format(percentile(result.curl, 50), 1))   p99 \(format(percentile(result.curl, 99), 1))   CPU p50 \(format(percentile(result.curlCPU, 50), 1))   peak RSS \(result.curlPeakKiB) KiB")
+    print("   CheckConnectivity() answered after the API (no probe): p50 \(format(percentile(result.checkConnectivity, 50), 1))   p99 \(format(percentile(result.checkConnectivity, 99), 1))")
+    print("   reachd idle RSS: \(result.rssWithoutKiB) KiB with capport = \"off\", \(result.rssWithKiB) KiB with an API answered")
 }

@@ -62,14 +62,7 @@ public final class HTTPProbeServer {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let shown = address.contains(":") ? "[\(address)]:80" : "\(address):80"
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try !namespace.exec(["ss", "-Hltn", "src \(shown)"]).output.contains(":80") {
-            guard ContinuousClock.now < deadline else {
-                stop()
-                throw CommandFailure(command: process.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
-            }
-            try await Task.sleep(for: .milliseconds(25))
-        }
+        try await namespace.waitUntilListening("src \(shown)", server: process)
     }
 
     /// How the next requests are answered.
@@ -77,6 +70,11 @@ public final class HTTPProbeServer {
 
     /// Requests received so far.
     public var requests: Int { ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").count }
+
+    /// The paths requested so far.
+    public var paths: [String] {
+        ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
+    }
 
     public func stop() {
         kill(process.processIdentifier, SIGKILL)

@@ -40,15 +40,7 @@ public enum PinnedServer {
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
         try server.run()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try router.exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty {
-            guard ContinuousClock.now < deadline else {
-                kill(server.processIdentifier, SIGKILL)
-                server.waitUntilExit()
-                throw CommandFailure(command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
-            }
-            try await Task.sleep(for: .milliseconds(25))
-        }
+        try await router.waitUntilListening("sport = :8443", server: server)
         return server
     }
 

@@ -95,3 +95,19 @@ extension TestNamespace {
         if defaultRoute { try ip("route add default via \(subnet).1 dev \(device)") }
     }
 }
+
+extension TestNamespace {
+    /// Waits up to 10 s until something in this namespace listens on TCP `port`
+    /// (`ss` filter, e.g. "sport = :8443"); kills `server` and throws if nothing does.
+    public func waitUntilListening(_ filter: String, server: Process) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try exec(["ss", "-Hltn", filter]).output.isEmpty {
+            guard ContinuousClock.now < deadline else {
+                kill(server.processIdentifier, SIGKILL)
+                server.waitUntilExit()
+                throw CommandFailure(command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+    }
+}

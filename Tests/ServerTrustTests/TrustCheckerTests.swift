@@ -123,6 +123,33 @@ struct TrustCheckerTests {
         #expect(collector.bodies.count == 4)
     }
 
+    @Test("a portal the network's API announced is judged portal, its report marked announced; a redirect the API contradicts (it says not captive) is not credible: the failure is judged as it is, and its report carries the contradiction",
+          .timeLimit(.minutes(1)))
+    func announcedAndContradictedPortal() async throws {
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        let checker = try checker([try entry("api.test", port: server.port, pins: [wrong, backup])], timeout: .seconds(10))
+        let announced = CaptivePortalEvidence(kind: .announced, httpStatus: 204, location: nil, api: "https://10.1.0.1/capport",
+                                              userPortalURL: "https://10.1.0.1/login")
+        let behind = await checker.checkAll(path: ["connectivity": "portal"], at: TestAuthority.now, behindPortal: announced)
+        #expect(behind.hosts.map(\.verdict) == [.portal] && behind.overall == .portal)
+        #expect(behind.reports.map(\.captivePortal) == [announced])
+        let json = try JSONSerialization.jsonObject(with: try behind.reports[0].json()) as? [String: Any]
+        let written = json?["captive-portal"] as? [String: Any]
+        #expect(written?["evidence"] as? String == "announced" && written?["api"] as? String == "https://10.1.0.1/capport", "\(json ?? [:])")
+
+        let contradicted = CaptivePortalEvidence(kind: .contradicted, httpStatus: 302, location: "http://10.1.0.1/login", api: "https://10.1.0.1/capport")
+        #expect(!contradicted.isCredible && announced.isCredible)
+        // An hour later: the spool's once-an-hour limit per host does not hold this one back.
+        let attacked = await checker.checkAll(path: ["connectivity": "portal"], at: TestAuthority.now + 3_700, behindPortal: contradicted)
+        #expect(attacked.hosts.map(\.verdict) == [.pinMismatch] && attacked.overall == .compromised, "\(attacked.hosts)")
+        #expect(attacked.reports.map(\.captivePortal) == [contradicted])
+        // A report spooled before the API was read says nothing of its kind: it was the probe's.
+        let older = try JSONDecoder().decode(CaptivePortalEvidence.self, from: Data(#"{"http-status":302}"#.utf8))
+        #expect(older.kind == .redirect && older.isCredible)
+    }
+
     @Test("an expired certificate while the clock is not synchronised is clock-unsynchronized, not an attack: no report, and expired pins stay enforced; once it is, expired and reported",
           .timeLimit(.minutes(1)))
     func clockNotSynchronized() async throws {

@@ -39,6 +39,8 @@ spawn=
 leader=
 tls_server=
 probe_server=
+capport_server=
+dhcp_server=
 
 # MARK: reporting
 
@@ -96,6 +98,8 @@ cleanup() {
     fi
     [ -n "$tls_server" ] && kill "$tls_server" 2>/dev/null
     [ -n "$probe_server" ] && kill "$probe_server" 2>/dev/null
+    [ -n "$capport_server" ] && kill "$capport_server" 2>/dev/null
+    [ -n "$dhcp_server" ] && kill "$dhcp_server" 2>/dev/null
     ip netns delete "$gateway" 2>/dev/null
     rm -rf "/run/systemd/nspawn/propagate/$machine"
     if [ "${REACHD_SYSTEST_KEEP:-0}" = 1 ]; then
@@ -245,6 +249,42 @@ serve_tls() {
     gateway_listens 8443
 }
 
+# The network's captive-portal API (RFC 8908) on the gateway: https://10.77.0.1:4443/capport
+# with a certificate for the address from its own CA, answering the file capport-answer.
+serve_capport() {
+    local pki=$work/pki
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=reachd test portal CA" \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+        -keyout "$pki/capport-ca.key" -out "$pki/capport-ca.pem" 2>/dev/null &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=portal" \
+        -keyout "$pki/capport.key" -out "$pki/capport.csr" 2>/dev/null &&
+    printf 'subjectAltName=IP:10.77.0.1\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' > "$pki/capport.ext" &&
+    openssl x509 -req -in "$pki/capport.csr" -CA "$pki/capport-ca.pem" -CAkey "$pki/capport-ca.key" -CAcreateserial -days 30 \
+        -extfile "$pki/capport.ext" -out "$pki/capport.pem" 2>/dev/null || return 1
+    printf '{"captive": true, "user-portal-url": "https://10.77.0.1:4443/login"}' > "$work/capport-answer"
+    ip netns exec "$gateway" python3 -c '
+import http.server, ssl, sys
+class API(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        with open(sys.argv[4], "a") as log: log.write("%s %s\n" % (self.path, self.headers.get("Accept")))
+        body = open(sys.argv[3], "rb").read()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/captive+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *arguments): pass
+server = http.server.ThreadingHTTPServer(("10.77.0.1", 4443), API)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
+' "$pki/capport.pem" "$pki/capport.key" "$work/capport-answer" "$work/capport-requests.log" > "$work/capport-server.log" 2>&1 < /dev/null &
+    capport_server=$!
+    gateway_listens 4443
+}
+
 # Waits up to 5 s for a listener on PORT in the gateway namespace.
 gateway_listens() {
     for _ in $(seq 50); do
@@ -392,6 +432,65 @@ eventually 10 "the probe gets through the sandbox (SO_BINDTODEVICE without capab
 expect "the probe reached the gateway's server" grep -q '^/generate_204$' "$work/probe-requests.log"
 expect "reachctl wait --for online returns at once" inside reachctl wait --for online --timeout 5s
 expect "GET /metrics says connectivity full" output_has 'reachd_connectivity\{state="full"\} 1' scrape
+
+log "the network's captive-portal API (RFC 8908), queried by reachd-trust under the sandbox"
+serve_capport || fail "the captive-portal API's HTTPS server on the gateway (10.77.0.1:4443)"
+cp "$work/pki/capport-ca.pem" "$root/etc/reachd/test-capport-ca.pem"
+sed -i 's|^uri = "http://10.77.0.1:8080/generate_204"$|&\ncapport = "https://10.77.0.1:4443/capport"\ncapport-anchors = ["test-capport-ca.pem"]|' "$root/etc/reachd/reachd.toml"
+expect "systemctl reload with [connectivity] capport" inside systemctl reload reachd.service
+eventually 15 "the API says captive: connectivity portal at the API's page, though the probe answers 204" \
+    output_has '"connectivity":"portal","portal":"https://10.77.0.1:4443/login".*"capport":\{"api":"https://10.77.0.1:4443/capport","source":"config","interface":"eth0","captive":true' \
+    inside reachctl status --json
+expect "reachd-trust asked for application/captive+json through the sandbox" grep -q '^/capport application/captive+json$' "$work/capport-requests.log"
+expect "reachctl status says so (env -i, no locale)" output_has '^capport: +captive$' inside reachctl status
+expect "GET /metrics: reachd_captive_portal_captive 1" output_has 'reachd_captive_portal_captive\{source="config"\} 1' scrape
+printf '{"captive": false, "seconds-remaining": 3600}' > "$work/capport-answer"
+eventually 20 "logged in: not captive, the session's end published, connectivity full (the probe's)" \
+    output_has '"connectivity":"full".*"captive":false.*"expires":"20' inside reachctl status --json
+good_config
+expect "reload without capport" inside systemctl reload reachd.service
+eventually 10 "no API: capport null" output_has '"capport":null' inside reachctl status --json
+
+log "systemd-networkd's CAPTIVE_PORTAL= (DHCPv4 option 114, dnsmasq on the gateway): what networkd records, and reachd follows"
+networkd_version=$(inside networkctl --version | sed -n 's/^systemd \([0-9]*\).*/\1/p')
+ip link add name "vn-$id" netns "$gateway" type veth peer name cp0 netns "$leader"
+ip -n "$gateway" address add 10.78.0.1/24 dev "vn-$id"
+ip -n "$gateway" link set dev "vn-$id" up
+# The option sent whether asked for or not: networkd < 254 does not ask, and says nothing of it.
+ip netns exec "$gateway" dnsmasq --keep-in-foreground --port=0 --interface="vn-$id" --bind-interfaces --pid-file= \
+    --dhcp-range=10.78.0.10,10.78.0.20,1h --dhcp-leasefile="$work/dnsmasq.leases" \
+    --dhcp-option-force='114,"https://10.77.0.1:4443/capport"' > "$work/dnsmasq.log" 2>&1 < /dev/null &
+dhcp_server=$!
+mkdir -p "$root/etc/systemd/network"
+printf '[Match]\nName=cp0\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n\n[DHCPv4]\nRouteMetric=10\n' \
+    > "$root/etc/systemd/network/50-package-test.network"
+sed -i 's|^uri = "http://10.77.0.1:8080/generate_204"$|&\ncapport-anchors = ["test-capport-ca.pem"]|' "$root/etc/reachd/reachd.toml"
+expect "systemctl reload with the portal's CA" inside systemctl reload reachd.service
+expect "systemd-networkd $networkd_version starts" inside systemctl start systemd-networkd.service
+cp0=$(inside cat /sys/class/net/cp0/ifindex)
+eventually 20 "networkd configures cp0 by DHCP (its link state routable)" output_has '^OPER_STATE=routable' inside cat "/run/systemd/netif/links/$cp0"
+nsenter --target "$leader" --net ip route del default via 10.77.0.1 dev eth0
+eventually 10 "the path moves to cp0 (networkd's DHCP default route)" output_has '"interface":\{"name":"cp0"' inside reachctl status --json
+if [ "${networkd_version:-0}" -ge 254 ]; then
+    expect "networkd $networkd_version records the DHCP server's captive portal" \
+        output_has '^CAPTIVE_PORTAL=https://10.77.0.1:4443/capport$' inside cat "/run/systemd/netif/links/$cp0"
+    eventually 15 "reachd reads it from networkd's link state under the sandbox, and queries the API through cp0" \
+        output_has '"capport":\{"api":"https://10.77.0.1:4443/capport","source":"networkd","interface":"cp0","captive":false' \
+        inside reachctl status --json
+else
+    expect "networkd $networkd_version records no captive portal (networkd < 254)" \
+        not output_has '^CAPTIVE_PORTAL=' inside cat "/run/systemd/netif/links/$cp0"
+    expect "so reachd has no API for cp0, and says so" output_has '"interface":\{"name":"cp0".*"capport":null' inside reachctl status --json
+fi
+nsenter --target "$leader" --net ip route add default via 10.77.0.1
+inside systemctl stop systemd-networkd.service systemd-networkd.socket
+rm -f "$root/etc/systemd/network/50-package-test.network"
+nsenter --target "$leader" --net ip link delete cp0
+kill "$dhcp_server" 2>/dev/null
+dhcp_server=
+good_config
+expect "reload without capport-anchors" inside systemctl reload reachd.service
+eventually 10 "back on eth0" output_has '"interface":\{"name":"eth0"' inside reachctl status --json
 eventually 10 "the textfile is written into node_exporter's directory" grep -q '^reachd_path_up 1$' "$root/var/lib/prometheus/node-exporter/reachd.prom"
 expect "the textfile is readable by node_exporter (0644), and alone there" output_has '^644 reachd.prom $' \
     bash -c "cd '$root/var/lib/prometheus/node-exporter' && stat -c '%a %n' .[!.]* * 2>/dev/null | tr '\\n' ' '"

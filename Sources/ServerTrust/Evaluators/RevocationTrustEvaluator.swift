@@ -66,10 +66,10 @@ struct OCSPHTTPRequester: OCSPRequester {
 
     func query(request: [UInt8], uri: String) async -> OCSPRequesterQueryResult {
         do {
-            let answer = try await HTTPPost(url: uri, body: request, contentType: "application/ocsp-request", timeout: timeout).send()
+            let answer = try await HTTPExchange(url: uri, body: request, contentType: "application/ocsp-request", timeout: timeout).send()
             return .response(answer)
         } catch {
-            let failure = HTTPPost.Failure(description: "OCSP responder \(uri): \(TLSProbe.describe(error))")
+            let failure = HTTPExchange.Failure(description: "OCSP responder \(uri): \(TLSProbe.describe(error))")
             return hardFail ? .terminalError(failure) : .nonTerminalError(failure)
         }
     }

@@ -5,17 +5,21 @@ import NIOPosix
 import NIOSSL
 import X509
 
-/// One HTTP/1.1 POST with a deadline: OCSP queries (RFC 6960 over http) and
-/// pin-failure reports (report-uri, usually https). Small on purpose: one
-/// request per connection, the whole answer in memory, no redirects.
-struct HTTPPost: Sendable {
+/// One HTTP/1.1 request with a deadline: OCSP queries (RFC 6960 over http),
+/// pin-failure reports (report-uri, usually https) and captive-portal API
+/// queries (RFC 8908, https). Small on purpose: one request per connection,
+/// the whole answer in memory, no redirects.
+struct HTTPExchange: Sendable {
     struct Failure: Error, CustomStringConvertible {
         let description: String
+        /// The server answered, but not with what was asked for (an error status, too large an answer).
+        var answered = false
     }
 
     let url: String
-    let body: [UInt8]
-    let contentType: String
+    /// POST with `body` of `contentType`; without a body, GET.
+    var body: [UInt8]? = nil
+    var contentType = ""
     /// For everything: connecting, sending, and reading the answer.
     let timeout: TimeAmount
     /// Responses larger than this are refused (OCSP answers are a few KiB).
@@ -25,9 +29,18 @@ struct HTTPPost: Sendable {
     var judge: (@Sendable (_ host: String, _ chain: [Certificate]) async -> String?)?
     /// The address dialled instead of resolving the URL's host (a `connect` of the config).
     var address: String?
+    /// The `Accept` header, if any.
+    var accept: String?
+    /// The interface the connection is bound to (`SO_BINDTOIFINDEX`), if any.
+    var interfaceIndex: Int32?
 
     /// The body of a 2xx answer.
     func send(on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> [UInt8] {
+        try await exchange(on: group).body
+    }
+
+    /// A 2xx answer: its body and its `Content-Type`.
+    func exchange(on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> (body: [UInt8], contentType: String?) {
         let target = try Target(url)
         // Why the judge refused the server: the handshake's own error says only that it failed.
         let refusal = NIOLockedValueBox<String?>(nil)
@@ -39,7 +52,7 @@ struct HTTPPost: Sendable {
         }
     }
 
-    private func send(to target: Target, on group: any EventLoopGroup, refusal: NIOLockedValueBox<String?>) async throws -> [UInt8] {
+    private func send(to target: Target, on group: any EventLoopGroup, refusal: NIOLockedValueBox<String?>) async throws -> (body: [UInt8], contentType: String?) {
         var configuration = TLSConfiguration.makeClientConfiguration()
         if judge != nil {
             // The judge checks the chain and the name, with reasons, and pins where the config has them.
@@ -49,8 +62,12 @@ struct HTTPPost: Sendable {
         let tls = target.secure ? try NIOSSLContext(configuration: configuration) : nil
         let judge = judge
         let deadline = NIODeadline.now() + timeout
-        let channel = try await ClientBootstrap(group: group)
-            .connectTimeout(timeout)
+        var bootstrap = ClientBootstrap(group: group).connectTimeout(timeout)
+        if let interfaceIndex {
+            // SO_BINDTOIFINDEX (Linux 5.0): through the network the URL was learnt on, whichever way the routes point.
+            bootstrap = bootstrap.channelOption(ChannelOptions.socket(SocketOptionLevel(SOL_SOCKET), SocketOptionName(62)), value: SocketOptionValue(interfaceIndex))
+        }
+        let channel = try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
@@ -82,22 +99,26 @@ struct HTTPPost: Sendable {
         defer { timer.cancel() }
         let contentType = contentType
         let body = body
+        let accept = accept
         try await channel.eventLoop.submit {
             try channel.pipeline.syncOperations.addHandler(collector)
-            var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: target.path)
+            var head = HTTPRequestHead(version: .http1_1, method: body == nil ? .GET : .POST, uri: target.path)
             head.headers.add(name: "Host", value: target.hostHeader)
-            head.headers.add(name: "Content-Type", value: contentType)
-            head.headers.add(name: "Content-Length", value: String(body.count))
+            if let accept { head.headers.add(name: "Accept", value: accept) }
+            if let body {
+                head.headers.add(name: "Content-Type", value: contentType)
+                head.headers.add(name: "Content-Length", value: String(body.count))
+            }
             head.headers.add(name: "Connection", value: "close")
             channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            channel.write(HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
+            if let body { channel.write(HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil) }
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         }.get()
-        let (status, answer) = try await collector.promise.futureResult.get()
+        let (status, answer, answerType) = try await collector.promise.futureResult.get()
         guard (200..<300).contains(status.code) else {
-            throw Failure(description: "\(url) answered \(status.code) \(status.reasonPhrase)")
+            throw Failure(description: "\(url) answered \(status.code) \(status.reasonPhrase)", answered: true)
         }
-        return answer
+        return (answer, answerType)
     }
 
     /// The parts of an http(s) URL a request needs.
@@ -141,11 +162,11 @@ struct HTTPPost: Sendable {
     private final class ResponseCollector: ChannelInboundHandler, Sendable {
         typealias InboundIn = HTTPClientResponsePart
 
-        let promise: EventLoopPromise<(HTTPResponseStatus, [UInt8])>
+        let promise: EventLoopPromise<(HTTPResponseStatus, [UInt8], String?)>
         let limit: Int
-        private let state = NIOLockedValueBox<(status: HTTPResponseStatus, body: [UInt8])>((.ok, []))
+        private let state = NIOLockedValueBox<(status: HTTPResponseStatus, body: [UInt8], contentType: String?)>((.ok, [], nil))
 
-        init(promise: EventLoopPromise<(HTTPResponseStatus, [UInt8])>, limit: Int) {
+        init(promise: EventLoopPromise<(HTTPResponseStatus, [UInt8], String?)>, limit: Int) {
             self.promise = promise
             self.limit = limit
         }
@@ -153,18 +174,21 @@ struct HTTPPost: Sendable {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
             case let .head(head):
-                state.withLockedValue { $0.status = head.status }
+                state.withLockedValue {
+                    $0.status = head.status
+                    $0.contentType = head.headers.first(name: "Content-Type")
+                }
             case var .body(buffer):
                 let tooLarge = state.withLockedValue { state in
                     state.body += buffer.readBytes(length: buffer.readableBytes) ?? []
                     return state.body.count > limit
                 }
                 if tooLarge {
-                    promise.fail(Failure(description: "the answer is larger than \(limit) bytes"))
+                    promise.fail(Failure(description: "the answer is larger than \(limit) bytes", answered: true))
                     context.close(promise: nil)
                 }
             case .end:
-                promise.succeed(state.withLockedValue { ($0.status, $0.body) })
+                promise.succeed(state.withLockedValue { ($0.status, $0.body, $0.contentType) })
             }
         }
 

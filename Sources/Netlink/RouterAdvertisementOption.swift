@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Sockets
+
+/// One option of an IPv6 router advertisement that the kernel does not act on
+/// itself and passes to userspace (`RTM_NEWNDUSEROPT` on `RTNLGRP_ND_USEROPT`,
+/// `struct nduseroptmsg`): RDNSS, DNSSL, the captive-portal URI (RFC 8910) and
+/// PREF64. The kernel sends them only where it processes router advertisements
+/// itself (`accept_ra` 1 without forwarding, or 2).
+package struct RouterAdvertisementOption: Hashable, Sendable {
+    /// The interface the advertisement arrived on.
+    package var interfaceIndex: Int32
+    /// The router that sent it (`NDUSEROPT_SRCADDR`: its link-local address).
+    package var router: IPAddress?
+    /// The option's type: 37 for a captive-portal URI.
+    package var type: UInt8
+    /// The option's body, after its type and length.
+    package var body: [UInt8]
+
+    package init(interfaceIndex: Int32, router: IPAddress?, type: UInt8, body: [UInt8]) {
+        self.interfaceIndex = interfaceIndex
+        self.router = router
+        self.type = type
+        self.body = body
+    }
+
+    /// RFC 8910's captive-portal option.
+    package static let captivePortalType: UInt8 = 37
+
+    /// The captive-portal URI this option carries (RFC 8910 §2.3: the URI, padded
+    /// with NULs to a multiple of 8 octets); nil for another option or an empty URI.
+    /// The text is returned as sent: whether it is a URI reachd uses is judged above.
+    package var captivePortalURI: String? {
+        guard type == Self.captivePortalType else { return nil }
+        let text = body.prefix { $0 != 0 }
+        return text.isEmpty ? nil : String(decoding: text, as: UTF8.self)
+    }
+
+    /// Reads `struct nduseroptmsg` (16 bytes: family, pad, options length, interface
+    /// index, ICMPv6 type and code, padding), the option it carries and its attributes.
+    init?(payload: UnsafeRawBufferPointer) {
+        let header = 16
+        guard payload.count >= header else { return nil }
+        let family = payload[0]
+        let length = Int(payload.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
+        let index = payload.loadUnaligned(fromByteOffset: 4, as: Int32.self)
+        // Only router advertisements (ICMPv6 134) of IPv6, with one whole option: type, length in 8-octet units.
+        guard family == UInt8(AF_INET6), payload[8] == 134, length >= 8, header + length <= payload.count else { return nil }
+        let option = UnsafeRawBufferPointer(rebasing: payload[header ..< header + length])
+        guard Int(option[1]) * 8 == length else { return nil }
+        var router: IPAddress?
+        // Attributes follow the option at a 4-byte boundary: struct nlattr { u16 len; u16 type; }.
+        var offset = (header + length + 3) & ~3
+        while offset + 4 <= payload.count {
+            let attributeLength = Int(payload.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            let attributeType = payload.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)
+            guard attributeLength >= 4, offset + attributeLength <= payload.count else { break }
+            if attributeType == 1, attributeLength == 4 + 16 {  // NDUSEROPT_SRCADDR
+                router = IPAddress(bytes: Array(payload[(offset + 4) ..< (offset + 20)]))
+            }
+            offset += (attributeLength + 3) & ~3
+        }
+        self.init(interfaceIndex: index, router: router, type: option[0], body: Array(option[2...]))
+    }
+}
