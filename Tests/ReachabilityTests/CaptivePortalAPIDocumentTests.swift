@@ -5,7 +5,8 @@ import Sockets
 import TOML
 import Testing
 
-/// RFC 8908's document (the vectors of ChromeOS shill's capport tests, public facts),
+/// RFC 8908's document (the vectors of ChromeOS shill's capport tests and Android's
+/// NetworkMonitor test of the API, public facts),
 /// RFC 8910's router-advertisement option as the kernel passes it on, and the config.
 @Suite("captive-portal API documents and discovery")
 struct CaptivePortalAPIDocumentTests {
@@ -26,6 +27,12 @@ struct CaptivePortalAPIDocumentTests {
         let minimal = try Self.parse(#"{"captive": true, "user-portal-url": "https://example.org/portal.html"}"#)
         #expect(minimal == CaptivePortalAPIDocument(captive: true, userPortalURL: "https://example.org/portal.html"))
         #expect(try Self.parse(#"{"captive": false}"#) == CaptivePortalAPIDocument(captive: false))
+        // Android's NetworkMonitor test of the API: captive, with the portal and the venue.
+        let android = try Self.parse("""
+            {"captive": true, "user-portal-url": "https://login.capport.android.com", "venue-info-url": "https://venueinfo.capport.android.com"}
+            """)
+        #expect(android.captive && android.userPortalURL == "https://login.capport.android.com"
+                && android.venueInfoURL == "https://venueinfo.capport.android.com")
     }
 
     @Test("refused: no captive, captive not a boolean, captive without a user-portal-url, an http or malformed URL, not JSON, too large")

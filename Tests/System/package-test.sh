@@ -457,9 +457,10 @@ ip link add name "vn-$id" netns "$gateway" type veth peer name cp0 netns "$leade
 ip -n "$gateway" address add 10.78.0.1/24 dev "vn-$id"
 ip -n "$gateway" link set dev "vn-$id" up
 # The option sent whether asked for or not: networkd < 254 does not ask, and says nothing of it.
+# Unquoted: dnsmasq would send a quoted string's quotes too, which networkd rightly refuses in a URI.
 ip netns exec "$gateway" dnsmasq --keep-in-foreground --port=0 --interface="vn-$id" --bind-interfaces --pid-file= \
     --dhcp-range=10.78.0.10,10.78.0.20,1h --dhcp-leasefile="$work/dnsmasq.leases" \
-    --dhcp-option-force='114,"https://10.77.0.1:4443/capport"' > "$work/dnsmasq.log" 2>&1 < /dev/null &
+    --dhcp-option-force=114,https://10.77.0.1:4443/capport --log-dhcp --log-facility=- > "$work/dnsmasq.log" 2>&1 < /dev/null &
 dhcp_server=$!
 mkdir -p "$root/etc/systemd/network"
 printf '[Match]\nName=cp0\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n\n[DHCPv4]\nRouteMetric=10\n' \
@@ -491,6 +492,7 @@ dhcp_server=
 good_config
 expect "reload without capport-anchors" inside systemctl reload reachd.service
 eventually 10 "back on eth0" output_has '"interface":\{"name":"eth0"' inside reachctl status --json
+eventually 15 "and the pinned host trusted again (the reloads' rounds done)" output_has '"trust":"ok"' inside reachctl status --json
 eventually 10 "the textfile is written into node_exporter's directory" grep -q '^reachd_path_up 1$' "$root/var/lib/prometheus/node-exporter/reachd.prom"
 expect "the textfile is readable by node_exporter (0644), and alone there" output_has '^644 reachd.prom $' \
     bash -c "cd '$root/var/lib/prometheus/node-exporter' && stat -c '%a %n' .[!.]* * 2>/dev/null | tr '\\n' ' '"
