@@ -23,12 +23,15 @@ package final class CaptivePortalAPIScheduler {
         package var refusal: String?
 
         package init(uri: String, source: Path.CaptivePortal.Source, interfaceIndex: Int32, interfaceName: String) {
-            self.uri = uri
             self.source = source
             self.interfaceIndex = interfaceIndex
             self.interfaceName = interfaceName
-            refusal = CaptivePortalAPIDocument.isHTTPSURL(uri)
-                ? nil : "not an https:// URL of at most \(CaptivePortalAPIDocument.urlLimit) printable bytes: refused (RFC 8908's API is HTTPS only)"
+            let usable = CaptivePortalAPIDocument.isHTTPSURL(uri)
+            refusal = usable ? nil : "not an https:// URL of at most \(CaptivePortalAPIDocument.urlLimit) printable bytes: refused (RFC 8908's API is HTTPS only)"
+            // What anyone on the link announced goes into the log, the document and the bus: printable and bounded.
+            self.uri = usable ? uri : String(String(uri.unicodeScalars.prefix(CaptivePortalAPIDocument.urlLimit).map {
+                $0.value > 0x20 && $0.value < 0x7F ? Character($0) : "?"
+            }))
         }
     }
 

@@ -211,7 +211,12 @@ package final class PathEngine {
         switch message {
         case let .routerOption(option):
             guard let uri = option.captivePortalURI, let router = option.router else { return false }
-            return announcedPortals[option.interfaceIndex, default: [:]].updateValue(uri, forKey: router) != uri
+            var announced = announcedPortals[option.interfaceIndex] ?? [:]
+            // Advertisements from ever new sources (anyone on the link can send them) must not grow this without bound.
+            if announced[router] == nil, announced.count >= Self.routersPerInterface { announced.remove(at: announced.startIndex) }
+            let before = announced.updateValue(uri, forKey: router)
+            announcedPortals[option.interfaceIndex] = announced
+            return before != uri
         case let .link(link) where !link.isUp:
             return announcedPortals.removeValue(forKey: link.index) != nil
         case let .linkRemoved(index):
@@ -220,6 +225,9 @@ package final class PathEngine {
             return false
         }
     }
+
+    /// The routers whose captive-portal URIs are kept per interface.
+    static let routersPerInterface = 8
 
     /// The captive-portal URI a router announced on interface `index` (RFC 8910), while
     /// it stands: the router is still the kernel's next hop through that interface. Its

@@ -91,6 +91,10 @@ struct CaptivePortalAPISchedulerTests {
         harness.scheduler.select(plain)
         #expect(harness.started.count == 2 && !harness.scheduler.isAwaitingFirstAnswer && !harness.scheduler.hasAPI)
         #expect(harness.scheduler.state?.error?.contains("not an https:// URL") == true)
+        // What a router put in the option goes into the log and on the bus printable and bounded.
+        let hostile = CaptivePortalAPIScheduler.Target(uri: "http://x/\n\u{1b}[2J" + String(repeating: "a", count: 5000), source: .routerAdvertisement,
+                                                       interfaceIndex: 2, interfaceName: "wlan0")
+        #expect(hostile.uri.hasPrefix("http://x/??[2J") && hostile.uri.count == 2048 && hostile.refusal != nil)
         harness.scheduler.select(nil)
         #expect(harness.scheduler.state == nil)
     }
