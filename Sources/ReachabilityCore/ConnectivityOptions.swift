@@ -137,8 +137,17 @@ public struct ConnectivityOptions: Sendable, Equatable {
         }
         if let (text, _) = try table.string("networkd-links") { networkdLinks = text.isEmpty ? nil : text }
         let directory = table.file.lastIndex(of: "/").map { String(table.file[..<$0]) } ?? "."
-        for (name, _) in try table.strings("capport-anchors") ?? [] {
-            capportAnchors.append(name.hasPrefix("/") ? name : "\(directory)/\(name)")
+        for (name, line) in try table.strings("capport-anchors") ?? [] {
+            let path = name.hasPrefix("/") ? name : "\(directory)/\(name)"
+            // Read now, so that a missing file is refused with its line rather than found out at the first query.
+            do {
+                _ = try SmallFile.read(path, limit: 16 << 20)
+            } catch .unreadable(let reason) {
+                throw table.error("capport-anchors: \(path) cannot be read (\(reason))", line: line)
+            } catch {
+                throw table.error("capport-anchors: \(path) is larger than 16 MiB: not a certificate file", line: line)
+            }
+            capportAnchors.append(path)
         }
         try table.finish()
     }

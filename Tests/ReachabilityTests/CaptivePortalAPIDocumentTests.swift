@@ -99,18 +99,24 @@ struct CaptivePortalAPIDocumentTests {
         #expect(anonymous.router == nil)
     }
 
-    @Test("[connectivity] capport: auto, off, an https URL; http refused with the line; anchors relative to the file")
+    @Test("[connectivity] capport: auto, off, an https URL; http refused with the line; anchors relative to the file, a missing one refused with its line")
     func configuration() throws {
         func read(_ text: String) throws -> ConnectivityOptions {
-            var root = TOMLTableReader(try TOML.parse(text, file: "/etc/reachd/reachd.toml"), file: "/etc/reachd/reachd.toml", name: "")
+            var root = TOMLTableReader(try TOML.parse(text, file: "/etc/reachd.toml"), file: "/etc/reachd.toml", name: "")
             var table = try #require(try root.table("connectivity"))
             return try ConnectivityOptions(reading: &table)
         }
         #expect(try read("[connectivity]\n").capport == .discover)
         #expect(try read("[connectivity]\ncapport = \"off\"\n").capport == .off)
-        let configured = try read("[connectivity]\ncapport = \"https://portal.example/capport\"\ncapport-anchors = [\"ca.pem\", \"/srv/x.pem\"]\nnetworkd-links = \"\"\n")
+        let configured = try read("[connectivity]\ncapport = \"https://portal.example/capport\"\ncapport-anchors = [\"passwd\", \"/etc/passwd\"]\nnetworkd-links = \"\"\n")
         #expect(configured.capport == .uri("https://portal.example/capport"))
-        #expect(configured.capportAnchors == ["/etc/reachd/ca.pem", "/srv/x.pem"] && configured.networkdLinks == nil)
+        #expect(configured.capportAnchors == ["/etc/passwd", "/etc/passwd"] && configured.networkdLinks == nil, "relative to the file's directory")
+        do {
+            _ = try read("[connectivity]\ncapport-anchors = [\"missing-ca.pem\"]\n")
+            Issue.record("a missing anchors file was accepted")
+        } catch {
+            #expect("\(error)".contains("reachd.toml:2") && "\(error)".contains("/etc/missing-ca.pem"), "\(error)")
+        }
         #expect(try read("[connectivity]\n").networkdLinks == "/run/systemd/netif/links")
         #expect(throws: TOMLError.self) { try read("[connectivity]\ncapport = \"http://portal.example/capport\"\n") }
         do {
