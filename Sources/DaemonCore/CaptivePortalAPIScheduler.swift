@@ -49,7 +49,6 @@ package final class CaptivePortalAPIScheduler {
     private var backoff = Duration.seconds(1)
     private var running = false
     private var queryAgain = false
-    private var answered = false
 
     /// The minute before a counted-down session ends, when it is queried again.
     package static let expiryWarning: Int64 = 60
@@ -64,14 +63,14 @@ package final class CaptivePortalAPIScheduler {
 
     /// Whether an API is known and has yet to answer: a trust round waits for it, as
     /// for the probe, so that an announced portal is known before failures are judged.
-    package var isAwaitingFirstAnswer: Bool { target != nil && target?.refusal == nil && !answered }
+    /// (Every answer leaves `captive` or `error` set; a refused URI has its `error` from the start.)
+    package var isAwaitingFirstAnswer: Bool { state != nil && state?.captive == nil && state?.error == nil }
 
     /// The API of the freshly evaluated path (nil: none). Another API, or another
     /// interface, forgets what was found and queries at once.
     package func select(_ fresh: Target?) {
         guard fresh != target else { return }
         target = fresh
-        answered = false
         state = fresh.map { Path.CaptivePortal(api: $0.uri, source: $0.source, interface: $0.interfaceName, error: $0.refusal) }
         restart()
     }
@@ -126,7 +125,6 @@ package final class CaptivePortalAPIScheduler {
             }
         }
         guard finished == generation, let target else { return false }
-        answered = true
         let before = state
         var fresh = Path.CaptivePortal(api: target.uri, source: target.source, interface: target.interfaceName)
         if let document = answer.document {

@@ -1,3 +1,4 @@
+import CNetlink
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,28 +40,21 @@ package struct RouterAdvertisementOption: Hashable, Sendable {
 
     /// Reads `struct nduseroptmsg` (16 bytes: family, pad, options length, interface
     /// index, ICMPv6 type and code, padding), the option it carries and its attributes.
-    init?(payload: UnsafeRawBufferPointer) {
-        let header = 16
-        guard payload.count >= header else { return nil }
-        let family = payload[0]
+    init?(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        let fixed = 16
+        let payloadLength = Int(header.pointee.nlmsg_len) - Int(nlmsg_size(0))
+        guard payloadLength >= fixed else { return nil }
+        let payload = UnsafeRawBufferPointer(start: nlmsg_data(header), count: payloadLength)
         let length = Int(payload.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
-        let index = payload.loadUnaligned(fromByteOffset: 4, as: Int32.self)
         // Only router advertisements (ICMPv6 134) of IPv6, with one whole option: type, length in 8-octet units.
-        guard family == UInt8(AF_INET6), payload[8] == 134, length >= 8, header + length <= payload.count else { return nil }
-        let option = UnsafeRawBufferPointer(rebasing: payload[header ..< header + length])
-        guard Int(option[1]) * 8 == length else { return nil }
+        guard payload[0] == UInt8(AF_INET6), payload[8] == 134, length >= 8, fixed + length <= payloadLength,
+              Int(payload[fixed + 1]) * 8 == length else { return nil }
         var router: IPAddress?
-        // Attributes follow the option at a 4-byte boundary: struct nlattr { u16 len; u16 type; }.
-        var offset = (header + length + 3) & ~3
-        while offset + 4 <= payload.count {
-            let attributeLength = Int(payload.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
-            let attributeType = payload.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)
-            guard attributeLength >= 4, offset + attributeLength <= payload.count else { break }
-            if attributeType == 1, attributeLength == 4 + 16 {  // NDUSEROPT_SRCADDR
-                router = IPAddress(bytes: Array(payload[(offset + 4) ..< (offset + 20)]))
-            }
-            offset += (attributeLength + 3) & ~3
+        // The attributes follow the option.
+        header.forEachAttribute(headerSize: fixed + length) { attribute in
+            if attribute.type == 1, nla_len(attribute) == 16 { router = IPAddress(bytes: attribute.bytes) }  // NDUSEROPT_SRCADDR
         }
-        self.init(interfaceIndex: index, router: router, type: option[0], body: Array(option[2...]))
+        self.init(interfaceIndex: payload.loadUnaligned(fromByteOffset: 4, as: Int32.self), router: router,
+                  type: payload[fixed], body: Array(payload[(fixed + 2) ..< (fixed + length)]))
     }
 }

@@ -92,9 +92,7 @@ extension RtnetlinkMessage {
         case MessageType.newRule, MessageType.deleteRule:
             self = .rule
         case MessageType.newNDUserOption:
-            let length = Int(header.pointee.nlmsg_len) - Int(nlmsg_size(0))
-            guard length > 0, let option = RouterAdvertisementOption(payload: UnsafeRawBufferPointer(start: nlmsg_data(header), count: length))
-            else { return nil }
+            guard let option = RouterAdvertisementOption(header) else { return nil }
             self = .routerOption(option)
         default:
             return nil

@@ -114,8 +114,4 @@ extension Path {
             object.string("error", error)
         }
     }
-
-    /// Whether the network itself says this path is captive (its RFC 8908 API answered
-    /// `captive: true`); nil when no API is known or it has not answered.
-    public var isCaptiveByAnnouncement: Bool? { capport?.captive }
 }

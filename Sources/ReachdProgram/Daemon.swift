@@ -479,11 +479,10 @@ final class Daemon: ReachabilityObjectDelegate {
     }
 
     private func captivePortalAnswered(_ generation: Int, _ answer: CaptivePortalAPIAnswer) {
+        // CheckConnectivity() callers are answered once no query of the API runs, whatever this one said.
+        defer { if !capport.schedule.isRunning { connectivity.captivePortalAPIAnswered(current?.connectivity) } }
         let before = capport.schedule.state
-        guard capport.schedule.finish(generation, answer), let state = capport.schedule.state else {
-            if !capport.schedule.isRunning { connectivity.captivePortalAPIAnswered(current?.connectivity) }
-            return
-        }
+        guard capport.schedule.finish(generation, answer), let state = capport.schedule.state else { return }
         let api = "\(state.api) (\(state.source.rawValue), \(state.interface))"
         if let error = state.error {
             if error != before?.error { Log.warning("capport: \(api): \(error)") }
@@ -496,7 +495,6 @@ final class Daemon: ReachabilityObjectDelegate {
         republish()
         // Still a portal, on other evidence (the API now announces it, or contradicts the probe's redirect): judged again.
         if wasPortal, current?.connectivity == .portal, before?.captive != state.captive { trust.requestRound("captive-portal API") }
-        if !capport.schedule.isRunning { connectivity.captivePortalAPIAnswered(current?.connectivity) }
     }
 
     // MARK: The object's methods

@@ -32,35 +32,28 @@ final class NetworkdCaptivePortal {
 
     /// Reads link state from `directory` (nil: not at all), at start and on reload.
     func configure(directory fresh: String?) throws {
-        guard fresh != directory || watch == nil && fresh != nil else { return }
-        directory = fresh
+        guard fresh != directory else { return }
         loopWatch?.cancel()
-        loopWatch = nil
-        watch = nil
-        if fresh != nil {
+        (loopWatch, watch, directory) = (nil, nil, nil)
+        if let fresh {
             let created = try FileChangeWatch()
-            watch = created
             loopWatch = try loop.onReadable(created.fileDescriptor) { [unowned self] in
-                if created.drain() { reread() }
+                if created.drain(), read() { onChange() }
             }
+            (watch, directory) = (created, fresh)
         }
         let followed = interfaceIndex
         interfaceIndex = nil
         follow(followed)
     }
 
-    /// Follows link `index`'s state file (nil: no link); true when the URI changed.
-    @discardableResult
-    func follow(_ index: Int32?) -> Bool {
-        guard index != interfaceIndex else { return false }
+    /// Follows link `index`'s state file (nil: no link).
+    func follow(_ index: Int32?) {
+        guard index != interfaceIndex else { return }
         interfaceIndex = index
         watch?.removeAll()
         if let index, let directory { watch?.watch(["\(directory)/\(index)"]) }
-        return read()
-    }
-
-    private func reread() {
-        if read() { onChange() }
+        _ = read()
     }
 
     /// Re-reads the followed file; true when the URI changed.

@@ -82,25 +82,19 @@ public enum CaptivePortalNetwork {
 
     /// The API server: `https://ADDRESS:PORT/…` in `namespace`, answering `answer` until `set` changes it.
     public final class APIServer {
-        let process = Process()
+        var process: Process!
         let answerFile: URL
         let logFile: URL
 
         /// Starts it (the PKI of `makePKI` in `directory`) and waits until it listens.
         public init(in namespace: TestNamespace, address: String, port: Int = 4443, directory: URL, answer: String) async throws {
-            let script = directory.appendingPathComponent("capport-api.py")
-            try CaptivePortalNetwork.api.write(to: script, atomically: true, encoding: .utf8)
             answerFile = directory.appendingPathComponent("capport-answer")
             logFile = directory.appendingPathComponent("capport-requests.log")
             try answer.write(to: answerFile, atomically: true, encoding: .utf8)
             _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["ip", "netns", "exec", namespace.name, "/usr/bin/python3", script.path, address, String(port),
-                                 directory.appendingPathComponent("capport.pem").path, directory.appendingPathComponent("capport.key").path,
-                                 answerFile.path, logFile.path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            process = try namespace.startPython(CaptivePortalNetwork.api, named: "capport-api.py", in: directory, arguments: [
+                address, String(port), directory.appendingPathComponent("capport.pem").path,
+                directory.appendingPathComponent("capport.key").path, answerFile.path, logFile.path])
             try await namespace.waitUntilListening("sport = :\(port)", server: process)
         }
 
@@ -113,32 +107,26 @@ public enum CaptivePortalNetwork {
         }
 
         public func stop() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            stopServer(process)
         }
     }
 
     /// The router's advertisements out of `interface` in `namespace`.
     public final class Advertiser {
-        let process = Process()
+        var process: Process!
         let settings: URL
 
         /// Starts sending once the interface's link-local address is usable (DAD done).
         public init(in namespace: TestNamespace, interface: String, directory: URL, lifetime: Int, uri: String, interval: Double = 1) async throws {
-            let script = directory.appendingPathComponent("advertiser.py")
-            try CaptivePortalNetwork.advertiser.write(to: script, atomically: true, encoding: .utf8)
             settings = directory.appendingPathComponent("advertiser.json")
             let deadline = ContinuousClock.now + .seconds(10)
             while try namespace.exec(["ip", "-6", "addr", "show", "dev", interface, "scope", "link", "-tentative"]).output.isEmpty {
                 guard ContinuousClock.now < deadline else { throw CommandFailure(command: ["ip"], result: CommandResult(status: -1, output: "", error: "\(interface) has no usable link-local address")) }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["ip", "netns", "exec", namespace.name, "/usr/bin/python3", script.path, interface, settings.path, String(interval)]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
             try set(lifetime: lifetime, uri: uri)
-            try process.run()
+            process = try namespace.startPython(CaptivePortalNetwork.advertiser, named: "advertiser.py", in: directory,
+                                                arguments: [interface, settings.path, String(interval)])
         }
 
         /// What the next advertisements say.
@@ -148,8 +136,7 @@ public enum CaptivePortalNetwork {
         }
 
         public func stop() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            stopServer(process)
         }
     }
 }

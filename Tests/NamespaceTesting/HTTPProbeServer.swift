@@ -43,24 +43,19 @@ public final class HTTPProbeServer {
         Server((address, port), Probe).serve_forever()
         """
 
-    let process = Process()
+    let process: Process
     let modeFile: URL
     let logFile: URL
 
     /// Starts the server on `address`:80 inside `namespace` and waits until it listens.
     public init(in namespace: TestNamespace, address: String, directory: URL, mode: String) async throws {
         let tag = address.contains(":") ? "v6" : "v4"
-        let script = directory.appendingPathComponent("probe-server.py")
-        try Self.script.write(to: script, atomically: true, encoding: .utf8)
         modeFile = directory.appendingPathComponent("probe-mode-\(tag)")
         logFile = directory.appendingPathComponent("probe-requests-\(tag).log")
         try mode.write(to: modeFile, atomically: true, encoding: .utf8)
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ip", "netns", "exec", namespace.name, "/usr/bin/python3", script.path, address, "80", modeFile.path, logFile.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try namespace.startPython(Self.script, named: "probe-server.py", in: directory,
+                                            arguments: [address, "80", modeFile.path, logFile.path])
         let shown = address.contains(":") ? "[\(address)]:80" : "\(address):80"
         try await namespace.waitUntilListening("src \(shown)", server: process)
     }
@@ -77,7 +72,6 @@ public final class HTTPProbeServer {
     }
 
     public func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        stopServer(process)
     }
 }

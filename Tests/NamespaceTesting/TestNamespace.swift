@@ -111,3 +111,25 @@ extension TestNamespace {
         }
     }
 }
+
+extension TestNamespace {
+    /// Runs the Python program `source` (saved as `name` in `directory`) in this namespace with
+    /// `arguments`, its output discarded: the test servers' way to start. Stop it with `stopServer`.
+    public func startPython(_ source: String, named name: String, in directory: URL, arguments: [String]) throws -> Process {
+        let script = directory.appendingPathComponent(name)
+        try source.write(to: script, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ip", "netns", "exec", self.name, "/usr/bin/python3", script.path] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+}
+
+/// Stops a test server for good (SIGKILL), and reaps it.
+public func stopServer(_ process: Process) {
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+}
