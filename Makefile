@@ -21,21 +21,11 @@ DOCS         = .build/docs
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
 export SOURCE_DATE_EPOCH
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-# Release binaries: the Swift standard library linked in (no toolchain needed on
-# the target), and lld packing the relative relocations (DT_RELR, glibc >= 2.36):
-# reachd stays position-independent with 1.5 MB less resident than with RELA.
-# Each Swift function in a section of its own, laid out in the order reachd and
-# reachctl first run them (scripts/symbol-order.sh): the code they run shares
-# pages instead of being spread over 16 MB (BENCHMARKS.md §11).
-# libstdc++ (the runtime's C++) and libgcc linked in too: only the few KiB the
-# runtime calls, where libstdc++.so cost reachd 1 MB of RSS. SwiftPM and the
-# toolchain both ask for -lstdc++; the linker finds it as a static archive
-# because STATIC_CXX, which holds only libstdc++.a, comes first on its path.
-STATIC_CXX   = .build/static-c++
 # The toolchain's own bin/, where swift really is: its clang, and ../libexec.
 TOOLCHAIN_BIN = $(dir $(realpath $(shell command -v $(SWIFT))))
 RELEASE_BIN  = .build/release-bin
-RELEASE      = -c release --static-swift-stdlib -Xswiftc -L$(CURDIR)/$(STATIC_CXX) -Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --icf=all -Xlinker --symbol-ordering-file=$(CURDIR)/Sources/reachd-multicall/symbol-order.txt -Xlinker --no-warn-symbol-ordering -Xlinker -z -Xlinker now -Xswiftc -Osize -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -fno-asynchronous-unwind-tables
+# The release link's flags, each with its reason.
+include release/release.mk
 
 # `make fuzz`: each parser's libFuzzer target for FUZZ_SECONDS (0: no limit) or
 # FUZZ_RUNS executions (-1: no limit), whichever ends first; FUZZ_TARGETS picks some.
@@ -44,7 +34,7 @@ FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spoo
 FUZZ_SECONDS ?= 15
 FUZZ_RUNS    ?= -1
 
-.PHONY: deps build run test unittest systemtest fuzz fuzz-build bench release docs manual api-docs install install-files deb version clean
+.PHONY: deps build run test unittest package-check examples api-docs man-check systemtest fuzz-build fuzz bench version release docs manual install install-files deb clean
 
 ## Install the system packages that are missing (apt-get update first on a fresh machine).
 deps:
@@ -181,7 +171,7 @@ version:
 ## names ($(RELEASE_BIN) has the three links; README, "Installed files").
 release: deps $(STATIC_CXX)/libstdc++.a
 	@# SwiftPM does not know the link reads the order file: a newer one relinks.
-	[ Sources/reachd-multicall/symbol-order.txt -ot .build/release/reachd-multicall ] || rm -f .build/release/reachd-multicall
+	[ release/symbol-order.txt -ot .build/release/reachd-multicall ] || rm -f .build/release/reachd-multicall
 	$(SWIFT) build $(RELEASE) --product reachd-multicall
 	mkdir -p $(RELEASE_BIN)
 	for name in reachd reachctl reachd-trust; do ln -sfn ../release/reachd-multicall $(RELEASE_BIN)/$$name; done

@@ -38,16 +38,14 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // What Swift cannot express of sd-bus: the vtable macros and variadic calls.
         .target(name: "CSystemdShim", dependencies: ["CSystemd"]),
-        // C that Swift cannot express: setns (needs _GNU_SOURCE).
-        .target(name: "CNetlinkShim"),
-        // C that Swift cannot express: ppoll (needs _GNU_SOURCE).
-        .target(name: "CSocketsShim"),
+        // The Linux calls Swift cannot reach (_GNU_SOURCE's setns, ppoll, accept4 and ucred; adjtimex).
+        .target(name: "CLinuxShim"),
         // Plain sockets and the loop's building blocks: IP addresses, the probe's TCP
         // client, name resolution, HTTP head bytes, poll, a thread of its own.
-        .target(name: "Sockets", dependencies: ["CSocketsShim"]),
+        .target(name: "Sockets", dependencies: ["CLinuxShim"]),
         // Typed Swift over rtnetlink: sockets, dumps, events, route lookups, namespaces.
         // With Sockets and the bus, the only modules with unsafe pointer work.
-        .target(name: "Netlink", dependencies: ["CNetlink", "CNetlinkShim", "Sockets"]),
+        .target(name: "Netlink", dependencies: ["CNetlink", "CLinuxShim", "Sockets"]),
         // A small TOML reader that keeps line numbers for error messages.
         .target(name: "TOML"),
         // The monitor itself, on FoundationEssentials only: what reachctl and reachd link.
@@ -59,7 +57,7 @@ let package = Package(
             name: "ServerTrust",
             dependencies: [
                 "TOML",
-                "CSocketsShim",
+                "CLinuxShim",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -73,9 +71,9 @@ let package = Package(
             ]
         ),
         // The D-Bus side: sd-event loop, connections, the io.reachd.Reachability1 object.
-        .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim"]),
+        .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim", "CLinuxShim"]),
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
-        .target(name: "ReachdMetrics", dependencies: ["ReachabilityBus", "Sockets", "TOML"]),
+        .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "ReachabilityBus", "Sockets", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Sockets", "CSystemd"]),
         // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
@@ -130,9 +128,7 @@ let package = Package(
         .executableTarget(name: "reachctl", dependencies: ["ReachctlProgram"]),
         // What the package installs: the three programs in one binary, run under their names.
         .executableTarget(
-            name: "reachd-multicall", dependencies: ["ReachdProgram", "ReachctlProgram", "ReachdTrustProgram"],
-            // The release link's function order (Makefile RELEASE, scripts/symbol-order.sh).
-            exclude: ["symbol-order.txt"]
+            name: "reachd-multicall", dependencies: ["ReachdProgram", "ReachctlProgram", "ReachdTrustProgram"]
         ),
         // Every parser of outside input, reachable from bytes: fuzzed, and replayed by the tests.
         .target(

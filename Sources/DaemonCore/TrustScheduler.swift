@@ -143,13 +143,17 @@ package final class TrustScheduler {
     }
 
     /// Connectivity was published after a verdict or a round: a round that waited
-    /// for the probe runs now; entering or leaving a portal judges trust again.
-    package func connectivityPublished(portalChanged: Bool, connectivity: String) {
+    /// for the probe runs now; entering or leaving a portal judges trust again, and
+    /// so does other evidence of the portal while it stands (`evidenceChanged`: the
+    /// network's API now announces it, or contradicts the probe's redirect).
+    package func connectivityPublished(portalChanged: Bool, evidenceChanged: Bool = false, connectivity: String) {
         if let reason = afterProbe, !isAwaitingProbe() {
             afterProbe = nil
             requestRound(reason)
         } else if portalChanged {
             requestRound("connectivity \(connectivity)")
+        } else if evidenceChanged {
+            requestRound("captive-portal evidence")
         }
     }
 

@@ -1,4 +1,4 @@
-import CNetlinkShim
+import CLinuxShim
 #if canImport(Glibc)
 import Glibc
 import Sockets

@@ -1,3 +1,4 @@
+import CLinuxShim
 import CSystemd
 #if canImport(Glibc)
 import Glibc
@@ -92,14 +93,11 @@ package final class PrivateSocket {
         object.log = log
         try loop.onReadable(descriptor) { [descriptor] in
             while true {
-                // accept4 needs _GNU_SOURCE; the flags are set right after.
-                let peer = accept(descriptor, nil, nil)
+                let peer = reachd_accept(descriptor)
                 guard peer >= 0 else {
                     if errno == EMFILE || errno == ENFILE { admission.shed(descriptor) }
                     return
                 }
-                _ = fcntl(peer, F_SETFD, FD_CLOEXEC)
-                _ = fcntl(peer, F_SETFL, O_NONBLOCK)
                 let uid = Self.peerUID(peer)
                 if let refusal = admission.refusal(of: uid, descriptor: peer) {
                     close(peer)
@@ -121,11 +119,8 @@ package final class PrivateSocket {
 
     /// The peer's user (SO_PEERCRED); one no user has when the kernel does not say.
     static func peerUID(_ socket: Int32) -> uid_t {
-        // struct ucred { pid_t pid; uid_t uid; gid_t gid; } (the type itself needs _GNU_SOURCE)
-        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
-        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
-        guard getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, length == 12 else { return uid_t.max }
-        return credentials.1
+        var uid = uid_t.max
+        return reachd_peer_uid(socket, &uid) == 0 ? uid : uid_t.max
     }
 
     /// Who gets in, and who is dropped: the bookkeeping of `ConnectionLimits`.

@@ -53,7 +53,7 @@ package struct BusMethodError: Error, Sendable {
 /// The io.reachd.Reachability1 object of docs/api.md, served on every
 /// connection given to it: the bus and each peer of the private socket.
 package final class ReachabilityObject {
-    /// The property values, in CONTRACT order.
+    /// The property values, in the order of docs/api.md.
     package struct Properties: Equatable, Sendable {
         package var status = "unknown"
         package var reason = ""

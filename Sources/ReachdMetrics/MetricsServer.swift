@@ -1,3 +1,4 @@
+import CLinuxShim
 import ReachabilityBus
 #if canImport(Glibc)
 import Glibc
@@ -105,14 +106,12 @@ package final class MetricsServer {
 
     private func acceptAll() {
         while true {
-            let peer = accept(listener, nil, nil)
+            let peer = reachd_accept(listener)
             guard peer >= 0 else {
                 // Out of descriptors: stop listening for a second rather than wake for nothing.
                 if errno == EMFILE || errno == ENFILE { pauseListening() }
                 return
             }
-            _ = fcntl(peer, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(peer, F_SETFL, O_NONBLOCK)
             if connections.count >= Self.maximumConnections {
                 // Make room by dropping the oldest client still to send its request: a real
                 // scraper sends it with the connection, so idlers cannot lock Prometheus out.

@@ -8,22 +8,29 @@ import TrustHelperMessages
 /// config, in that order — and its queries, run in reachd-trust on the schedule of
 /// `CaptivePortalAPIScheduler`. Lives on the loop thread.
 final class CaptivePortalChecker {
-    let schedule: CaptivePortalAPIScheduler
-    private let networkd: NetworkdCaptivePortal
+    /// What the rest of the daemon learns of the API.
+    struct Hooks {
+        /// The published state may have changed: networkd rewrote its file, or an answer was taken.
+        var changed: () -> Void
+        /// No query runs any more (answered, failed or not started): `CheckConnectivity()` callers may be answered.
+        var settled: () -> Void
+    }
+
+    private(set) var schedule: CaptivePortalAPIScheduler!
+    private var networkd: NetworkdCaptivePortal!
     private var options: ConnectivityOptions
     private var path: Path?
+    private let helper: TrustHelper?
+    private let runs: HelperRuns
+    private let hooks: Hooks
 
-    /// - Parameters:
-    ///   - start: runs one query (reachd-trust); false when it could not start.
-    ///   - changed: the published state changed without a new path (networkd rewrote its file).
-    init(options: ConnectivityOptions, loop: EventLoop, changed: @escaping () -> Void,
-         start: @escaping (CaptivePortalAPIScheduler.Target, Int) -> Bool) throws {
-        self.options = options
+    init(options: ConnectivityOptions, helper: TrustHelper?, runs: HelperRuns, loop: EventLoop, hooks: Hooks) throws {
+        (self.options, self.helper, self.runs, self.hooks) = (options, helper, runs, hooks)
         var timer: EventLoop.Timer?
         schedule = CaptivePortalAPIScheduler(interval: options.interval, timer: .init(arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() }),
-                                             start: start)
-        timer = try loop.timer { [unowned schedule] in schedule.timerFired() }
-        networkd = NetworkdCaptivePortal(loop: loop, onChange: changed)
+                                             start: { [unowned self] target, generation in start(target, generation: generation) })
+        timer = try loop.timer { [unowned schedule] in schedule!.timerFired() }
+        networkd = NetworkdCaptivePortal(loop: loop, onChange: hooks.changed)
         try networkd.configure(directory: options.capport == .off ? nil : options.networkdLinks)
     }
 
@@ -70,8 +77,38 @@ final class CaptivePortalChecker {
         return found.map { .init(uri: $0.0, source: $0.1, interfaceIndex: index, interfaceName: interface.name) }
     }
 
-    /// The config's extra roots for the API, as reachd-trust takes them.
-    var anchors: [String] { options.capportAnchors }
-    /// Each query's limit: the probe's.
-    var timeout: Duration { options.timeout }
+    /// Starts one API query in reachd-trust (reachd links no TLS); false when it cannot run.
+    private func start(_ target: CaptivePortalAPIScheduler.Target, generation: Int) -> Bool {
+        guard let helper else {
+            Log.warning("capport: \(target.uri) is not queried: reachd-trust is not installed")
+            hooks.settled()
+            return false
+        }
+        do {
+            try helper.startCaptivePortalQuery(target.uri, interfaceIndex: target.interfaceIndex, timeout: options.timeout,
+                                               anchors: options.capportAnchors, runs: runs) { [unowned self] answer in
+                finish(generation, answer)
+            }
+            return true
+        } catch {
+            Log.error("capport: \(error)")
+            hooks.settled()
+            return false
+        }
+    }
+
+    private func finish(_ generation: Int, _ answer: CaptivePortalAPIAnswer) {
+        // CheckConnectivity() callers are answered once no query of the API runs, whatever this one said.
+        defer { if !schedule.isRunning { hooks.settled() } }
+        let before = schedule.state
+        guard schedule.finish(generation, answer), let state = schedule.state else { return }
+        let api = "\(state.api) (\(state.source.rawValue), \(state.interface))"
+        if let error = state.error {
+            if error != before?.error { Log.warning("capport: \(api): \(error)") }
+        } else if state.captive != before?.captive || state.expires != before?.expires {
+            let session = state.secondsRemaining().map { ", the session ends in \($0) s" } ?? ""
+            Log.notice("capport: \(api) says \(state.captive == true ? "captive, log in at \(state.userPortalURL ?? "")" : "not captive")\(session)")
+        }
+        hooks.changed()
+    }
 }

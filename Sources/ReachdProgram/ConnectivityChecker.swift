@@ -11,11 +11,28 @@ final class ConnectivityChecker {
     private var awaitingProbe = false
     private var awaitingAPI = false
 
-    init(options: ConnectivityOptions, loop: EventLoop, post: @escaping @Sendable (Int, ConnectivityProbe.Verdict) -> Void) throws {
+    /// A probe's verdict, posted back to the loop from the probe's thread.
+    private struct Probed: Sendable {
+        var generation: Int
+        var verdict: ConnectivityProbe.Verdict
+    }
+
+    /// - Parameter verdict: runs on the loop when a current probe answered (the schedule holds
+    ///   the verdict), with whether it moved connectivity from an earlier verdict.
+    init(options: ConnectivityOptions, loop: EventLoop, verdict: @escaping (_ moved: Bool) -> Void) throws {
         // The schedule's arm/disarm closures hold the timer; the timer's callback only a reference back.
         var timer: EventLoop.Timer?
-        schedule = ConnectivityScheduler(options: options, arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() }, post: post)
+        let mailbox = try Mailbox<Probed>()
+        schedule = ConnectivityScheduler(options: options, arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() },
+                                         post: { mailbox.post(Probed(generation: $0, verdict: $1)) })
         timer = try loop.timer { [unowned schedule] in schedule.timerFired() }
+        try loop.onReadable(mailbox.descriptor) { [unowned schedule] in
+            for probed in mailbox.take() {
+                let before = schedule.verdict?.connectivity
+                guard schedule.finish(probed.generation, probed.verdict) else { continue }
+                verdict(before != nil && before != probed.verdict.connectivity)
+            }
+        }
     }
 
     /// A reload changed `[connectivity]`: what was found no longer holds; probe again.

@@ -29,6 +29,30 @@ struct DaemonConfiguration {
         return configuration
     }
 
+    /// `load` on the loop (a reload): the helper checks `[trust]` while the loop goes on;
+    /// `completion` runs there with the configuration, or why it cannot be in force.
+    static func startLoading(_ file: String, helper: TrustHelper?, runs: HelperRuns,
+                             completion: @escaping (Result<DaemonConfiguration, any Error>) -> Void) {
+        let parsed: DaemonConfiguration
+        do {
+            parsed = try parse(file, helperInstalled: helper != nil)
+        } catch {
+            return completion(.failure(error))
+        }
+        guard let helper, access(file, F_OK) == 0 else { return completion(.success(parsed)) }
+        do {
+            try helper.startConfigCheck(file, runs: runs) { result in
+                completion(result.map { summary in
+                    var checked = parsed
+                    checked.trust = summary
+                    return checked
+                }.mapError { $0 })
+            }
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
     /// Everything but the `[trust]` table, which the helper checks (`TrustHelper.checkConfig`
     /// or, on the loop, `startConfigCheck`): `trust` is `.none` here.
     static func parse(_ file: String, helperInstalled: Bool) throws -> DaemonConfiguration {

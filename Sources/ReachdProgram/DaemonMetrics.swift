@@ -6,7 +6,7 @@ import TrustHelperMessages
 
 /// What reachd counts for Prometheus, and the metric families of docs/metrics.md
 /// built from it and from the daemon's current state at each scrape.
-struct DaemonMetrics {
+final class DaemonMetrics {
     /// Documents published (StatusChanged emitted), since start.
     var pathChanges = 0
     /// Overruns of engines replaced by a reload (the running engine counts its own).
@@ -21,7 +21,7 @@ struct DaemonMetrics {
     /// Reports evicted to keep the spool and the outbox within their capacity.
     var reportsEvicted = 0
 
-    mutating func count(_ round: TrustRound) {
+    func count(_ round: TrustRound) {
         for host in round.summaries {
             trustChecks[host.host, default: 0] += 1
             if host.pinFailure { pinFailures[host.host, default: 0] += 1 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Libexec
+import ReachabilityCore
 import ReachabilityBus
 import TrustHelperMessages
 #if canImport(Glibc)
@@ -56,10 +57,23 @@ struct TrustHelper {
         return summary
     }
 
-    /// Starts a round, killed past `budget`; `completion` runs on the loop with its outcome.
-    func startCheck(_ file: String, path: [String], within budget: Duration, runs: HelperRuns,
+    /// Starts a round over `path`, killed past `budget`; `completion` runs on the loop with its outcome.
+    /// Behind a portal, the round is given the evidence for its reports: the probe's answer,
+    /// and what the network's API said — announced it, said it is not captive (the redirect is
+    /// then suspect), or nothing.
+    func startCheck(_ file: String, path: Path?, probe: ConnectivityProbe.Verdict?, within budget: Duration, runs: HelperRuns,
                     completion: @escaping (Result<TrustRound, Failure>) -> Void) throws(Failure) {
-        try start(["check", file] + path, within: budget, runs: runs, completion: completion)
+        var arguments = path.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
+        if let path, path.connectivity == .portal {
+            let evidence = switch path.capport?.captive {
+            case true?: "announced"
+            case false?: "contradicted"
+            case nil: "redirect"
+            }
+            arguments += [probe?.httpStatus.map(String.init) ?? "", probe?.portal ?? "", evidence, path.capport?.api ?? "",
+                          path.capport?.userPortalURL ?? ""]
+        }
+        try start(["check", file] + arguments, within: budget, runs: runs, completion: completion)
     }
 
     /// Starts a delivery pass over the report outbox, killed past `budget`; `completion` runs on the loop.

@@ -1,4 +1,4 @@
-import CSocketsShim
+import CLinuxShim
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -13,7 +13,7 @@ import Glibc
 let name = CommandLine.arguments.first?.split(separator: "/").last.map(String.init) ?? ""
 switch name {
 case "reachd":
-    ReachD.main()
+    Reachd.main()
 case "reachctl":
     await reachctlMain()
 case "reachd-trust":

@@ -1,3 +1,3 @@
 import ReachdProgram
 
-ReachD.main()
+Reachd.main()

@@ -78,6 +78,15 @@ struct TrustSchedulerTests {
         #expect(harness.reasons == ["path change", "connectivity full"])
     }
 
+    @Test("other evidence of a standing portal judges trust again; the same evidence does not")
+    func portalEvidenceChanged() {
+        let harness = Harness()
+        harness.scheduler.connectivityPublished(portalChanged: false, evidenceChanged: false, connectivity: "portal")
+        #expect(harness.started.isEmpty)
+        harness.scheduler.connectivityPublished(portalChanged: false, evidenceChanged: true, connectivity: "portal")
+        #expect(harness.reasons == ["captive-portal evidence"])
+    }
+
     @Test("a round of an earlier config is stale")
     func staleAfterReload() {
         let harness = Harness()

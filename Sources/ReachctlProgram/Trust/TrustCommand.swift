@@ -18,7 +18,7 @@ struct TrustCommand: ParsableCommand {
     )
 
     /// Whether `arguments` (without the program's name) name a TLS command;
-    /// `ReachCtl.main` hands those to reachd-trust before parsing anything.
+    /// `Reachctl.main` hands those to reachd-trust before parsing anything.
     static func isTLSCommand(_ arguments: [String]) -> Bool {
         arguments.count >= 2 && arguments[0] == "trust" && TrustCommandHelp.tlsCommands.contains { $0.key == arguments[1] }
     }
@@ -41,7 +41,7 @@ struct TrustCommand: ParsableCommand {
 }
 
 /// The TLS commands as `reachctl trust --help` lists them; they never run here
-/// (`ReachCtl.main` hands them to reachd-trust, whose help is theirs).
+/// (`Reachctl.main` hands them to reachd-trust, whose help is theirs).
 protocol TrustTLSCommandEntry: ParsableCommand {
     static var name: String { get }
 }

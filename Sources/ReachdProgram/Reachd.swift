@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// reachd's entry point (the program is `reachd`, or the installed multi-call binary under that name).
-package struct ReachD {
+package struct Reachd {
     let options: DaemonOptions
 
     package static func main() -> Never {
@@ -27,7 +27,7 @@ package struct ReachD {
                 exit(64)  // EX_USAGE
             }
         }
-        exit(ReachD(options: options).run())
+        exit(Reachd(options: options).run())
     }
 
     /// Exit code when the bus's broker went away (EX_UNAVAILABLE): a failure, so that systemd restarts reachd.

@@ -9,9 +9,9 @@ import Glibc
 #endif
 
 /// reachctl's entry point: the program is `reachctl`, or the installed multi-call binary under that name.
-package func reachctlMain() async { await ReachCtl.main() }
+package func reachctlMain() async { await Reachctl.main() }
 
-struct ReachCtl: AsyncParsableCommand {
+struct Reachctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reachctl",
         abstract: "Query and watch network reachability.",

@@ -1,6 +1,6 @@
 #!/bin/bash
-# symbol-order.sh — regenerate Sources/reachd-multicall/symbol-order.txt, the
-# order in which the release link (Makefile RELEASE, lld --symbol-ordering-file)
+# symbol-order.sh — regenerate release/symbol-order.txt, the
+# order in which the release link (release/release.mk, lld --symbol-ordering-file)
 # lays out the functions the daemon and reachctl run.
 #
 # Why: the kernel maps a file's pages around every page fault (fault-around, and
@@ -228,5 +228,5 @@ conformances = [parts[2] for parts in map(str.split, subprocess.run(["nm", binar
                 if len(parts) == 3 and parts[1] in "dDrR" and parts[2].endswith("Mc")]
 print("\n".join(order + sorted(conformances)))
 EOF
-mv "$work/symbol-order.txt" Sources/reachd-multicall/symbol-order.txt
-echo "symbol-order.sh: $(wc -l < Sources/reachd-multicall/symbol-order.txt) symbols"
+mv "$work/symbol-order.txt" release/symbol-order.txt
+echo "symbol-order.sh: $(wc -l < release/symbol-order.txt) symbols"

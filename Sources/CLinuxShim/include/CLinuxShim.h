@@ -1,0 +1,29 @@
+#ifndef REACHD_CLINUXSHIM_H
+#define REACHD_CLINUXSHIM_H
+
+#include <poll.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/// Moves the calling thread into the network namespace behind `fd` (setns).
+/// Returns 0, or -1 with errno set. Call it only on a thread that is
+/// dedicated to the namespace: the thread never comes back.
+int reachd_enter_network_namespace(int fd);
+
+/// ppoll with a timeout in nanoseconds (negative: none), for sub-millisecond
+/// waits. Returns what ppoll returns.
+int reachd_poll(struct pollfd *descriptors, nfds_t count, int64_t timeout_nanoseconds);
+
+/// accept4 of a connection, close-on-exec and non-blocking from the start.
+/// Returns the descriptor, or -1 with errno set.
+int reachd_accept(int listener);
+
+/// The user at the other end of a Unix socket (SO_PEERCRED) in `*uid`.
+/// Returns 0, or -1 when the kernel does not say.
+int reachd_peer_uid(int socket, uid_t *uid);
+
+/// 1 when the kernel says the clock is synchronised (adjtimex: no STA_UNSYNC,
+/// which chrony, ntpd and systemd-timesyncd clear), 0 when not or unknown.
+int reachd_kernel_clock_synchronized(void);
+
+#endif

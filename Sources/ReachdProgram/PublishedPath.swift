@@ -1,0 +1,42 @@
+import ReachabilityBus
+import ReachabilityCore
+
+/// How a published path appears outside the document: the bus object's properties
+/// (docs/api.md) and the one-line summary the log and `systemctl status` show.
+extension Path {
+    var busProperties: ReachabilityObject.Properties {
+        var properties = ReachabilityObject.Properties()
+        properties.status = status.rawValue
+        properties.reason = reason?.rawValue ?? ""
+        properties.interface = interface?.name ?? ""
+        properties.interfaceKind = interface?.kind.rawValue ?? ""
+        properties.expensive = expensive
+        properties.ipv4 = ipv4
+        properties.ipv6 = ipv6
+        properties.vpn = vpn?.name ?? ""
+        properties.trust = trust.rawValue
+        properties.connectivity = connectivity.rawValue
+        properties.portalURL = portal ?? ""
+        properties.supportsDNS = supportsDNS ?? false
+        properties.dnsServers = dns?.usable ?? []
+        if let capport {
+            properties.captivePortalAPI = capport.api
+            properties.captivePortalSource = capport.source.rawValue
+            properties.captivePortalStatus = capport.captive.map { $0 ? "captive" : "not-captive" } ?? "unknown"
+            properties.venueInfoURL = capport.venueInfoURL ?? ""
+            properties.sessionExpires = capport.expires.map { UInt64(max(0, $0.timeIntervalSince1970)) } ?? 0
+            properties.bytesRemaining = capport.bytesRemaining ?? -1
+            properties.canExtendSession = capport.canExtendSession ?? false
+        }
+        return properties
+    }
+
+    /// "wifi dev wlan0", "unreachable (no-route)", "wired dev eth0 vpn wg0".
+    var statusLine: String {
+        var text = status.rawValue
+        if let reason { text += " (\(reason.rawValue))" }
+        if let interface { text += " dev \(interface.name)" }
+        if let vpn { text += " vpn \(vpn.name)" }
+        return text
+    }
+}

@@ -1,0 +1,252 @@
+import DaemonCore
+import FoundationEssentials
+import ReachabilityBus
+import ReachabilityCore
+import TrustHelperMessages
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's side of trust (docs/security.md): runs reachd-trust's rounds and
+/// report deliveries when `TrustScheduler` says, keeps the verdict they gave, and
+/// announces it (TrustChanged, PinFailure, the log). Lives on the loop thread; the
+/// path document that carries the verdict is republished by the daemon (`finished`).
+final class TrustCoordinator {
+    /// What a round needs from the rest of the daemon.
+    struct Hooks {
+        /// The published path and the probe's latest answer: the round's evidence.
+        var path: () -> (path: Path?, probe: ConnectivityProbe.Verdict?)
+        /// A round waits for the first probe verdict and the API's first answer.
+        var isAwaitingEvidence: () -> Bool
+        /// Reports go out only over a path that reaches the Internet unaltered.
+        var mayDeliver: () -> Bool
+        /// A round ended (its verdict is applied): the document is republished.
+        var finished: () -> Void
+        var metricsChanged: () -> Void
+    }
+
+    private let configFile: String
+    private var options: TrustConfigurationSummary
+    private let helper: TrustHelper?
+    private let runs: HelperRuns
+    private let object: ReachabilityObject
+    private let metrics: DaemonMetrics
+    private let hooks: Hooks
+    /// When rounds and report deliveries run.
+    private(set) var schedule: TrustScheduler!
+    /// The latest round's result (nil: none since start or reload, or the last one gave none).
+    private(set) var round: TrustRound?
+    /// Without a probe, the evidence of `full` (docs/connectivity.md): a host's chain validated in the latest round.
+    private(set) var validated = false
+    /// Warnings about the config (a pin set with no backup key) come with every round; the log says each once per config loaded.
+    private var loggedWarnings: Set<String> = []
+    /// Any user may ask; each user at most once per 10 s, root always (docs/security.md).
+    private var recheckLimit = PerUserRateLimit(interval: .seconds(10))
+
+    init(configFile: String, options: TrustConfigurationSummary, helper: TrustHelper?, runs: HelperRuns, loop: EventLoop,
+         object: ReachabilityObject, metrics: DaemonMetrics, hooks: Hooks) throws {
+        (self.configFile, self.options, self.helper, self.runs, self.object, self.metrics, self.hooks) =
+            (configFile, options, helper, runs, object, metrics, hooks)
+        let roundTimer = try loop.timer { [unowned self] in schedule.requestRound("interval") }
+        let deliveryTimer = try loop.timer { [unowned self] in schedule.requestDelivery("retry") }
+        let spacingTimer = try loop.timer { [unowned self] in schedule.spacingElapsed() }
+        schedule = TrustScheduler(
+            isEnabled: Self.checksTrust(options, helper), canDeliver: helper != nil,
+            recheck: Self.recheckPolicy(options), interval: .seconds(options.interval),
+            roundTimer: .init(arm: { roundTimer.arm(after: $0) }, disarm: { roundTimer.disarm() }),
+            deliveryTimer: .init(arm: { deliveryTimer.arm(after: $0) }, disarm: { deliveryTimer.disarm() }),
+            spacingTimer: .init(arm: { spacingTimer.arm(after: $0) }, disarm: { spacingTimer.disarm() }),
+            isAwaitingProbe: hooks.isAwaitingEvidence, mayDeliver: hooks.mayDeliver,
+            start: { [unowned self] job, reason in start(job, reason: reason) })
+        updateReportsPending(options.reportsPending)
+    }
+
+    /// Whether trust is checked at all: hosts configured and the helper there.
+    private static func checksTrust(_ options: TrustConfigurationSummary, _ helper: TrustHelper?) -> Bool {
+        options.hosts > 0 && helper != nil
+    }
+
+    private static func recheckPolicy(_ options: TrustConfigurationSummary) -> TrustScheduler.Recheck {
+        TrustScheduler.Recheck(rawValue: options.recheck) ?? .onChange
+    }
+
+    /// The overall verdict the document and TrustChanged carry.
+    var summary: TrustSummary {
+        guard schedule.isEnabled else { return .none }
+        guard let round else { return .unknown }
+        return TrustSummary(rawValue: round.overall) ?? .unknown
+    }
+
+    /// `{"hosts": [...], "reports-pending": N, "trust": "..."}` (keys sorted, as reachd-trust writes them).
+    func status() -> String {
+        "{\"hosts\":\(round?.hosts ?? "[]"),\"reports-pending\":\(schedule.reportsPending),\"trust\":\"\(summary.rawValue)\"}"
+    }
+
+    /// RecheckTrust().
+    func recheck(caller: uid_t?) throws(BusMethodError) {
+        guard schedule.isEnabled else { throw .failed("no trust hosts are configured") }
+        guard recheckLimit.admit(caller) else { throw .limitsExceeded("RecheckTrust is rate-limited to once per 10 s for each user") }
+        schedule.requestRound("RecheckTrust")
+    }
+
+    /// A reload: the checked `[trust]` table is in force; what the old one judged is forgotten.
+    func reconfigure(_ fresh: TrustConfigurationSummary, connectivityChanged: Bool) {
+        options = fresh
+        schedule.reconfigure(isEnabled: Self.checksTrust(fresh, helper), canDeliver: helper != nil, recheck: Self.recheckPolicy(fresh),
+                             interval: .seconds(fresh.interval), connectivityChanged: connectivityChanged)
+        round = nil
+        validated = false
+        loggedWarnings = []
+        updateReportsPending(fresh.reportsPending)
+    }
+
+    /// Starts reachd-trust for what the scheduler asks; false when it could not start.
+    private func start(_ job: TrustScheduler.Job, reason: String) -> Bool {
+        guard let helper else { return false }
+        do {
+            switch job {
+            case .round:
+                Log.debug("trust: checking \(options.hosts) hosts (\(reason))")
+                let (path, probe) = hooks.path()
+                try helper.startCheck(configFile, path: path, probe: probe, within: options.roundBudget(reportsPending: schedule.reportsPending),
+                                      runs: runs) { [unowned self] result in finishRound(job, result) }
+            case .delivery:
+                Log.debug("trust: delivering \(schedule.reportsPending) waiting reports (\(reason))")
+                try helper.startDelivery(configFile, within: options.deliveryBudget(reports: schedule.reportsPending), runs: runs) {
+                    [unowned self] result in finishDelivery(result)
+                }
+            }
+            return true
+        } catch {
+            Log.error("trust: \(error)")
+            return false
+        }
+    }
+
+    private func finishRound(_ job: TrustScheduler.Job, _ result: Result<TrustRound, TrustHelper.Failure>) {
+        // A round started before a reload is stale.
+        if schedule.finished(job) {
+            switch result {
+            case let .success(round):
+                validated = round.summaries.contains { TrustHostSummary.validatedVerdicts.contains($0.verdict) }
+                apply(round)
+            case let .failure(failure) where failure.timedOut:
+                validated = false
+                abandonRound(failure)
+            case let .failure(failure):
+                validated = false
+                forget(failure)
+            }
+            hooks.finished()
+        }
+        schedule.runWaitingRound(after: job)
+    }
+
+    private func finishDelivery(_ result: Result<TrustDelivery, TrustHelper.Failure>) {
+        schedule.finished(.delivery)
+        switch result {
+        case let .success(delivery):
+            if delivery.delivered > 0 { Log.notice("trust: \(delivery.delivered) waiting reports delivered") }
+            for warning in delivery.warnings { Log.info("trust: \(warning)") }
+            updateReportsPending(delivery.reportsPending)
+        case let .failure(failure):
+            Log.error("trust: \(failure)")
+            updateReportsPending(schedule.reportsPending)
+        }
+        schedule.runWaitingRound(after: .delivery)
+    }
+
+    private func updateReportsPending(_ count: Int) {
+        schedule.reportsPending(count)
+        hooks.metricsChanged()
+    }
+
+    private func apply(_ fresh: TrustRound) {
+        let before = summary
+        round = fresh
+        metrics.count(fresh)
+        for warning in fresh.warnings where loggedWarnings.insert(warning).inserted { Log.warning("trust: \(warning)") }
+        for name in fresh.evicted { Log.warning("trust: report \(name) evicted to keep the spool within its capacity") }
+        // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
+        for report in fresh.reports {
+            object.emit("PinFailure", report)
+            Log.warning(Self.logLine(ofReport: report))
+        }
+        updateReportsPending(fresh.reportsPending)
+        guard summary != before || !fresh.reports.isEmpty else { return }
+        announce()
+    }
+
+    /// "trust: pin failure for HOST[ behind …]: RESULT (report spooled)".
+    private static func logLine(ofReport report: String) -> String {
+        let head = try? JSONDecoder().decode(PinFailureReportHead.self, from: Data(report.utf8))
+        let portal = head?.captivePortal.map { portal in
+            let probe = "the probe got \(portal.httpStatus.map(String.init) ?? "no HTTP answer")\(portal.location.map { " to \($0)" } ?? "")"
+            return switch portal.evidence {
+            case "announced": " behind a captive portal announced by \(portal.api ?? "the network")"
+            case "contradicted": " where \(probe), yet \(portal.api ?? "the network's API") says the network is not captive"
+            default: " behind a captive portal (\(probe))"
+            }
+        } ?? ""
+        return "trust: pin failure for \(head?.hostname ?? "?")\(portal): \(head?.validationResult ?? "?") (report spooled)"
+    }
+
+    /// A round past its budget, killed: every host is `unknown` (not judged), with
+    /// the reason, and the next round runs as any other. A helper stopped, or held
+    /// by a server that trickles bytes, must not keep the last verdict standing.
+    private func abandonRound(_ failure: TrustHelper.Failure) {
+        Log.error("trust: \(failure); every host is unknown until a round completes")
+        metrics.roundsKilled += 1
+        let checkedAt = Date()
+        let hosts = options.probed.map { UnjudgedHost(host: $0.host, port: $0.port, reason: "not judged: \(failure)", checkedAt: checkedAt) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        let before = summary
+        // Every host keeps its verdict series (now `unknown`): an absent series never means "fine".
+        let summaries = hosts.map { TrustHostSummary(host: $0.host, verdict: $0.verdict, pinFailure: false, pinFailureBehindPortal: false,
+                                                     certificateExpires: nil) }
+        round = TrustRound(overall: TrustSummary.unknown.rawValue,
+                           hosts: String(decoding: (try? encoder.encode(hosts)) ?? Data("[]".utf8), as: UTF8.self), reports: [], warnings: [],
+                           reportsPending: schedule.reportsPending, summaries: summaries, evicted: [])
+        if summary != before { announce() } else { object.publishTrust(summary.rawValue, document: status()) }
+    }
+
+    /// A host of the TrustStatus document that no round judged.
+    private struct UnjudgedHost: Encodable {
+        var host: String
+        var port: Int
+        var pattern: String
+        var verdict = "unknown"
+        var reason: String
+        var enforced = true
+        var presentedPins: [String] = []
+        var checkedAt: Date
+
+        init(host: String, port: Int, reason: String, checkedAt: Date) {
+            (self.host, self.port, pattern, self.reason, self.checkedAt) = (host, port, host, reason, checkedAt)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case host, port, pattern, verdict, reason, enforced, presentedPins = "presented-pins", checkedAt = "checked-at"
+        }
+    }
+
+    /// A round that gave no result (reachd-trust crashed, or the config on disk no
+    /// longer reads): the last verdict is not kept as if it still held — an
+    /// attacker able to crash the checker must not keep `ok` standing.
+    private func forget(_ failure: TrustHelper.Failure) {
+        Log.error("trust: \(failure); the verdict is unknown until a round completes")
+        guard round != nil else { return }
+        round = nil
+        announce()
+    }
+
+    /// The verdict changed: the log, TrustChanged and the metrics. The path
+    /// document carries the verdict too: the daemon republishes it (`finished`).
+    private func announce() {
+        Log.notice("trust: \(summary.rawValue)")
+        object.publishTrust(summary.rawValue, document: status())
+        hooks.metricsChanged()
+    }
+}
