@@ -19,8 +19,8 @@ package final class NetworkManagerObject {
     let checkConnectivity: (uid_t?, @escaping () -> Void) -> Void
 
     package private(set) var current = NetworkManagerState()
-    /// What the connection was last sent.
-    private var sent = NetworkManagerState()
+    /// What the connection was last sent of the manager's changing properties.
+    private let subscription: StateSubscription<ManagerValues>
     private var managerSlot: OpaquePointer!
     private var objectManagerSlot: OpaquePointer!
     private var primarySlots: [OpaquePointer] = []
@@ -38,42 +38,18 @@ package final class NetworkManagerObject {
         self.catchUp = catchUp
         self.version = version
         self.checkConnectivity = checkConnectivity
-        reachd_nm_set_handlers(reachd_nm_handlers(
-            state: { message, userdata, _ in
-                reachd_bus_reply_u32(message, NetworkManagerObject.from(userdata).current.state.rawValue)
-            },
-            check_connectivity: { message, userdata, _ in
-                let object = NetworkManagerObject.from(userdata)
-                let call = sd_bus_message_ref(message)
-                object.checkConnectivity(senderUID(message)) { [weak object] in
-                    _ = reachd_bus_reply_u32(call, object?.current.connectivity.rawValue ?? NMConnectivity.unknown.rawValue)
-                    sd_bus_message_unref(call)
-                }
-                return 1
-            },
-            property: { _, path, _, name, reply, userdata, _ in
-                guard let path, let name,
-                      let value = NetworkManagerObject.from(userdata).value(of: String(cString: name), at: String(cString: path)) else {
-                    return -ENOENT
-                }
-                return value.append(to: reply)
-            }))
-        var slot: OpaquePointer?
-        try check(reachd_nm_add_manager(connection.bus, &slot, Unmanaged.passUnretained(self).toOpaque()),
-                  "serving \(Self.managerPath)")
-        managerSlot = slot
+        subscription = StateSubscription(connection: connection, holding: ManagerValues(state: current, primaryConnection: "/"))
+        managerSlot = try Self.manager.slot(serving: self, at: Self.managerPath, on: connection)
+        // libnm (nmcli, nm-online) reads NetworkManager's objects through the object
+        // manager at /org/freedesktop; sd-bus answers GetManagedObjects from the vtables.
         var objectManager: OpaquePointer?
-        try check(reachd_nm_add_object_manager(connection.bus, &objectManager), "serving the object manager")
+        try check(sd_bus_add_object_manager(connection.bus, &objectManager, "/org/freedesktop"), "serving the object manager")
         objectManagerSlot = objectManager
     }
 
     deinit {
         (primarySlots + [managerSlot, objectManagerSlot]).forEach { sd_bus_slot_unref($0) }
         catchUp.turn(on: false)
-    }
-
-    static func from(_ userdata: UnsafeMutableRawPointer?) -> NetworkManagerObject {
-        Unmanaged<NetworkManagerObject>.fromOpaque(userdata!).takeUnretainedValue()
     }
 
     var activeConnectionPath: String {
@@ -97,65 +73,33 @@ package final class NetworkManagerObject {
         current = state
         if primaryChanged, let primary = state.primary {
             activations += 1
-            addPrimaryObjects(primary)
-            for path in [activeConnectionPath, devicePath(primary)] { _ = sd_bus_emit_object_added(connection.bus, path) }
+            // A failure leaves PrimaryConnection naming an object that answers "unknown object": what a client sees of a vanished one.
+            for (interface, path) in [(Self.activeConnection, activeConnectionPath), (Self.device, devicePath(primary))] {
+                if let slot = try? interface.slot(serving: self, at: path, on: connection) {
+                    primarySlots.append(slot)
+                    _ = sd_bus_emit_object_added(connection.bus, path)
+                }
+            }
         }
         bringUpToDate()
     }
 
-    private func addPrimaryObjects(_ primary: NetworkManagerState.Primary) {
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
-        var active: OpaquePointer?, device: OpaquePointer?
-        // A failure leaves PrimaryConnection naming an object that answers "unknown object": what a client sees of a vanished one.
-        if reachd_nm_add_active_connection(connection.bus, &active, activeConnectionPath, userdata) >= 0, let active {
-            primarySlots.append(active)
-        }
-        if reachd_nm_add_device(connection.bus, &device, devicePath(primary), userdata) >= 0, let device {
-            primarySlots.append(device)
-        }
-    }
+    /// What the manager's changing properties say now.
+    var values: ManagerValues { ManagerValues(state: current, primaryConnection: activeConnectionPath) }
 
     /// Sends what changed when the connection can take it; otherwise waits (the
     /// loop calls again after each iteration while `catchUp` is on).
     package func bringUpToDate() {
-        guard sent != current else { return catchUp.turn(on: false) }
-        guard connection.canTakeMore else { return catchUp.turn(on: true) }
-        catchUp.turn(on: false)
-        let bus = connection.bus
-        var changed: [String] = []
-        if sent.state != current.state { changed.append("State") }
-        if sent.connectivity != current.connectivity { changed.append("Connectivity") }
-        if sent.metered != current.metered { changed.append("Metered") }
-        if sent.primary != current.primary { changed += ["PrimaryConnection", "PrimaryConnectionType"] }
-        var names = changed.map { strdup($0) } + [nil]
-        defer { names.forEach { free($0) } }
-        _ = sd_bus_emit_properties_changed_strv(bus, REACHD_NM_PATH, REACHD_NM_INTERFACE, &names)
-        if sent.state != current.state { _ = reachd_nm_emit_state_changed(bus, current.state.rawValue) }
-        sent = current
-    }
-
-    func value(of name: String, at path: String) -> BusValue? {
-        if path == Self.managerPath {
-            switch name {
-            case "State": return .u32(current.state.rawValue)
-            case "Connectivity": return .u32(current.connectivity.rawValue)
-            case "Metered": return .u32(current.metered.rawValue)
-            case "PrimaryConnection": return .objectPath(activeConnectionPath)
-            case "PrimaryConnectionType": return .string(current.primary?.connectionType ?? "")
-            case "NetworkingEnabled": return .boolean(true)
-            case "Version": return .string(version)
-            default: return nil
-            }
+        let values = values
+        subscription.bringUpToDate(with: values, now: .now) {
+            let held = subscription.sent
+            var names = values.changed(since: held).map { strdup($0) } + [nil]
+            defer { names.forEach { free($0) } }
+            _ = sd_bus_emit_properties_changed_strv(connection.bus, REACHD_NM_PATH, REACHD_NM_INTERFACE, &names)
+            if held.state.state != current.state { _ = reachd_nm_emit_state_changed(connection.bus, current.state.rawValue) }
+            subscription.sent = values
+            subscription.behindSince = nil
         }
-        guard let primary = current.primary else { return nil }
-        switch name {
-        case "Devices": return .objectPaths([devicePath(primary)])
-        case "Type": return .string(primary.connectionType)
-        case "Vpn": return .boolean(primary.isVPN)
-        case "Interface": return .string(primary.interface)
-        case "DeviceType": return .u32(primary.deviceType.rawValue)
-        case "Metered": return .u32(current.metered.rawValue)
-        default: return nil
-        }
+        catchUp.turn(on: subscription.isBehind)
     }
 }

@@ -1,19 +1,7 @@
-/// One connection the object is served on (the bus, or a peer of the private
-/// socket), and what it has been sent of the object's state.
-///
-/// The object's signals carry state, not history: a connection that cannot take
-/// more now — its socket is full, or it has not finished authenticating — is not
-/// queued further. Once it can, it is sent what changed since, in one go. So
-/// whatever a subscriber missed in between, the last thing it holds is the
-/// object's current state, and a slow reader costs the daemon a socket buffer
-/// and one partly written message, never a backlog.
-final class Subscriber {
-    let connection: BusConnection
-    /// What the connection holds, as far as the daemon is concerned: it was
-    /// handed to sd-bus (and so reaches the peer in order, or not at all).
-    var sent: ReachabilityObject.State
-    /// Since when a change is waiting for the connection to take more; nil while it keeps up.
-    var behindSince: ContinuousClock.Instant?
+/// A connection io.reachd.Reachability1 is served on: what it has been sent
+/// (`StateSubscription`'s rule), and what it asked to watch beside the path —
+/// interfaces, and paths to destinations — with the latest change of each not yet sent.
+final class Subscriber: StateSubscription<ReachabilityObject.State> {
     /// Sent `InterfaceChanged`: a private peer once it called `WatchInterfaces()`; the
     /// bus while any of its clients that called it is still connected (the broker then
     /// delivers each signal only to the clients whose match rules ask for it). Nobody
@@ -32,17 +20,7 @@ final class Subscriber {
     /// `PathChanged` not yet sent, the latest document per watch.
     var pendingPaths: [String: String] = [:]
 
-    init(connection: BusConnection, holding state: ReachabilityObject.State) {
-        self.connection = connection
-        sent = state
-    }
-
-    var canTakeMore: Bool { connection.canTakeMore }
-
-    var isBehind: Bool { behindSince != nil }
-
-    /// Whether anything is waiting to be sent.
-    func isUpToDate(with state: ReachabilityObject.State) -> Bool {
+    override func isUpToDate(with state: ReachabilityObject.State) -> Bool {
         sent == state && pendingInterfaces.isEmpty && pendingPaths.isEmpty
     }
 

@@ -205,6 +205,8 @@ struct TrustWiringTests {
                 // Two more rounds, on two path changes (each waits for its round: rounds start 2 s apart at least).
                 for round in 2...3 {
                     try ns[0].ip("route del default")
+                    // Seen before the route comes back: else both can fall in one batch, which changes no path.
+                    #expect(await eventually(.seconds(10)) { count("path: unreachable") >= round - 1 }, "\(daemon.log)")
                     try ns[0].ip("route add default via 10.1.0.1")
                     #expect(await eventually(.seconds(20)) { count("trust: checking") >= round }, "\(daemon.log)")
                 }

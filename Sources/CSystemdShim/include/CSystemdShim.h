@@ -14,24 +14,25 @@ typedef int (*reachd_method_handler)(sd_bus_message *message, void *userdata, sd
 typedef int (*reachd_property_getter)(sd_bus *bus, const char *path, const char *interface, const char *property,
                                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
 
-typedef struct reachd_bus_handlers {
-    reachd_method_handler describe;
-    reachd_method_handler route;
-    reachd_method_handler trust_status;
-    reachd_method_handler recheck_trust;
-    reachd_method_handler reload;
-    reachd_method_handler check_connectivity;
-    reachd_method_handler interfaces;
-    reachd_method_handler watch_interfaces;
-    reachd_method_handler watch_path;
-    reachd_property_getter property;
-} reachd_bus_handlers;
+/* One member of an interface, as BusInterface declares it. */
+typedef enum reachd_bus_member_kind { REACHD_BUS_PROPERTY, REACHD_BUS_METHOD, REACHD_BUS_SIGNAL } reachd_bus_member_kind;
 
-/* Installs the handlers every object added afterwards dispatches to (one set per process). */
-void reachd_bus_set_handlers(reachd_bus_handlers handlers);
+typedef struct reachd_bus_member {
+    reachd_bus_member_kind kind;
+    const char *name;
+    /* A property's type, a method's arguments, a signal's arguments. */
+    const char *signature;
+    /* A method's reply (NULL: none). */
+    const char *result;
+    /* A property that never changes while its object is served (else: it emits PropertiesChanged). */
+    int constant;
+} reachd_bus_member;
 
-/* The io.reachd.Reachability1 object at REACHD_BUS_PATH. */
-int reachd_bus_add_object(sd_bus *bus, sd_bus_slot **slot, void *userdata);
+/* Where every member of every interface built by reachd_bus_vtable_new dispatches (one pair per process). */
+void reachd_bus_set_dispatch(reachd_method_handler method, reachd_property_getter property);
+
+/* A vtable of `members` (copied; it lives as long as the process), or NULL when out of memory. */
+const sd_bus_vtable *reachd_bus_vtable_new(const reachd_bus_member *members, size_t count);
 
 /* A minimal org.freedesktop.DBus on a peer-to-peer connection: Hello (a unique name),
  * AddMatch/RemoveMatch (accepted), so that bus clients such as busctl talk to it. */
@@ -57,24 +58,13 @@ int reachd_bus_read(sd_bus_message *message, const char **first, const char **se
 int reachd_bus_sender_euid(sd_bus_message *message, uid_t *uid);
 
 /* The NetworkManager-compatible surface (docs/desktop-apps.md): the read-only subset GLib's and Qt's
- * NetworkManager backends read. One property getter serves the three interfaces. */
+ * NetworkManager backends read. */
 #define REACHD_NM_NAME "org.freedesktop.NetworkManager"
 #define REACHD_NM_PATH "/org/freedesktop/NetworkManager"
 #define REACHD_NM_INTERFACE "org.freedesktop.NetworkManager"
 #define REACHD_NM_ACTIVE_INTERFACE "org.freedesktop.NetworkManager.Connection.Active"
 #define REACHD_NM_DEVICE_INTERFACE "org.freedesktop.NetworkManager.Device"
 
-typedef struct reachd_nm_handlers {
-    reachd_method_handler state;
-    reachd_method_handler check_connectivity;
-    reachd_property_getter property;
-} reachd_nm_handlers;
-
-void reachd_nm_set_handlers(reachd_nm_handlers handlers);
-int reachd_nm_add_manager(sd_bus *bus, sd_bus_slot **slot, void *userdata);
-int reachd_nm_add_object_manager(sd_bus *bus, sd_bus_slot **slot);
-int reachd_nm_add_active_connection(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata);
-int reachd_nm_add_device(sd_bus *bus, sd_bus_slot **slot, const char *path, void *userdata);
 int reachd_nm_emit_state_changed(sd_bus *bus, uint32_t state);
 int reachd_bus_reply_u32(sd_bus_message *call, uint32_t value);
 

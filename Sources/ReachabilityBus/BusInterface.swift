@@ -1,0 +1,230 @@
+import CSystemd
+import CSystemdShim
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One D-Bus interface served here, declared once: sd-bus's vtable (and so the
+/// introspection data and `GetAll`) is built from this declaration, `Get` reads
+/// its properties' values, and method calls are dispatched to its methods by name.
+/// `Object` is what the vtable's user data points at (the object serving it, which
+/// outlives every slot it is served under).
+struct BusInterface<Object: AnyObject>: Sendable {
+    /// A property: its D-Bus type and how its value is read off the object.
+    struct Property: Sendable {
+        let name: String
+        let signature: String
+        /// Never changes while the object is served under its path (else it emits PropertiesChanged).
+        let constant: Bool
+        /// Its value at `path` (one object may serve the interface under several), nil when it has none there.
+        let value: @Sendable (Object, _ path: String) -> BusValue?
+
+        init(_ name: String, _ signature: String, constant: Bool = false,
+                     value: @escaping @Sendable (Object, _ path: String) -> BusValue?) {
+            (self.name, self.signature, self.constant, self.value) = (name, signature, constant, value)
+        }
+    }
+
+    /// A method: its arguments' and reply's signatures, and its handler, which
+    /// answers the call (now or later) and returns what sd-bus expects of a handler.
+    struct Method: Sendable {
+        let name: String
+        let input: String
+        let output: String
+        let call: @Sendable (Object, BusCall) -> Int32
+
+        init(_ name: String, _ input: String, _ output: String, call: @escaping @Sendable (Object, BusCall) -> Int32) {
+            (self.name, self.input, self.output, self.call) = (name, input, output, call)
+        }
+    }
+
+    /// A signal, for introspection: it is emitted with its arguments where it happens.
+    struct Signal: Sendable {
+        let name: String
+        let signature: String
+
+        init(_ name: String, _ signature: String) { (self.name, self.signature) = (name, signature) }
+    }
+
+    let name: String
+    let properties: [Property]
+    let methods: [Method]
+    let signals: [Signal]
+    /// Built once from the declaration; it lives as long as the process (interfaces are `static let`s).
+    private let vtable: BusVtable
+
+    init(_ name: String, properties: [Property] = [], methods: [Method] = [], signals: [Signal] = []) {
+        (self.name, self.properties, self.methods, self.signals) = (name, properties, methods, signals)
+        vtable = BusVtable(properties.map { .init(kind: REACHD_BUS_PROPERTY, name: $0.name, signature: $0.signature, constant: $0.constant) }
+            + methods.map { .init(kind: REACHD_BUS_METHOD, name: $0.name, signature: $0.input, result: $0.output) }
+            + signals.map { .init(kind: REACHD_BUS_SIGNAL, name: $0.name, signature: $0.signature) })
+        let byName = Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0.call) })
+        let properties = Dictionary(uniqueKeysWithValues: self.properties.map { ($0.name, $0.value) })
+        BusDispatch.register(name, BusDispatch.Entry(
+            method: { object, member, call in byName[member].map { $0(object as! Object, call) } },
+            property: { object, path, property in properties[property]?(object as! Object, path) }))
+    }
+
+    /// Serves `object` under `path` on `connection`, for as long as the connection lives.
+    func serve(_ object: Object, at path: String, on connection: BusConnection) throws(BusError) {
+        connection.slots.append(try slot(serving: object, at: path, on: connection))
+    }
+
+    /// Serves `object` under `path` until the returned slot is released (`sd_bus_slot_unref`).
+    func slot(serving object: Object, at path: String, on connection: BusConnection) throws(BusError) -> OpaquePointer {
+        var slot: OpaquePointer?
+        try check(sd_bus_add_object_vtable(connection.bus, &slot, path, name, vtable.table, Unmanaged.passUnretained(object).toOpaque()),
+                  "serving \(name) at \(path)")
+        return slot!
+    }
+}
+
+/// A method call being handled: its message, and where an error is set.
+struct BusCall: @unchecked Sendable {
+    let message: OpaquePointer?
+    let error: UnsafeMutablePointer<sd_bus_error>?
+
+    /// The user who sent it: on a bus, the broker's word; on the private socket, the
+    /// peer's (SO_PEERCRED). Nil when neither says.
+    var senderUID: uid_t? {
+        var uid: uid_t = 0
+        return reachd_bus_sender_euid(message, &uid) >= 0 ? uid : nil
+    }
+
+    /// The sender's unique name on a bus (nil on the private socket, which has none).
+    var sender: String? { sd_bus_message_get_sender(message).map { String(cString: $0) } }
+
+    /// The connection it came on.
+    var bus: OpaquePointer? { sd_bus_message_get_bus(message) }
+
+    /// Its one or two string arguments.
+    func strings() -> (first: String, second: String)? {
+        var first: UnsafePointer<CChar>?
+        var second: UnsafePointer<CChar>?
+        guard reachd_bus_read(message, &first, &second) >= 0, let first, let second else { return nil }
+        return (String(cString: first), String(cString: second))
+    }
+
+    func string() -> String? {
+        var first: UnsafePointer<CChar>?
+        guard reachd_bus_read(message, &first, nil) >= 0, let first else { return nil }
+        return String(cString: first)
+    }
+
+    /// Answers now with one string.
+    func reply(_ answer: String) -> Int32 { reachd_bus_reply_string(message, answer) }
+
+    /// Answers now with nothing.
+    func replyEmpty() -> Int32 { reachd_bus_reply_empty(message) }
+
+    /// Answers now with an error.
+    func fail(_ failure: BusMethodError) -> Int32 { sd_bus_error_set(error, failure.name, failure.message) }
+
+    /// A reply given after the handler returned (the handler then returns 1): the call
+    /// is kept until it is sent. `empty`: the method returns nothing, whatever the success carries.
+    func later(empty: Bool = false) -> (Result<String, BusMethodError>) -> Void {
+        let call = sd_bus_message_ref(message)
+        return { result in
+            switch result {
+            case let .success(answer):
+                _ = empty ? reachd_bus_reply_empty(call) : reachd_bus_reply_string(call, answer)
+            case let .failure(failure):
+                var error = sd_bus_error()
+                _ = sd_bus_error_set(&error, failure.name, failure.message)
+                _ = sd_bus_reply_method_error(call, &error)
+                sd_bus_error_free(&error)
+            }
+            sd_bus_message_unref(call)
+        }
+    }
+}
+
+/// A method's error as the caller sees it: a D-Bus error name and a message.
+package struct BusMethodError: Error, Sendable {
+    package let name: String
+    package let message: String
+
+    package init(_ name: String, _ message: String) {
+        self.name = name
+        self.message = message
+    }
+
+    package static func failed(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.Failed", message) }
+    package static func accessDenied(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.AccessDenied", message) }
+    package static func limitsExceeded(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.LimitsExceeded", message) }
+}
+
+/// A vtable sd-bus reads for as long as the process runs.
+private struct BusVtable: @unchecked Sendable {
+    let table: UnsafePointer<sd_bus_vtable>
+
+    init(_ members: [Member]) {
+        let table = members.withCStrings { reachd_bus_vtable_new($0, $0.count) }
+        guard let table else { fatalError("out of memory building a D-Bus vtable") }
+        self.table = table
+    }
+
+    struct Member {
+        var kind: reachd_bus_member_kind
+        var name: String
+        var signature: String
+        var result: String? = nil
+        var constant = false
+    }
+}
+
+private extension Array where Element == BusVtable.Member {
+    /// The C view of the members, valid inside `body` (the C side copies what it keeps).
+    func withCStrings<Result>(_ body: ([reachd_bus_member]) -> Result) -> Result {
+        var strings: [UnsafeMutablePointer<CChar>?] = []
+        defer { strings.forEach { free($0) } }
+        let copy = { (text: String?) -> UnsafePointer<CChar>? in
+            guard let text else { return nil }
+            let duplicate = strdup(text)
+            strings.append(duplicate)
+            return UnsafePointer(duplicate)
+        }
+        let members = map {
+            reachd_bus_member(kind: $0.kind, name: copy($0.name), signature: copy($0.signature), result: copy($0.result),
+                              constant: $0.constant ? 1 : 0)
+        }
+        return body(members)
+    }
+}
+
+/// Where the C trampolines land: each interface's members by its name (every served
+/// interface has its own), the object from the vtable's user data.
+private enum BusDispatch {
+    struct Entry: @unchecked Sendable {
+        let method: (AnyObject, String, BusCall) -> Int32?
+        let property: (AnyObject, String, String) -> BusValue?
+    }
+
+    private static let entries = Mutex<[String: Entry]>([:])
+
+    static func register(_ interface: String, _ entry: Entry) {
+        _ = installTrampolines
+        entries.withLock { $0[interface] = entry }
+    }
+
+    private static func entry(_ interface: UnsafePointer<CChar>?) -> Entry? {
+        guard let interface else { return nil }
+        let name = String(cString: interface)
+        return entries.withLock { $0[name] }
+    }
+
+    private static let installTrampolines: Void = reachd_bus_set_dispatch(
+        { message, userdata, error in
+            guard let userdata, let member = sd_bus_message_get_member(message),
+                  let entry = BusDispatch.entry(sd_bus_message_get_interface(message)) else { return -ENOENT }
+            let object = Unmanaged<AnyObject>.fromOpaque(userdata).takeUnretainedValue()
+            return entry.method(object, String(cString: member), BusCall(message: message, error: error)) ?? -ENOENT
+        },
+        { _, path, interface, name, reply, userdata, _ in
+            guard let userdata, let path, let name, let entry = BusDispatch.entry(interface) else { return -ENOENT }
+            let object = Unmanaged<AnyObject>.fromOpaque(userdata).takeUnretainedValue()
+            guard let value = entry.property(object, String(cString: path), String(cString: name)) else { return -ENOENT }
+            return value.append(to: reply)
+        })
+}

@@ -1,0 +1,145 @@
+import CSystemd
+import CSystemdShim
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// io.reachd.Reachability1 (docs/api.md), declared once: its properties, methods and
+/// signals. sd-bus serves and introspects what is declared here; the methods ask the
+/// object's delegate (the daemon).
+extension ReachabilityObject {
+    /// The property values of the published path, in the order of docs/api.md.
+    package struct Properties: Equatable, Sendable {
+        package var status = "unknown"
+        package var reason = ""
+        package var interface = ""
+        package var interfaceKind = ""
+        package var expensive = false
+        package var ipv4 = false
+        package var ipv6 = false
+        package var vpn = ""
+        package var trust = "none"
+        package var connectivity = "unknown"
+        package var portalURL = ""
+        package var supportsDNS = false
+        package var dnsServers: [String] = []
+        /// The network's captive-portal API (RFC 8908): "" when none is known.
+        package var captivePortalAPI = ""
+        /// router-advertisement, networkd or config; "" without an API.
+        package var captivePortalSource = ""
+        /// captive, not-captive, unknown (no usable answer yet); "" without an API.
+        package var captivePortalStatus = ""
+        package var venueInfoURL = ""
+        /// Seconds since 1970 when the session ends; 0: not counted.
+        package var sessionExpires: UInt64 = 0
+        /// -1: not counted.
+        package var bytesRemaining: Int64 = -1
+        package var canExtendSession = false
+
+        package init() {}
+
+        /// Each property's name, D-Bus type and value.
+        static let table: [(name: String, signature: String, value: @Sendable (Properties) -> BusValue)] = [
+            ("Status", "s", { .string($0.status) }),
+            ("Reason", "s", { .string($0.reason) }),
+            ("Interface", "s", { .string($0.interface) }),
+            ("InterfaceKind", "s", { .string($0.interfaceKind) }),
+            ("Expensive", "b", { .boolean($0.expensive) }),
+            ("IPv4", "b", { .boolean($0.ipv4) }),
+            ("IPv6", "b", { .boolean($0.ipv6) }),
+            ("VPN", "s", { .string($0.vpn) }),
+            ("Trust", "s", { .string($0.trust) }),
+            ("Connectivity", "s", { .string($0.connectivity) }),
+            ("PortalURL", "s", { .string($0.portalURL) }),
+            ("SupportsDNS", "b", { .boolean($0.supportsDNS) }),
+            ("DNSServers", "as", { .strings($0.dnsServers) }),
+            ("CaptivePortalAPI", "s", { .string($0.captivePortalAPI) }),
+            ("CaptivePortalSource", "s", { .string($0.captivePortalSource) }),
+            ("CaptivePortalStatus", "s", { .string($0.captivePortalStatus) }),
+            ("VenueInfoURL", "s", { .string($0.venueInfoURL) }),
+            ("SessionExpires", "t", { .u64($0.sessionExpires) }),
+            ("BytesRemaining", "x", { .i64($0.bytesRemaining) }),
+            ("CanExtendSession", "b", { .boolean($0.canExtendSession) }),
+        ]
+
+        /// The names of the properties whose values differ from `other`'s, for PropertiesChanged.
+        func changed(since other: Properties) -> [String] {
+            Self.table.filter { $0.value(self) != $0.value(other) }.map(\.name)
+        }
+    }
+
+    static let interface = BusInterface<ReachabilityObject>(
+        REACHD_BUS_INTERFACE,
+        properties: Properties.table.map { property in .init(property.name, property.signature) { object, _ in property.value(object.properties) } },
+        methods: [
+            .init("Describe", "", "s") { object, call in object.answer(call) { $0.describe() } },
+            .init("Route", "s", "s") { object, call in
+                guard let destination = call.string() else { return -EINVAL }
+                guard let delegate = object.delegate else { return -ESHUTDOWN }
+                delegate.route(to: destination, caller: object.caller(of: call), reply: call.later())
+                return 1
+            },
+            .init("TrustStatus", "", "s") { object, call in object.answer(call) { $0.trustStatus() } },
+            .init("RecheckTrust", "", "") { object, call in
+                guard let delegate = object.delegate else { return -ESHUTDOWN }
+                do throws(BusMethodError) {
+                    try delegate.recheckTrust(caller: call.senderUID)
+                    return call.replyEmpty()
+                } catch {
+                    return call.fail(error)
+                }
+            },
+            .init("Reload", "", "") { object, call in
+                let uid = call.senderUID
+                guard uid == 0 else {
+                    return call.fail(.accessDenied(uid == nil ? "the caller's credentials are unknown" : "Reload is for root only"))
+                }
+                guard let delegate = object.delegate else { return -ESHUTDOWN }
+                delegate.reload(reply: call.later(empty: true))
+                return 1
+            },
+            .init("CheckConnectivity", "", "s") { object, call in
+                guard let delegate = object.delegate else { return -ESHUTDOWN }
+                delegate.checkConnectivity(caller: call.senderUID, reply: call.later())
+                return 1
+            },
+            .init("Interfaces", "", "s") { object, call in object.answer(call) { $0.interfaces() } },
+            .init("WatchInterfaces", "", "s") { object, call in
+                if let subscriber = object.subscriber(on: call.bus) {
+                    if let sender = call.sender { subscriber.busInterfaceWatchers.insert(sender) } else { subscriber.peerWatchesInterfaces = true }
+                }
+                // Signals sent after this reply are newer than the inventory it carries.
+                let answer = object.answer(call) { $0.interfaces() }
+                object.interfaceWatchersChanged()
+                return answer
+            },
+            .init("WatchPath", "ss", "s") { object, call in
+                guard let (destination, types) = call.strings() else { return -EINVAL }
+                guard let delegate = object.delegate else { return -ESHUTDOWN }
+                let watcher = call.sender ?? ""
+                let bus = call.bus
+                let reply = call.later()
+                if let subscriber = object.subscriber(on: bus), subscriber.pathWatchCount(of: watcher) >= pathWatchesPerClient {
+                    reply(.failure(.limitsExceeded("at most \(pathWatchesPerClient) WatchPath() watches per connection")))
+                    return 1
+                }
+                delegate.watchPath(destination: destination, interfaceTypes: types, caller: object.caller(of: call)) { [weak object] result in
+                    // Registered before the reply: every PathChanged numbered after it is newer than its document.
+                    if case let .success(watch) = result, let object, let subscriber = object.subscriber(on: bus) {
+                        subscriber.pathWatchers[watch.key, default: []].insert(watcher)
+                        object.pathWatchesChanged()
+                    }
+                    reply(result.map(\.document))
+                }
+                return 1
+            },
+        ],
+        signals: [.init("StatusChanged", "ss"), .init("InterfaceChanged", "ss"), .init("TrustChanged", "ss"), .init("PinFailure", "s"),
+                  .init("PathChanged", "ss")])
+
+    /// Answers now with what the delegate says.
+    private func answer(_ call: BusCall, _ body: (any ReachabilityObjectDelegate) -> String) -> Int32 {
+        guard let delegate else { return -ESHUTDOWN }
+        return call.reply(body(delegate))
+    }
+}
