@@ -72,21 +72,24 @@ let package = Package(
         ),
         // The D-Bus side: sd-event loop, connections, the io.reachd.Reachability1 object.
         .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim", "CLinuxShim"]),
+        // The NetworkManager-compatible surface ([compat] networkmanager): what NetworkManager would
+        // say of a path, its objects on the bus, and its name, which yields to a real NetworkManager.
+        .target(name: "NetworkManagerSurface", dependencies: ["ReachabilityBus", "ReachabilityCore", "CSystemd", "CSystemdShim"]),
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
         .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "ReachabilityBus", "Sockets", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Sockets", "CSystemd"]),
         // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
         .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "Sockets"]),
-        // The daemon's decisions that need no loop, each testable alone: when trust rounds and report deliveries
-        // run, and what NetworkManager would report of a path (the [compat] surface).
+        // The daemon's decisions that need no loop, each testable alone: when trust rounds, report deliveries
+        // and captive-portal API queries run; which paths WatchPath() watches.
         .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
         // The daemon as a library (reachd is its one-line executable): one sd-event
         // thread, no TLS code (trust checks run in reachd-trust), and no
         // swift-argument-parser (its four options are parsed by hand).
         .target(
             name: "ReachdProgram",
-            dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "Sockets", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
+            dependencies: ["DaemonCore", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "Sockets", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
         ),
         .executableTarget(name: "reachd", dependencies: ["ReachdProgram"]),
         // The version, written once (the Makefile reads it for the package).
@@ -155,6 +158,7 @@ let package = Package(
         // `.needsRoot`: suites that need root are skipped, with the reason, for an ordinary user.
         .target(name: "RootTesting", path: "Tests/RootTesting"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
+        .testTarget(name: "NetworkManagerSurfaceTests", dependencies: ["NetworkManagerSurface", "ReachabilityCore"]),
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
         .testTarget(name: "ReachdMetricsTests", dependencies: ["ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),

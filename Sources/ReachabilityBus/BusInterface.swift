@@ -10,17 +10,17 @@ import Glibc
 /// its properties' values, and method calls are dispatched to its methods by name.
 /// `Object` is what the vtable's user data points at (the object serving it, which
 /// outlives every slot it is served under).
-struct BusInterface<Object: AnyObject>: Sendable {
+package struct BusInterface<Object: AnyObject>: Sendable {
     /// A property: its D-Bus type and how its value is read off the object.
-    struct Property: Sendable {
-        let name: String
-        let signature: String
+    package struct Property: Sendable {
+        package let name: String
+        package let signature: String
         /// Never changes while the object is served under its path (else it emits PropertiesChanged).
-        let constant: Bool
+        package let constant: Bool
         /// Its value at `path` (one object may serve the interface under several), nil when it has none there.
-        let value: @Sendable (Object, _ path: String) -> BusValue?
+        package let value: @Sendable (Object, _ path: String) -> BusValue?
 
-        init(_ name: String, _ signature: String, constant: Bool = false,
+        package init(_ name: String, _ signature: String, constant: Bool = false,
                      value: @escaping @Sendable (Object, _ path: String) -> BusValue?) {
             (self.name, self.signature, self.constant, self.value) = (name, signature, constant, value)
         }
@@ -28,33 +28,33 @@ struct BusInterface<Object: AnyObject>: Sendable {
 
     /// A method: its arguments' and reply's signatures, and its handler, which
     /// answers the call (now or later) and returns what sd-bus expects of a handler.
-    struct Method: Sendable {
-        let name: String
-        let input: String
-        let output: String
-        let call: @Sendable (Object, BusCall) -> Int32
+    package struct Method: Sendable {
+        package let name: String
+        package let input: String
+        package let output: String
+        package let call: @Sendable (Object, BusCall) -> Int32
 
-        init(_ name: String, _ input: String, _ output: String, call: @escaping @Sendable (Object, BusCall) -> Int32) {
+        package init(_ name: String, _ input: String, _ output: String, call: @escaping @Sendable (Object, BusCall) -> Int32) {
             (self.name, self.input, self.output, self.call) = (name, input, output, call)
         }
     }
 
     /// A signal, for introspection: it is emitted with its arguments where it happens.
-    struct Signal: Sendable {
-        let name: String
-        let signature: String
+    package struct Signal: Sendable {
+        package let name: String
+        package let signature: String
 
-        init(_ name: String, _ signature: String) { (self.name, self.signature) = (name, signature) }
+        package init(_ name: String, _ signature: String) { (self.name, self.signature) = (name, signature) }
     }
 
-    let name: String
-    let properties: [Property]
-    let methods: [Method]
-    let signals: [Signal]
+    package let name: String
+    package let properties: [Property]
+    package let methods: [Method]
+    package let signals: [Signal]
     /// Built once from the declaration; it lives as long as the process (interfaces are `static let`s).
     private let vtable: BusVtable
 
-    init(_ name: String, properties: [Property] = [], methods: [Method] = [], signals: [Signal] = []) {
+    package init(_ name: String, properties: [Property] = [], methods: [Method] = [], signals: [Signal] = []) {
         (self.name, self.properties, self.methods, self.signals) = (name, properties, methods, signals)
         vtable = BusVtable(properties.map { .init(kind: REACHD_BUS_PROPERTY, name: $0.name, signature: $0.signature, constant: $0.constant) }
             + methods.map { .init(kind: REACHD_BUS_METHOD, name: $0.name, signature: $0.input, result: $0.output) }
@@ -67,12 +67,12 @@ struct BusInterface<Object: AnyObject>: Sendable {
     }
 
     /// Serves `object` under `path` on `connection`, for as long as the connection lives.
-    func serve(_ object: Object, at path: String, on connection: BusConnection) throws(BusError) {
+    package func serve(_ object: Object, at path: String, on connection: BusConnection) throws(BusError) {
         connection.slots.append(try slot(serving: object, at: path, on: connection))
     }
 
     /// Serves `object` under `path` until the returned slot is released (`sd_bus_slot_unref`).
-    func slot(serving object: Object, at path: String, on connection: BusConnection) throws(BusError) -> OpaquePointer {
+    package func slot(serving object: Object, at path: String, on connection: BusConnection) throws(BusError) -> OpaquePointer {
         var slot: OpaquePointer?
         try check(sd_bus_add_object_vtable(connection.bus, &slot, path, name, vtable.table, Unmanaged.passUnretained(object).toOpaque()),
                   "serving \(name) at \(path)")
@@ -81,49 +81,49 @@ struct BusInterface<Object: AnyObject>: Sendable {
 }
 
 /// A method call being handled: its message, and where an error is set.
-struct BusCall: @unchecked Sendable {
-    let message: OpaquePointer?
-    let error: UnsafeMutablePointer<sd_bus_error>?
+package struct BusCall: @unchecked Sendable {
+    package let message: OpaquePointer?
+    package let error: UnsafeMutablePointer<sd_bus_error>?
 
     /// The user who sent it: on a bus, the broker's word; on the private socket, the
     /// peer's (SO_PEERCRED). Nil when neither says.
-    var senderUID: uid_t? {
+    package var senderUID: uid_t? {
         var uid: uid_t = 0
         return reachd_bus_sender_euid(message, &uid) >= 0 ? uid : nil
     }
 
     /// The sender's unique name on a bus (nil on the private socket, which has none).
-    var sender: String? { sd_bus_message_get_sender(message).map { String(cString: $0) } }
+    package var sender: String? { sd_bus_message_get_sender(message).map { String(cString: $0) } }
 
     /// The connection it came on.
-    var bus: OpaquePointer? { sd_bus_message_get_bus(message) }
+    package var bus: OpaquePointer? { sd_bus_message_get_bus(message) }
 
     /// Its one or two string arguments.
-    func strings() -> (first: String, second: String)? {
+    package func strings() -> (first: String, second: String)? {
         var first: UnsafePointer<CChar>?
         var second: UnsafePointer<CChar>?
         guard reachd_bus_read(message, &first, &second) >= 0, let first, let second else { return nil }
         return (String(cString: first), String(cString: second))
     }
 
-    func string() -> String? {
+    package func string() -> String? {
         var first: UnsafePointer<CChar>?
         guard reachd_bus_read(message, &first, nil) >= 0, let first else { return nil }
         return String(cString: first)
     }
 
     /// Answers now with one string.
-    func reply(_ answer: String) -> Int32 { reachd_bus_reply_string(message, answer) }
+    package func reply(_ answer: String) -> Int32 { reachd_bus_reply_string(message, answer) }
 
     /// Answers now with nothing.
-    func replyEmpty() -> Int32 { reachd_bus_reply_empty(message) }
+    package func replyEmpty() -> Int32 { reachd_bus_reply_empty(message) }
 
     /// Answers now with an error.
-    func fail(_ failure: BusMethodError) -> Int32 { sd_bus_error_set(error, failure.name, failure.message) }
+    package func fail(_ failure: BusMethodError) -> Int32 { sd_bus_error_set(error, failure.name, failure.message) }
 
     /// A reply given after the handler returned (the handler then returns 1): the call
     /// is kept until it is sent. `empty`: the method returns nothing, whatever the success carries.
-    func later(empty: Bool = false) -> (Result<String, BusMethodError>) -> Void {
+    package func later(empty: Bool = false) -> (Result<String, BusMethodError>) -> Void {
         let call = sd_bus_message_ref(message)
         return { result in
             switch result {

@@ -5,10 +5,10 @@ import Glibc
 
 /// A property value as the objects served here answer it: appended to a reply
 /// (or a PropertiesChanged) in its D-Bus type.
-enum BusValue: Equatable {
+package enum BusValue: Equatable, Sendable {
     case u32(UInt32), u64(UInt64), i64(Int64), boolean(Bool), string(String), strings([String]), objectPath(String), objectPaths([String])
 
-    func append(to reply: OpaquePointer?) -> Int32 {
+    package func append(to reply: OpaquePointer?) -> Int32 {
         switch self {
         case var .u32(number):
             return sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "u")), &number)

@@ -173,7 +173,7 @@ package struct BusError: Error, CustomStringConvertible, Sendable {
 }
 
 @discardableResult
-func check(_ result: Int32, _ operation: @autoclosure () -> String) throws(BusError) -> Int32 {
+package func check(_ result: Int32, _ operation: @autoclosure () -> String) throws(BusError) -> Int32 {
     guard result >= 0 else { throw BusError(operation(), code: -result) }
     return result
 }

@@ -8,30 +8,30 @@
 /// whatever a subscriber missed in between, the last thing it holds is the
 /// object's current state, and a slow reader costs the daemon a socket buffer
 /// and one partly written message, never a backlog.
-class StateSubscription<State: Equatable> {
-    let connection: BusConnection
+package class StateSubscription<State: Equatable> {
+    package let connection: BusConnection
     /// What the connection holds, as far as the daemon is concerned: it was
     /// handed to sd-bus (and so reaches the peer in order, or not at all).
-    var sent: State
+    package var sent: State
     /// Since when a change is waiting for the connection to take more; nil while it keeps up.
-    var behindSince: ContinuousClock.Instant?
+    package var behindSince: ContinuousClock.Instant?
 
-    init(connection: BusConnection, holding state: State) {
+    package init(connection: BusConnection, holding state: State) {
         self.connection = connection
         sent = state
     }
 
-    var canTakeMore: Bool { connection.canTakeMore }
+    package var canTakeMore: Bool { connection.canTakeMore }
 
-    var isBehind: Bool { behindSince != nil }
+    package var isBehind: Bool { behindSince != nil }
 
     /// Whether anything is waiting to be sent (subclasses add what they queue).
-    func isUpToDate(with state: State) -> Bool { sent == state }
+    package func isUpToDate(with state: State) -> Bool { sent == state }
 
     /// The rule: when something waits, `send` it if the connection can take more (it
     /// sends what differs from `sent`, then records `state` as sent); else the connection
     /// is behind from `now`, and the object calls again once it drained.
-    final func bringUpToDate(with state: State, now: ContinuousClock.Instant, send: () -> Void) {
+    package final func bringUpToDate(with state: State, now: ContinuousClock.Instant, send: () -> Void) {
         guard !isUpToDate(with: state) else { return }
         if canTakeMore {
             send()

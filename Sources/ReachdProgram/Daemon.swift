@@ -1,5 +1,6 @@
 import DaemonCore
 import FoundationEssentials
+import NetworkManagerSurface
 import ReachabilityBus
 import ReachabilityCore
 import ReachdMetrics
@@ -295,7 +296,7 @@ final class Daemon: ReachabilityObjectDelegate {
     func attach(bus: BusConnection?) throws {
         if let bus {
             try resolvers.followResolved(on: bus)
-            compat = try NetworkManagerCompat(connection: bus, loop: loop) { [unowned self] caller, done in
+            compat = try NetworkManagerCompat(connection: bus, loop: loop, log: { Log.notice($0) }) { [unowned self] caller, done in
                 checkConnectivity(caller: caller) { _ in done() }
             }
         }

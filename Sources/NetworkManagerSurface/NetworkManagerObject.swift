@@ -1,5 +1,6 @@
 import CSystemd
 import CSystemdShim
+import ReachabilityBus
 #if canImport(Glibc)
 import Glibc
 #endif

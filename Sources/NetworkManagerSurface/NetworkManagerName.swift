@@ -1,3 +1,4 @@
+import ReachabilityBus
 /// Owns `org.freedesktop.NetworkManager` only while no NetworkManager could want it.
 ///
 /// NetworkManager asks for its name without queueing and without replacing, and

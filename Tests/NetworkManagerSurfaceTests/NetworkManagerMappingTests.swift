@@ -1,5 +1,4 @@
-import DaemonCore
-import ReachabilityBus
+import NetworkManagerSurface
 import ReachabilityCore
 import Testing
 

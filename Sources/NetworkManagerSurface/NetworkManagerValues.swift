@@ -1,3 +1,4 @@
+import ReachabilityBus
 /// NetworkManager's D-Bus vocabulary, as its documentation (`nm-dbus-interface.h`)
 /// numbers it: what GLib's and Qt's NetworkManager backends decode.
 package enum NMState: UInt32, Sendable {
