@@ -109,7 +109,7 @@ examples: deps
 ## site for static hosting in $(DOCS)/api. Fails on any DocC warning (a broken
 ## symbol link, an undocumented parameter) and on any public symbol without a
 ## doc comment (scripts/check-doc-coverage.py).
-DOC_TARGETS = Reachability ReachabilityCore ReachabilityClient ReachabilityCompat ServerTrust
+DOC_TARGETS = Reachability ReachabilityCore ReachabilityClient ReachabilityCompat ServerTrust TrustVocabulary
 api-docs: deps
 	rm -rf $(DOCS)/api
 	$(SWIFT) package --allow-writing-to-directory $(DOCS)/api generate-documentation \

@@ -46,10 +46,13 @@ let package = Package(
         // Typed Swift over rtnetlink: sockets, dumps, events, route lookups, namespaces.
         // With Sockets and the bus, the only modules with unsafe pointer work.
         .target(name: "Netlink", dependencies: ["CNetlink", "CLinuxShim", "Sockets"]),
+        // The trust checker's words, shared by everything that speaks of trust: a host's verdict, the
+        // overall verdict, the TrustStatus document, the evidence of a captive portal.
+        .target(name: "TrustVocabulary"),
         // A small TOML reader that keeps line numbers for error messages.
         .target(name: "TOML"),
         // The monitor itself, on FoundationEssentials only: what reachctl and reachd link.
-        .target(name: "ReachabilityCore", dependencies: ["Netlink", "Sockets", "TOML"]),
+        .target(name: "ReachabilityCore", dependencies: ["Netlink", "Sockets", "TOML", "TrustVocabulary"]),
         // The library product: the core, plus NotificationCenter (full Foundation) for apps.
         .target(name: "Reachability", dependencies: ["ReachabilityCore"]),
         // TLS trust: certificates, pins, chain and host validation.
@@ -57,6 +60,7 @@ let package = Package(
             name: "ServerTrust",
             dependencies: [
                 "TOML",
+                "TrustVocabulary",
                 "CLinuxShim",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -78,7 +82,7 @@ let package = Package(
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
         .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "ReachabilityBus", "Sockets", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
-        .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Sockets", "CSystemd"]),
+        .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Sockets", "CSystemd", "TrustVocabulary"]),
         // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
         .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "Sockets"]),
         // The daemon's decisions that need no loop, each testable alone: when trust rounds, report deliveries
@@ -97,7 +101,7 @@ let package = Package(
         // Where the helper programs are: beside the running one, or in ../libexec.
         .target(name: "Libexec"),
         // What reachd-trust answers reachd (the JSON both sides of the pipe read).
-        .target(name: "TrustHelperMessages", dependencies: ["ReachabilityCore"]),
+        .target(name: "TrustHelperMessages", dependencies: ["ReachabilityCore", "TrustVocabulary"]),
         // reachctl's output and error format, and the help texts of `reachctl trust`.
         .target(
             name: "ReachctlSupport",

@@ -1,4 +1,5 @@
 import FoundationEssentials
+@_exported import TrustVocabulary
 
 /// A pin-failure report as the daemon signals it (`PinFailure`, docs/trust.md):
 /// RFC 7469's fields as TrustKit sends them, the path at the time, and the probe's
@@ -22,8 +23,8 @@ public struct PinFailure: Decodable, Sendable, Equatable {
     public var validatedCertificateChain: [String]
     /// `pin-sha256="…"`, the configured pins.
     public var knownPins: [String]
-    /// The verdict: `pin-mismatch`, `chain-invalid`, … (``TrustStatus/Verdict``'s words).
-    public var validationResult: String
+    /// The verdict: `pin-mismatch`, `chain-invalid`, …
+    public var validationResult: TrustVerdict
     /// The day the pin set stops being enforced (`YYYY-MM-DD`), if it has an expiry.
     public var knownPinsExpirationDate: String?
     /// The status, interface and connectivity when the check ran.
@@ -31,37 +32,7 @@ public struct PinFailure: Decodable, Sendable, Equatable {
     /// Set when the failure was seen while the probe found a captive portal: what the
     /// probe got. The verdict is then `portal`; whether that was a portal or an
     /// interceptor posing as one is for the subscriber to weigh (docs/security.md).
-    public var captivePortal: CaptivePortal?
-
-    /// What was known of the captive portal (docs/connectivity.md).
-    public struct CaptivePortal: Decodable, Sendable, Equatable {
-        /// Whose word the portal is on: `announced` (the network's API said captive),
-        /// `redirect` (the probe alone), `contradicted` (the probe was redirected, but the
-        /// network's API said it is not captive: the failure was judged an attack).
-        public var evidence: String
-        /// The probe's HTTP status (302 for a redirect), when it got an HTTP answer.
-        public var httpStatus: Int?
-        /// The redirect's target, when there was one.
-        public var location: String?
-        /// The network's captive-portal API, when one is known.
-        public var api: String?
-        /// The page the API sent the user to, when it announced the portal.
-        public var userPortalURL: String?
-
-        enum CodingKeys: String, CodingKey {
-            case evidence, httpStatus = "http-status", location, api, userPortalURL = "user-portal-url"
-        }
-
-        /// Reads the mark of a report; one without `evidence` (written before it was) is the probe's: `redirect`.
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            evidence = try container.decodeIfPresent(String.self, forKey: .evidence) ?? "redirect"
-            httpStatus = try container.decodeIfPresent(Int.self, forKey: .httpStatus)
-            location = try container.decodeIfPresent(String.self, forKey: .location)
-            api = try container.decodeIfPresent(String.self, forKey: .api)
-            userPortalURL = try container.decodeIfPresent(String.self, forKey: .userPortalURL)
-        }
-    }
+    public var captivePortal: CaptivePortalEvidence?
 
     enum CodingKeys: String, CodingKey {
         case dateTime = "date-time", hostname, port, notedHostname = "noted-hostname",

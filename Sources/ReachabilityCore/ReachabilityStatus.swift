@@ -1,3 +1,5 @@
+@_exported import TrustVocabulary
+
 /// What the path is, as docs/path.md names it.
 public enum ReachabilityStatus: String, Codable, Sendable, CaseIterable {
     /// Not known yet (before the first dump), or no longer known (an unrecovered error).
@@ -42,22 +44,6 @@ public enum UnreachableReason: String, Codable, Sendable, CaseIterable {
         case .noRoute: 5
         }
     }
-}
-
-/// The trust checker's overall verdict, carried in the path document.
-public enum TrustSummary: String, Codable, Sendable, CaseIterable {
-    /// No hosts are configured.
-    case none
-    /// Hosts are configured but no round has finished yet.
-    case unknown
-    /// Every host passed its checks.
-    case ok
-    /// Some host unreachable, or pins expired.
-    case degraded
-    /// An enforced pin or chain failure.
-    case compromised
-    /// Handshakes failed while connectivity is `portal`: a captive portal, not an attack.
-    case portal
 }
 
 /// Whether the path reaches the Internet (docs/connectivity.md), in

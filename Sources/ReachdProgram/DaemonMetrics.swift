@@ -93,8 +93,8 @@ final class DaemonMetrics {
                                                         current: state.trust.rawValue)),
             MetricFamily("reachd_trust_verdict", .gauge, help: "Each trust host's verdict in the latest round: 1 for it, 0 for the others.",
                          samples: hosts.flatMap { host in
-                             MetricFamily.stateSet(label: "verdict", states: TrustHostSummary.verdicts,
-                                                   current: host.verdict, labels: [.init("host", host.host)])
+                             MetricFamily.stateSet(label: "verdict", states: TrustVerdict.allCases.map(\.rawValue),
+                                                   current: host.verdict.rawValue, labels: [.init("host", host.host)])
                          }),
             MetricFamily("reachd_trust_checks_total", .counter, help: "Rounds that judged each trust host.",
                          samples: trustChecks.sorted { $0.key < $1.key }.map { Sample([.init("host", $0.key)], Double($0.value)) }),

@@ -73,13 +73,12 @@ final class TrustCoordinator {
     /// The overall verdict the document and TrustChanged carry.
     var summary: TrustSummary {
         guard schedule.isEnabled else { return .none }
-        guard let round else { return .unknown }
-        return TrustSummary(rawValue: round.overall) ?? .unknown
+        return round?.overall ?? .unknown
     }
 
-    /// `{"hosts": [...], "reports-pending": N, "trust": "..."}` (keys sorted, as reachd-trust writes them).
+    /// The TrustStatus document (docs/api.md).
     func status() -> String {
-        "{\"hosts\":\(round?.hosts ?? "[]"),\"reports-pending\":\(schedule.reportsPending),\"trust\":\"\(summary.rawValue)\"}"
+        (try? TrustStatus(overall: summary, hosts: round?.hosts ?? [], reportsPending: schedule.reportsPending).json()) ?? "{}"
     }
 
     /// RecheckTrust().
@@ -128,7 +127,7 @@ final class TrustCoordinator {
         if schedule.finished(job) {
             switch result {
             case let .success(round):
-                validated = round.summaries.contains { TrustHostSummary.validatedVerdicts.contains($0.verdict) }
+                validated = round.hosts.contains { $0.verdict.isValidated }
                 apply(round)
             case let .failure(failure) where failure.timedOut:
                 validated = false
@@ -182,13 +181,13 @@ final class TrustCoordinator {
         let head = try? JSONDecoder().decode(PinFailureReportHead.self, from: Data(report.utf8))
         let portal = head?.captivePortal.map { portal in
             let probe = "the probe got \(portal.httpStatus.map(String.init) ?? "no HTTP answer")\(portal.location.map { " to \($0)" } ?? "")"
-            return switch portal.evidence {
-            case "announced": " behind a captive portal announced by \(portal.api ?? "the network")"
-            case "contradicted": " where \(probe), yet \(portal.api ?? "the network's API") says the network is not captive"
-            default: " behind a captive portal (\(probe))"
+            return switch portal.kind {
+            case .announced: " behind a captive portal announced by \(portal.api ?? "the network")"
+            case .contradicted: " where \(probe), yet \(portal.api ?? "the network's API") says the network is not captive"
+            case .redirect: " behind a captive portal (\(probe))"
             }
         } ?? ""
-        return "trust: pin failure for \(head?.hostname ?? "?")\(portal): \(head?.validationResult ?? "?") (report spooled)"
+        return "trust: pin failure for \(head?.hostname ?? "?")\(portal): \(head?.validationResult.rawValue ?? "?") (report spooled)"
     }
 
     /// A round past its budget, killed: every host is `unknown` (not judged), with
@@ -198,38 +197,17 @@ final class TrustCoordinator {
         Log.error("trust: \(failure); every host is unknown until a round completes")
         metrics.roundsKilled += 1
         let checkedAt = Date()
-        let hosts = options.probed.map { UnjudgedHost(host: $0.host, port: $0.port, reason: "not judged: \(failure)", checkedAt: checkedAt) }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        let hosts = options.probed.map {
+            TrustStatus.Host(host: $0.host, port: $0.port, pattern: $0.host, verdict: .unknown, reason: "not judged: \(failure)",
+                             enforced: true, checkedAt: checkedAt)
+        }
         let before = summary
         // Every host keeps its verdict series (now `unknown`): an absent series never means "fine".
-        let summaries = hosts.map { TrustHostSummary(host: $0.host, verdict: $0.verdict, pinFailure: false, pinFailureBehindPortal: false,
+        let summaries = hosts.map { TrustHostSummary(host: $0.host, verdict: .unknown, pinFailure: false, pinFailureBehindPortal: false,
                                                      certificateExpires: nil) }
-        round = TrustRound(overall: TrustSummary.unknown.rawValue,
-                           hosts: String(decoding: (try? encoder.encode(hosts)) ?? Data("[]".utf8), as: UTF8.self), reports: [], warnings: [],
-                           reportsPending: schedule.reportsPending, summaries: summaries, evicted: [])
+        round = TrustRound(overall: .unknown, hosts: hosts, reports: [], warnings: [], reportsPending: schedule.reportsPending,
+                           summaries: summaries, evicted: [])
         if summary != before { announce() } else { object.publishTrust(summary.rawValue, document: status()) }
-    }
-
-    /// A host of the TrustStatus document that no round judged.
-    private struct UnjudgedHost: Encodable {
-        var host: String
-        var port: Int
-        var pattern: String
-        var verdict = "unknown"
-        var reason: String
-        var enforced = true
-        var presentedPins: [String] = []
-        var checkedAt: Date
-
-        init(host: String, port: Int, reason: String, checkedAt: Date) {
-            (self.host, self.port, pattern, self.reason, self.checkedAt) = (host, port, host, reason, checkedAt)
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case host, port, pattern, verdict, reason, enforced, presentedPins = "presented-pins", checkedAt = "checked-at"
-        }
     }
 
     /// A round that gave no result (reachd-trust crashed, or the config on disk no

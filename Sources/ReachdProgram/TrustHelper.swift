@@ -65,12 +65,12 @@ struct TrustHelper {
                     completion: @escaping (Result<TrustRound, Failure>) -> Void) throws(Failure) {
         var arguments = path.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
         if let path, path.connectivity == .portal {
-            let evidence = switch path.capport?.captive {
-            case true?: "announced"
-            case false?: "contradicted"
-            case nil: "redirect"
+            let evidence: CaptivePortalEvidence.Kind = switch path.capport?.captive {
+            case true?: .announced
+            case false?: .contradicted
+            case nil: .redirect
             }
-            arguments += [probe?.httpStatus.map(String.init) ?? "", probe?.portal ?? "", evidence, path.capport?.api ?? "",
+            arguments += [probe?.httpStatus.map(String.init) ?? "", probe?.portal ?? "", evidence.rawValue, path.capport?.api ?? "",
                           path.capport?.userPortalURL ?? ""]
         }
         try start(["check", file] + arguments, within: budget, runs: runs, completion: completion)

@@ -38,40 +38,19 @@ public struct HostTrustResult: Sendable, Equatable {
     }
 
     /// How this result counts towards the overall verdict.
-    var standing: OverallTrust {
+    var standing: TrustSummary {
         switch verdict {
         case .trusted: .ok
         case .unreachable, .pinsExpired, .clockUnsynchronized: .degraded
         case .pinMismatch where !enforced: .degraded
         case .portal: .portal
+        case .unknown: .unknown
         default: .compromised
         }
     }
 }
 
-/// The overall verdict over every probed host (docs/trust.md): `none` (no host
-/// configured), `unknown` (not checked yet, or no host could be reached),
-/// `ok`, `degraded` (some host unreachable, pins expired, or a report-only pin
-/// mismatch), `portal` (a host judged `portal`: a captive portal intercepts TLS),
-/// `compromised` (any enforced pin, chain, name, revocation or TLS failure).
-public enum OverallTrust: String, Sendable, Codable, CaseIterable, Comparable {
-    /// No hosts are configured.
-    case none
-    /// No host could be reached, or no round has finished.
-    case unknown
-    /// Every host passed.
-    case ok
-    /// Some host was unreachable, its pins expired, or a report-only pin mismatched.
-    case degraded
-    /// A host was judged `portal`: a captive portal intercepts TLS.
-    case portal
-    /// An enforced pin, chain, name, revocation or TLS-policy failure.
-    case compromised
-
-    public static func < (lhs: OverallTrust, rhs: OverallTrust) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
-    }
-
+extension TrustSummary {
     /// The overall verdict of one round's results: the worst host's standing,
     /// `unknown` when every host was unreachable, `none` without hosts.
     public init(_ results: [HostTrustResult]) {

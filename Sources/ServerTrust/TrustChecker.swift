@@ -44,7 +44,7 @@ public struct TrustChecker: Sendable {
     /// The result of one round.
     public struct Round: Sendable {
         /// The round's overall verdict.
-        public var overall: OverallTrust
+        public var overall: TrustSummary
         /// In the order of the configuration.
         public var hosts: [HostTrustResult]
         /// Reports written to the spool in this round (identical ones within 24 h are not).
@@ -82,7 +82,7 @@ public struct TrustChecker: Sendable {
             for await (index, outcome) in group { outcomes[index] = outcome }
             return outcomes.map { $0! }
         }.map { behindPortal?.isCredible == true ? $0.judgedBehindPortal() : $0 }
-        var round = Round(overall: OverallTrust(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], reportErrors: [])
+        var round = Round(overall: TrustSummary(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], reportErrors: [])
         for (host, outcome) in zip(hosts, outcomes) {
             guard let spool, let report = outcome.report(for: host, path: path, behindPortal: behindPortal) else { continue }
             do {

@@ -67,24 +67,24 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
                                                        timeoutMilliseconds: 5000, collectors: 0)
 }
 
-/// `reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY]]]`: one round's outcome.
+/// `reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY [EVIDENCE …]]]]`: one round's outcome.
 public struct TrustRound: Codable, Sendable {
-    /// none, unknown, ok, degraded, portal or compromised.
-    public var overall: String
-    /// The per-host results of the TrustStatus document: a JSON array, as text.
-    public var hosts: String
-    /// New pin-failure reports (already spooled), each as a JSON string.
+    /// The round's overall verdict.
+    public var overall: TrustSummary
+    /// Every configured host's verdict, in the config's order: the TrustStatus document's `hosts`.
+    public var hosts: [TrustStatus.Host]
+    /// New pin-failure reports (already spooled), each as a JSON string: signalled as they are (`PinFailure`).
     public var reports: [String]
     /// For the daemon's log: missing roots, undeliverable reports, pins without a backup.
     public var warnings: [String]
     /// Reports still waiting for their collectors after this round's delivery.
     public var reportsPending: Int
-    /// What the daemon's metrics need of each host, typed (in the order of `hosts`).
+    /// What the daemon's metrics count of each host that `hosts` does not say (in the order of `hosts`).
     public var summaries: [TrustHostSummary]
     /// Reports evicted to keep the spool and the outbox within their capacity.
     public var evicted: [String]
 
-    public init(overall: String, hosts: String, reports: [String], warnings: [String], reportsPending: Int,
+    public init(overall: TrustSummary, hosts: [TrustStatus.Host], reports: [String], warnings: [String], reportsPending: Int,
                 summaries: [TrustHostSummary], evicted: [String]) {
         self.overall = overall
         self.hosts = hosts
@@ -99,8 +99,7 @@ public struct TrustRound: Codable, Sendable {
 /// One host's outcome in a round, as the daemon counts it.
 public struct TrustHostSummary: Codable, Sendable, Equatable {
     public var host: String
-    /// One of `verdicts`.
-    public var verdict: String
+    public var verdict: TrustVerdict
     /// A pinned host whose pins are enforced failed validation (what a pin-failure report is written for).
     public var pinFailure: Bool
     /// The same failure, seen while connectivity was `portal`: recorded and counted
@@ -109,20 +108,13 @@ public struct TrustHostSummary: Codable, Sendable, Equatable {
     /// The earliest notAfter of the validated chain (seconds since 1970), when a chain validated.
     public var certificateExpires: Int64?
 
-    public init(host: String, verdict: String, pinFailure: Bool, pinFailureBehindPortal: Bool, certificateExpires: Int64?) {
+    public init(host: String, verdict: TrustVerdict, pinFailure: Bool, pinFailureBehindPortal: Bool, certificateExpires: Int64?) {
         self.host = host
         self.verdict = verdict
         self.pinFailure = pinFailure
         self.pinFailureBehindPortal = pinFailureBehindPortal
         self.certificateExpires = certificateExpires
     }
-
-    /// Every per-host verdict: ServerTrust's `TrustVerdict` (which the daemon does not link; a test keeps them equal),
-    /// and `unknown`, the daemon's own for the hosts of a round it killed at its deadline.
-    public static let verdicts = ["trusted", "pin-mismatch", "chain-invalid", "host-mismatch", "expired", "revoked",
-                                  "tls-policy", "pins-expired", "unreachable", "portal", "clock-unsynchronized", "unknown"]
-    /// The verdicts that say a chain validated (for connectivity: the host was reached, unaltered).
-    public static let validatedVerdicts: Set<String> = ["trusted", "pins-expired"]
 }
 
 /// `reachd-trust deliver FILE`: one delivery pass over the report outbox.
@@ -147,19 +139,9 @@ public struct TrustDelivery: Codable, Sendable, Equatable {
 /// What the daemon's log says of a pin-failure report (the report itself holds PEM chains).
 public struct PinFailureReportHead: Decodable, Sendable {
     public var hostname: String
-    public var validationResult: String
+    public var validationResult: TrustVerdict
     /// Present when the failure was seen behind a captive portal.
-    public var captivePortal: CaptivePortal?
-
-    public struct CaptivePortal: Decodable, Sendable {
-        /// announced, redirect or contradicted (absent in reports older than the API's reading: redirect).
-        public var evidence: String?
-        public var httpStatus: Int?
-        public var location: String?
-        public var api: String?
-
-        enum CodingKeys: String, CodingKey { case evidence, httpStatus = "http-status", location, api }
-    }
+    public var captivePortal: CaptivePortalEvidence?
 
     enum CodingKeys: String, CodingKey { case hostname, validationResult = "validation-result", captivePortal = "captive-portal" }
 }

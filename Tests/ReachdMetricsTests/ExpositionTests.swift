@@ -78,11 +78,6 @@ struct ExpositionTests {
         #expect(MetricsFormat(accept: "text/plain;version=0.0.4;q=0.5,*/*;q=0.1") == .prometheus)
         #expect(MetricsFormat(accept: "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1") == .openMetrics)
     }
-
-    @Test("the daemon's list of verdicts is ServerTrust's, and the daemon's own for a round it killed")
-    func verdicts() {
-        #expect(TrustHostSummary.verdicts == TrustVerdict.allCases.map(\.rawValue) + ["unknown"])
-    }
 }
 
 @Suite("The metrics server's request parsing")

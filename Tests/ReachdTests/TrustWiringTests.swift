@@ -64,7 +64,7 @@ struct TrustWiringTests {
                 #expect(await eventually { verdicts.all.last?.overall == .compromised }, "\(verdicts.all)")
                 #expect(verdicts.all.last?.hosts.first?.verdict == .pinMismatch)
                 #expect(await eventually { failures.all.count == 1 }, "the report, typed")
-                #expect(failures.all.first?.hostname == "pinned.test" && failures.all.first?.validationResult == "pin-mismatch")
+                #expect(failures.all.first?.hostname == "pinned.test" && failures.all.first?.validationResult == .pinMismatch)
                 #expect(failures.all.first?.knownPins.count == 2 && failures.all.first?.enforcePinning == true)
                 #expect(failures.all.first?.captivePortal == nil)
                 let spooled = try FileManager.default.contentsOfDirectory(atPath: reports.path).filter { $0.hasSuffix(".json") }

@@ -1,5 +1,8 @@
 /// A host's verdict (docs/trust.md). A network failure is never a trust failure.
-public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
+///
+/// Read from a newer daemon or report, a verdict this library does not know
+/// decodes as ``unknown``: its `reason` still says what happened.
+public enum TrustVerdict: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
     /// The chain validated, the name matched and a pin matched (when pins are set).
     case trusted
     /// The chain validated, but no key in it matches a configured pin.
@@ -27,6 +30,9 @@ public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
     /// synchronised yet (``ClockSource``): the clock is the suspect, not the server.
     /// Not reported; judged again once the clock is synchronised.
     case clockUnsynchronized = "clock-unsynchronized"
+    /// Not judged: the round was killed at its deadline (the reason says so), or the
+    /// verdict is newer than this library.
+    case unknown
 
     /// The failures an interception causes — what a pinned host's report is written
     /// for; judged `portal` while connectivity is `portal` (and still reported), as
@@ -34,23 +40,19 @@ public enum TrustVerdict: String, Sendable, Codable, CaseIterable {
     public var isInterception: Bool {
         switch self {
         case .pinMismatch, .chainInvalid, .hostMismatch, .expired, .revoked, .tlsPolicy: true
-        case .trusted, .pinsExpired, .unreachable, .portal, .clockUnsynchronized: false
+        case .trusted, .pinsExpired, .unreachable, .portal, .clockUnsynchronized, .unknown: false
         }
     }
-}
 
-/// A verdict with the reason behind it, in words a user can act on.
-public struct TrustEvaluation: Sendable, Equatable, CustomStringConvertible {
-    /// What was found.
-    public var verdict: TrustVerdict
-    /// Why.
-    public var reason: String
+    /// Whether a chain validated: the host was reached, unaltered (evidence of connectivity).
+    public var isValidated: Bool { self == .trusted || self == .pinsExpired }
 
-    /// A verdict and its reason.
-    public init(_ verdict: TrustVerdict, _ reason: String) {
-        self.verdict = verdict
-        self.reason = reason
+    /// The word documents and tools print: `pin-mismatch`, `trusted`, …
+    public var description: String { rawValue }
+
+    /// Reads a verdict; one this library does not know is ``unknown``.
+    public init(from decoder: any Decoder) throws {
+        self = TrustVerdict(rawValue: try decoder.singleValueContainer().decode(String.self)) ?? .unknown
     }
-
-    public var description: String { "\(verdict.rawValue): \(reason)" }
 }
+

@@ -1,7 +1,10 @@
 import FoundationEssentials
 
-/// The daemon's latest trust round (`TrustStatus()`, `reachctl trust status --json`), typed.
-public struct TrustStatus: Decodable, Sendable, Equatable {
+/// The latest trust round, as the daemon keeps it: `TrustStatus()`'s and
+/// TrustChanged's document, `reachctl trust status --json` (docs/api.md).
+/// reachd-trust writes its hosts, the daemon adds the count of waiting reports,
+/// clients read it; one type for all three.
+public struct TrustStatus: Codable, Sendable, Equatable {
     /// The overall verdict: the path document's `trust`.
     public var overall: TrustSummary
     /// Every configured host, in the config's order (empty before the first round).
@@ -9,8 +12,13 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
     /// Pin-failure reports waiting for their collectors.
     public var reportsPending: Int
 
+    /// A round's status.
+    public init(overall: TrustSummary, hosts: [Host], reportsPending: Int) {
+        (self.overall, self.hosts, self.reportsPending) = (overall, hosts, reportsPending)
+    }
+
     /// One host's verdict.
-    public struct Host: Decodable, Sendable, Equatable {
+    public struct Host: Codable, Sendable, Equatable {
         /// The host name checked (the config's `host`).
         public var host: String
         /// The TCP port of its TLS service.
@@ -18,7 +26,7 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
         /// The configured pattern whose policy applied.
         public var pattern: String
         /// What the check found: `trusted`, or why not.
-        public var verdict: Verdict
+        public var verdict: TrustVerdict
         /// Why, in words a user can act on.
         public var reason: String
         /// false for a report-only pin set: its mismatch is reported, not a failure.
@@ -34,6 +42,15 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
         /// The earliest notAfter of the validated chain, when one validated.
         public var certificateExpires: Date?
 
+        /// A host's verdict.
+        public init(host: String, port: Int, pattern: String, verdict: TrustVerdict, reason: String, enforced: Bool,
+                    tlsVersion: String? = nil, presentedPins: [String] = [], warning: String? = nil, checkedAt: Date,
+                    certificateExpires: Date? = nil) {
+            (self.host, self.port, self.pattern, self.verdict, self.reason, self.enforced) = (host, port, pattern, verdict, reason, enforced)
+            (self.tlsVersion, self.presentedPins, self.warning, self.checkedAt, self.certificateExpires) =
+                (tlsVersion, presentedPins, warning, checkedAt, certificateExpires)
+        }
+
         enum CodingKeys: String, CodingKey {
             case host, port, pattern, verdict, reason, enforced, tlsVersion = "tls-version", presentedPins = "presented-pins", warning,
                  checkedAt = "checked-at", certificateExpires = "certificate-expires"
@@ -44,7 +61,7 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
             host = try container.decode(String.self, forKey: .host)
             port = try container.decode(Int.self, forKey: .port)
             pattern = try container.decode(String.self, forKey: .pattern)
-            verdict = Verdict(rawValue: try container.decode(String.self, forKey: .verdict))
+            verdict = try container.decode(TrustVerdict.self, forKey: .verdict)
             reason = try container.decode(String.self, forKey: .reason)
             enforced = try container.decode(Bool.self, forKey: .enforced)
             tlsVersion = try container.decodeIfPresent(String.self, forKey: .tlsVersion)
@@ -55,6 +72,22 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
                 .map { try Self.date($0, .certificateExpires, container) }
         }
 
+        /// Dates as ISO 8601 text, whatever the encoder's date strategy.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(host, forKey: .host)
+            try container.encode(port, forKey: .port)
+            try container.encode(pattern, forKey: .pattern)
+            try container.encode(verdict, forKey: .verdict)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(enforced, forKey: .enforced)
+            try container.encode(tlsVersion, forKey: .tlsVersion)
+            try container.encode(presentedPins, forKey: .presentedPins)
+            try container.encodeIfPresent(warning, forKey: .warning)
+            try container.encode(checkedAt.formatted(.iso8601), forKey: .checkedAt)
+            try container.encodeIfPresent(certificateExpires?.formatted(.iso8601), forKey: .certificateExpires)
+        }
+
         private static func date(_ text: String, _ key: CodingKeys, _ container: KeyedDecodingContainer<CodingKeys>) throws -> Date {
             guard let date = try? Date(text, strategy: .iso8601) else {
                 throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "not ISO 8601: \(text)")
@@ -63,45 +96,16 @@ public struct TrustStatus: Decodable, Sendable, Equatable {
         }
     }
 
-    /// A host's verdict (docs/trust.md). A struct rather than an enum: a newer
-    /// daemon's verdict still decodes, and compares unequal to every known one.
-    public struct Verdict: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
-        /// The chain validated, the name matched and a pin matched (when pins are set).
-        public static let trusted = Verdict(rawValue: "trusted")
-        /// The chain validated, but no key in it matches a configured pin.
-        public static let pinMismatch = Verdict(rawValue: "pin-mismatch")
-        /// The chain does not lead to a configured or system trust anchor, or breaks a policy on the way.
-        public static let chainInvalid = Verdict(rawValue: "chain-invalid")
-        /// The leaf certificate does not name the host.
-        public static let hostMismatch = Verdict(rawValue: "host-mismatch")
-        /// A certificate of the chain is outside its validity period.
-        public static let expired = Verdict(rawValue: "expired")
-        /// A certificate of the chain is revoked (OCSP, when the host's policy asks for it).
-        public static let revoked = Verdict(rawValue: "revoked")
-        /// The handshake broke the host's TLS policy (protocol version, cipher).
-        public static let tlsPolicy = Verdict(rawValue: "tls-policy")
-        /// The host's pin set is past its `expires` date: pins are no longer enforced, and that is said.
-        public static let pinsExpired = Verdict(rawValue: "pins-expired")
-        /// No TLS handshake completed: no route, refused, or timed out.
-        public static let unreachable = Verdict(rawValue: "unreachable")
-        /// The handshake failed validation while connectivity is `portal`: a captive portal,
-        /// or an interceptor posing as one. Not an alarm, not trusted either; a pinned
-        /// host's failure is still reported, marked as seen behind the portal.
-        public static let portal = Verdict(rawValue: "portal")
-        /// A certificate looked expired or not yet valid while the clock is not
-        /// synchronised: the clock is the suspect, not the server.
-        public static let clockUnsynchronized = Verdict(rawValue: "clock-unsynchronized")
-        /// Not judged: the round was killed at its deadline (the reason says so).
-        public static let unknown = Verdict(rawValue: "unknown")
-    }
-
     /// Reads the daemon's `TrustStatus()` document.
     public init(json: String) throws {
         self = try JSONDecoder().decode(TrustStatus.self, from: Data(json.utf8))
+    }
+
+    /// The document, keys sorted.
+    public func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
     }
 
     enum CodingKeys: String, CodingKey { case overall = "trust", hosts, reportsPending = "reports-pending" }
