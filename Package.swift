@@ -43,6 +43,9 @@ let package = Package(
         // Plain sockets and the loop's building blocks: IP addresses, the probe's TCP
         // client, name resolution, HTTP head bytes, poll, a thread of its own.
         .target(name: "Sockets", dependencies: ["CLinuxShim"]),
+        // HTTP/1.x heads as bytes: the connectivity probe's responses, the metrics server's requests
+        // (the TLS clients' HTTP is swift-nio's, in ServerTrust).
+        .target(name: "HTTPWire"),
         // Typed Swift over rtnetlink: sockets, dumps, events, route lookups, namespaces.
         // With Sockets and the bus, the only modules with unsafe pointer work.
         .target(name: "Netlink", dependencies: ["CNetlink", "CLinuxShim", "Sockets"]),
@@ -52,7 +55,7 @@ let package = Package(
         // A small TOML reader that keeps line numbers for error messages.
         .target(name: "TOML"),
         // The monitor itself, on FoundationEssentials only: what reachctl and reachd link.
-        .target(name: "ReachabilityCore", dependencies: ["Netlink", "Sockets", "TOML", "TrustVocabulary"]),
+        .target(name: "ReachabilityCore", dependencies: ["HTTPWire", "Netlink", "Sockets", "TOML", "TrustVocabulary"]),
         // The library product: the core, plus NotificationCenter (full Foundation) for apps.
         .target(name: "Reachability", dependencies: ["ReachabilityCore"]),
         // TLS trust: certificates, pins, chain and host validation.
@@ -80,7 +83,7 @@ let package = Package(
         // say of a path, its objects on the bus, and its name, which yields to a real NetworkManager.
         .target(name: "NetworkManagerSurface", dependencies: ["ReachabilityBus", "ReachabilityCore", "CSystemd", "CSystemdShim"]),
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
-        .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "ReachabilityBus", "Sockets", "TOML"]),
+        .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "HTTPWire", "ReachabilityBus", "Sockets", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Sockets", "CSystemd", "TrustVocabulary"]),
         // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
@@ -164,7 +167,7 @@ let package = Package(
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
         .testTarget(name: "NetworkManagerSurfaceTests", dependencies: ["NetworkManagerSurface", "ReachabilityCore"]),
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
-        .testTarget(name: "ReachdMetricsTests", dependencies: ["ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
+        .testTarget(name: "ReachdMetricsTests", dependencies: ["HTTPWire", "ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Sockets", "NamespaceTesting", "RootTesting"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "Sockets", "TOML", "NamespaceTesting", "RootTesting"]),

@@ -1,3 +1,4 @@
+import HTTPWire
 import Dispatch
 import Netlink
 import Sockets

@@ -1,3 +1,4 @@
+import HTTPWire
 import Sockets
 
 /// The two text formats a scraper may ask for.

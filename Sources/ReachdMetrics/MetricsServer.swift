@@ -1,3 +1,4 @@
+import HTTPWire
 import CLinuxShim
 import ReachabilityBus
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import HTTPWire
 import Foundation
 @testable import ReachdMetrics
 import ServerTrust

@@ -1,17 +1,15 @@
-import Sockets
-
 /// What the metrics server needs of an HTTP/1.x request head: the method, the
 /// target and the `Accept` header. Everything else (other headers, a body) is ignored.
 /// Parsed as bytes (`HTTPHeadBytes`): the String algorithms that would do it in a line
 /// (Unicode case mapping, `firstRange(of:)`) touched half a megabyte more of the
 /// daemon's code pages — resident memory of every idle reachd.
-enum HTTPRequest: Equatable {
+package enum HTTPRequest: Equatable {
     /// No blank line yet.
     case incomplete
     case malformed
     case complete(method: String, target: String, accept: String?)
 
-    init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         guard let end = Self.headEnd(bytes) else {
             self = .incomplete
             return

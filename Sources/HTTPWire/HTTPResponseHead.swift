@@ -1,17 +1,15 @@
-import Sockets
-
 /// The head of an HTTP/1.x response, read from bytes (what the connectivity probe
 /// needs: status, Location, how the body is framed), as bytes (`HTTPHeadBytes`).
-struct HTTPResponseHead: Equatable {
-    var status: Int
-    var location: [UInt8]?
-    var contentLength: Int?
-    var chunked: Bool
+package struct HTTPResponseHead: Equatable {
+    package var status: Int
+    package var location: [UInt8]?
+    package var contentLength: Int?
+    package var chunked: Bool
     /// Where the body starts in the bytes parsed.
-    var bodyStart: Int
+    package var bodyStart: Int
 
     /// nil until the head is complete, or when the bytes are not an HTTP response.
-    init?(_ bytes: [UInt8]) {
+    package init?(_ bytes: [UInt8]) {
         guard let end = Self.endOfHead(bytes) else { return nil }
         var lines = HTTPHeadBytes.lines(bytes[..<end.head])
         guard let statusLine = lines.first, statusLine.starts(with: Array("HTTP/1.".utf8)), statusLine.count >= 12,
@@ -39,7 +37,7 @@ struct HTTPResponseHead: Equatable {
 
     /// The body once `needed` bytes of it are known, or all of it is: nil while
     /// neither (more may come). 204 and 304 have none, whatever the headers say.
-    func body(of bytes: [UInt8], atEnd: Bool, needed: Int) -> [UInt8]? {
+    package func body(of bytes: [UInt8], atEnd: Bool, needed: Int) -> [UInt8]? {
         if status == 204 || status == 304 { return [] }
         let raw = bytes[bodyStart...]
         if chunked {
@@ -69,7 +67,7 @@ struct HTTPResponseHead: Equatable {
     }
 
     /// The data of the chunks received so far, and whether the last (empty) chunk came.
-    static func dechunk(_ bytes: ArraySlice<UInt8>) -> (data: [UInt8], complete: Bool) {
+    package static func dechunk(_ bytes: ArraySlice<UInt8>) -> (data: [UInt8], complete: Bool) {
         var data: [UInt8] = []
         var rest = bytes
         while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
