@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // FileDescriptor and Errno (already in the graph through swift-nio).
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         // `swift package generate-documentation`: the libraries' DocC site (make api-docs, in make test).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -36,26 +38,27 @@ let package = Package(
         ),
         // libsystemd: sd-bus, sd-event, sd-daemon.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-        // What Swift cannot express of sd-bus: the vtable macros and variadic calls.
+        // What Swift cannot express of sd-bus: a vtable built from a BusInterface declaration, the variadic calls.
         .target(name: "CSystemdShim", dependencies: ["CSystemd"]),
-        // The Linux calls Swift cannot reach (_GNU_SOURCE's setns, ppoll, accept4 and ucred; adjtimex).
+        // The Linux calls Swift cannot reach (_GNU_SOURCE's setns, ppoll, pipe2, accept4 and ucred; adjtimex).
         .target(name: "CLinuxShim"),
-        // Plain sockets and the loop's building blocks: IP addresses, the probe's TCP
-        // client, name resolution, HTTP head bytes, poll, a thread of its own.
-        .target(name: "Sockets", dependencies: ["CLinuxShim"]),
+        // The system calls beneath the loops, in swift-system's style (its FileDescriptor and Errno,
+        // one retry on EINTR): poll, the wake pipe, inotify, IP addresses, the probe's TCP client,
+        // name resolution off the loop, and a thread of its own.
+        .target(name: "SystemCalls", dependencies: ["CLinuxShim", .product(name: "SystemPackage", package: "swift-system")]),
         // HTTP/1.x heads as bytes: the connectivity probe's responses, the metrics server's requests
         // (the TLS clients' HTTP is swift-nio's, in ServerTrust).
         .target(name: "HTTPWire"),
         // Typed Swift over rtnetlink: sockets, dumps, events, route lookups, namespaces.
-        // With Sockets and the bus, the only modules with unsafe pointer work.
-        .target(name: "Netlink", dependencies: ["CNetlink", "CLinuxShim", "Sockets"]),
+        // With SystemCalls and the bus, the only modules with unsafe pointer work.
+        .target(name: "Netlink", dependencies: ["CNetlink", "CLinuxShim", "SystemCalls"]),
         // The trust checker's words, shared by everything that speaks of trust: a host's verdict, the
         // overall verdict, the TrustStatus document, the evidence of a captive portal.
         .target(name: "TrustVocabulary"),
         // A small TOML reader that keeps line numbers for error messages.
-        .target(name: "TOML"),
+        .target(name: "TOML", dependencies: [.product(name: "SystemPackage", package: "swift-system")]),
         // The monitor itself, on FoundationEssentials only: what reachctl and reachd link.
-        .target(name: "ReachabilityCore", dependencies: ["HTTPWire", "Netlink", "Sockets", "TOML", "TrustVocabulary"]),
+        .target(name: "ReachabilityCore", dependencies: ["HTTPWire", "Netlink", "SystemCalls", "TOML", "TrustVocabulary"]),
         // The library product: the core, plus NotificationCenter (full Foundation) for apps.
         .target(name: "Reachability", dependencies: ["ReachabilityCore"]),
         // TLS trust: certificates, pins, chain and host validation.
@@ -65,6 +68,7 @@ let package = Package(
                 "TOML",
                 "TrustVocabulary",
                 "CLinuxShim",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -77,38 +81,39 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // The D-Bus side: sd-event loop, connections, the io.reachd.Reachability1 object.
-        .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim", "CLinuxShim"]),
+        // The D-Bus side: the sd-event loop, connections, interfaces declared once (BusInterface), one
+        // back-pressure rule (StateSubscription), the io.reachd.Reachability1 object, the private socket.
+        .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim", "CLinuxShim", "SystemCalls"]),
         // The NetworkManager-compatible surface ([compat] networkmanager): what NetworkManager would
         // say of a path, its objects on the bus, and its name, which yields to a real NetworkManager.
         .target(name: "NetworkManagerSurface", dependencies: ["ReachabilityBus", "ReachabilityCore", "CSystemd", "CSystemdShim"]),
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
-        .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "HTTPWire", "ReachabilityBus", "Sockets", "TOML"]),
+        .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "HTTPWire", "ReachabilityBus", "SystemCalls", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
-        .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "Sockets", "CSystemd", "TrustVocabulary"]),
+        .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "SystemCalls", "CSystemd", "TrustVocabulary"]),
         // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
-        .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "Sockets"]),
+        .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "SystemCalls"]),
         // The daemon's decisions that need no loop, each testable alone: when trust rounds, report deliveries
         // and captive-portal API queries run; which paths WatchPath() watches.
         .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
-        // The daemon as a library (reachd is its one-line executable): one sd-event
-        // thread, no TLS code (trust checks run in reachd-trust), and no
+        // The daemon as a library (reachd is its one-line executable): Daemon wires one component per
+        // concern on one sd-event thread; no TLS code (trust checks run in reachd-trust), and no
         // swift-argument-parser (its four options are parsed by hand).
         .target(
             name: "ReachdProgram",
-            dependencies: ["DaemonCore", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "Sockets", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
+            dependencies: ["DaemonCore", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "SystemCalls", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
         ),
         .executableTarget(name: "reachd", dependencies: ["ReachdProgram"]),
         // The version, written once (the Makefile reads it for the package).
         .target(name: "ReachdVersion"),
         // Where the helper programs are: beside the running one, or in ../libexec.
         .target(name: "Libexec"),
-        // What reachd-trust answers reachd (the JSON both sides of the pipe read).
+        // What reachd-trust answers reachd, typed (the JSON both sides of the pipe read).
         .target(name: "TrustHelperMessages", dependencies: ["ReachabilityCore", "TrustVocabulary"]),
         // reachctl's output and error format, and the help texts of `reachctl trust`.
         .target(
             name: "ReachctlSupport",
-            dependencies: ["TOML", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["TOML", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "SystemPackage", package: "swift-system")]
         ),
         // `reachctl trust check|verify|pin|diagnose`: TLS, so they run in reachd-trust.
         .target(
@@ -143,12 +148,12 @@ let package = Package(
         // Every parser of outside input, reachable from bytes: fuzzed, and replayed by the tests.
         .target(
             name: "ParserFuzzing",
-            dependencies: ["TOML", "Netlink", "ReachabilityCore", "ServerTrust", "Sockets", "TrustHelperMessages"]
+            dependencies: ["TOML", "Netlink", "ReachabilityCore", "ServerTrust", "SystemCalls", "TrustHelperMessages"]
         ),
         .executableTarget(
             name: "reachability-bench",
             dependencies: [
-                "ReachabilityCore", "ReachabilityBus", "ReachabilityClient", "Netlink", "Sockets", "NamespaceTesting", "ServerTrust",
+                "ReachabilityCore", "ReachabilityBus", "ReachabilityClient", "Netlink", "SystemCalls", "NamespaceTesting", "ServerTrust",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -169,8 +174,8 @@ let package = Package(
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
         .testTarget(name: "ReachdMetricsTests", dependencies: ["HTTPWire", "ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Sockets", "NamespaceTesting", "RootTesting"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "Sockets", "TOML", "NamespaceTesting", "RootTesting"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "SystemCalls", "NamespaceTesting", "RootTesting"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "RootTesting"]),
         .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "NamespaceTesting", "RootTesting"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "RootTesting"]),
         .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachabilityCompat", "ReachdVersion", "RootTesting"]),

@@ -21,7 +21,7 @@ STDLIB_SUBSTITUTIONS = ("$ss", "_$ss", "$sS", "$sSo", "$sSC")
 PROJECT = {"reachd", "reachctl", "reachd_trust", "ReachabilityCore", "Reachability", "ReachabilityBus", "ReachabilityClient",
            "Netlink", "TOML", "ServerTrust", "DaemonCore", "ReachdMetrics", "ReachctlSupport", "TrustCommands",
            "TrustHelperMessages", "Libexec", "ReachdVersion", "ReachdProgram", "ReachctlProgram", "ReachdTrustProgram",
-           "Sockets", "reachd_multicall"}
+           "SystemCalls", "HTTPWire", "TrustVocabulary", "NetworkManagerSurface", "reachd_multicall"}
 GROUPS = [
     ("BoringSSL (swift-crypto)", lambda n: "CCryptoBoringSSL" in n),
     ("BoringSSL (swift-nio-ssl)", lambda n: "CNIOBoringSSL" in n),

@@ -1,12 +1,14 @@
 // The Linux calls Swift cannot reach: those declared only under _GNU_SOURCE
-// (setns, ppoll, accept4, struct ucred), which Glibc's module map leaves out,
+// (setns, ppoll, pipe2, accept4, struct ucred), which Glibc's module map leaves out,
 // and sys/timex.h, which it does not include.
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/timex.h>
 #include <time.h>
+#include <unistd.h>
 #include "CLinuxShim.h"
 
 int reachd_enter_network_namespace(int fd) {
@@ -20,6 +22,10 @@ int reachd_poll(struct pollfd *descriptors, nfds_t count, int64_t timeout_nanose
         .tv_nsec = timeout_nanoseconds % 1000000000,
     };
     return ppoll(descriptors, count, &timeout, NULL);
+}
+
+int reachd_pipe(int ends[2]) {
+    return pipe2(ends, O_CLOEXEC | O_NONBLOCK);
 }
 
 int reachd_accept(int listener) {

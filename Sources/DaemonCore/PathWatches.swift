@@ -1,5 +1,5 @@
 import ReachabilityCore
-import Sockets
+import SystemCalls
 
 /// The daemon's `WatchPath()` watches (docs/api.md): one per distinct request,
 /// however many clients hold it, each with the addresses its destination resolved

@@ -1,5 +1,5 @@
 import CNetlink
-import Sockets
+import SystemCalls
 
 /// `IFA_F_*` flags of an address.
 package struct AddressFlags: OptionSet, Hashable, Sendable {

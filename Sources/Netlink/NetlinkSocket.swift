@@ -1,3 +1,4 @@
+import SystemCalls
 import CNetlink
 #if canImport(Glibc)
 import Glibc
@@ -71,16 +72,13 @@ final class NetlinkSocket {
 
     /// Reads one datagram into the socket's buffer.
     func receive(blocking: Bool, operation: @autoclosure () -> String) throws -> Received {
-        while true {
-            let count = recv(fileDescriptor, buffer.baseAddress, buffer.count, blocking ? 0 : Int32(MSG_DONTWAIT))
-            if count >= 0 { return .messages(count) }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN where !blocking: return .wouldBlock
-            case EAGAIN: throw NetlinkError.timedOut(operation: operation())
-            case ENOBUFS: return .overrun
-            default: throw NetlinkError.lastSystemError(operation())
-            }
+        let count = retryingOnInterrupt { recv(fileDescriptor, buffer.baseAddress, buffer.count, blocking ? 0 : Int32(MSG_DONTWAIT)) }
+        if count >= 0 { return .messages(count) }
+        switch errno {
+        case EAGAIN where !blocking: return .wouldBlock
+        case EAGAIN: throw NetlinkError.timedOut(operation: operation())
+        case ENOBUFS: return .overrun
+        default: throw NetlinkError.lastSystemError(operation())
         }
     }
 

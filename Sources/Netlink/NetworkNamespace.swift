@@ -1,7 +1,7 @@
 import CLinuxShim
 #if canImport(Glibc)
 import Glibc
-import Sockets
+import SystemCalls
 #endif
 
 /// A network namespace, by the path of a file that holds it open

@@ -1,7 +1,7 @@
 import CNetlink
 #if canImport(Glibc)
 import Glibc
-import Sockets
+import SystemCalls
 #endif
 
 /// The kernel's answer to "which way would a packet to this address go?".

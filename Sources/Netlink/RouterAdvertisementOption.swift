@@ -2,7 +2,7 @@ import CNetlink
 #if canImport(Glibc)
 import Glibc
 #endif
-import Sockets
+import SystemCalls
 
 /// One option of an IPv6 router advertisement that the kernel does not act on
 /// itself and passes to userspace (`RTM_NEWNDUSEROPT` on `RTNLGRP_ND_USEROPT`,

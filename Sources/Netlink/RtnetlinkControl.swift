@@ -1,7 +1,7 @@
 import CNetlink
 #if canImport(Glibc)
 import Glibc
-import Sockets
+import SystemCalls
 #endif
 
 /// Changes kernel state the way `ip` does, over the caller's own socket: for

@@ -1,5 +1,5 @@
 import CNetlink
-import Sockets
+import SystemCalls
 
 /// A datagram read from an rtnetlink socket, decoded as the monitor decodes
 /// one: every message (events and dump answers), and each as the answer to a

@@ -1,7 +1,7 @@
 import CNetlink
 #if canImport(Glibc)
 import Glibc
-import Sockets
+import SystemCalls
 #endif
 
 /// A route was added or removed. Only enough to know that something changed:

@@ -1,7 +1,7 @@
 import CNetlink
 #if canImport(Glibc)
 import Glibc
-import Sockets
+import SystemCalls
 #endif
 
 /// The unsubscribed socket for requests: link and address dumps (start-up and

@@ -2,7 +2,7 @@ import FoundationEssentials
 import Netlink
 import ReachabilityCore
 import ServerTrust
-import Sockets
+import SystemCalls
 import TOML
 import TrustHelperMessages
 

@@ -1,5 +1,6 @@
 import CLinuxShim
 import CSystemd
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,38 +32,38 @@ package final class PrivateSocket {
     /// may create it first: a daemon serving there, or a client connecting there,
     /// would share it with whoever did — who could put a socket of its own in it
     /// and answer for reachd. Other paths are the caller's choice.
-    package static func verifyOwnDirectory(of socketPath: String) throws(BusError) {
+    package static func verifyOwnDirectory(of socketPath: String) throws(SystemCallError) {
         let directory = fallbackDirectory
         guard socketPath == "\(directory)/bus" else { return }
         var status = stat()
-        guard lstat(directory, &status) == 0 else { throw BusError("checking \(directory)", code: errno) }
+        guard lstat(directory, &status) == 0 else { throw SystemCallError("checking \(directory)") }
         let user = geteuid()
         if status.st_mode & S_IFMT != S_IFDIR {
-            throw BusError("\(directory) is not a directory (a link or a file someone else may have put there): refusing it", code: ENOTDIR)
+            throw SystemCallError("\(directory) is not a directory (a link or a file someone else may have put there): refusing it", errno: Errno(rawValue: ENOTDIR))
         }
         if status.st_uid != user {
-            throw BusError("\(directory) belongs to uid \(status.st_uid), not to uid \(user): refusing a socket directory another user created (remove it, or use --socket)", code: EPERM)
+            throw SystemCallError("\(directory) belongs to uid \(status.st_uid), not to uid \(user): refusing a socket directory another user created (remove it, or use --socket)", errno: Errno(rawValue: EPERM))
         }
         if status.st_mode & 0o022 != 0 {
-            throw BusError("\(directory) is writable by other users (mode \(String(status.st_mode & 0o777, radix: 8))): refusing it", code: EPERM)
+            throw SystemCallError("\(directory) is writable by other users (mode \(String(status.st_mode & 0o777, radix: 8))): refusing it", errno: Errno(rawValue: EPERM))
         }
     }
 
     /// Binds `path`, replacing a stale socket left by a previous run, and creating its directory.
-    package init(path: String) throws(BusError) {
+    package init(path: String) throws(SystemCallError) {
         self.path = path
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             try Self.makeDirectories(String(path[..<slash]))
         }
         try Self.verifyOwnDirectory(of: path)
         descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard descriptor >= 0 else { throw BusError("creating \(path)", code: errno) }
+        guard descriptor >= 0 else { throw SystemCallError("creating \(path)") }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard path.utf8.count < capacity else {
             close(descriptor)
-            throw BusError("binding \(path) (longer than \(capacity - 1) bytes)", code: ENAMETOOLONG)
+            throw SystemCallError("binding \(path) (longer than \(capacity - 1) bytes)", errno: Errno(rawValue: ENAMETOOLONG))
         }
         withUnsafeMutableBytes(of: &address.sun_path) { bytes in
             bytes.copyBytes(from: path.utf8)
@@ -75,7 +76,7 @@ package final class PrivateSocket {
         guard bound == 0, chmod(path, 0o666) == 0, listen(descriptor, 64) == 0 else {
             let code = errno
             close(descriptor)
-            throw BusError("listening on \(path)", code: code)
+            throw SystemCallError("listening on \(path)", errno: Errno(rawValue: code))
         }
     }
 
@@ -123,93 +124,11 @@ package final class PrivateSocket {
         return reachd_peer_uid(socket, &uid) == 0 ? uid : uid_t.max
     }
 
-    /// Who gets in, and who is dropped: the bookkeeping of `ConnectionLimits`.
-    final class Admission {
-        let limits: ConnectionLimits
-        let descriptorLimit: Int
-        let log: (String) -> Void
-        var sweep: EventLoop.Timer?
-        /// Armed for the earliest authentication deadline; a new peer must not postpone it.
-        private var sweepArmed = false
-        private var peers: [(connection: BusConnection, accepted: ContinuousClock.Instant)] = []
-        private var lastRefusalLogged: [uid_t: ContinuousClock.Instant] = [:]
-        /// Opened at start so that an accept queue can be emptied with no descriptor left.
-        private var spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
-
-        init(limits: ConnectionLimits, descriptorLimit: Int, log: @escaping (String) -> Void) {
-            self.limits = limits
-            self.descriptorLimit = descriptorLimit
-            self.log = log
-        }
-
-        /// Why a connection of `uid` on `descriptor` is not served, or nil. Root always is.
-        func refusal(of uid: uid_t, descriptor: Int32) -> String? {
-            guard uid != 0 else { return nil }
-            let others = peers.filter { $0.connection.peerUID != 0 }
-            if others.count(where: { $0.connection.peerUID == uid }) >= limits.perUser {
-                return "more than \(limits.perUser) connections of one user"
-            }
-            if others.count >= limits.allUsers { return "more than \(limits.allUsers) connections of users other than root" }
-            // Descriptors are handed out lowest first: this number says how many are open.
-            if Int(descriptor) >= descriptorLimit - limits.reservedDescriptors {
-                return "the last \(limits.reservedDescriptors) of \(descriptorLimit) descriptors are kept for root and the daemon"
-            }
-            return nil
-        }
-
-        /// Once per user per minute: a flood must not become a flood of log lines.
-        func logRefusal(of uid: uid_t, _ reason: String) {
-            let now = ContinuousClock.now
-            lastRefusalLogged = lastRefusalLogged.filter { $0.value.duration(to: now) < .seconds(60) }
-            guard lastRefusalLogged[uid] == nil else { return }
-            lastRefusalLogged[uid] = now
-            log("private socket: closed connections of uid \(uid == uid_t.max ? "unknown" : String(uid)): \(reason) (said once a minute)")
-        }
-
-        func admit(_ connection: BusConnection) {
-            peers.removeAll { !$0.connection.isOpen }
-            peers.append((connection, .now))
-            if !sweepArmed {
-                sweep?.arm(after: limits.authenticationTimeout)
-                sweepArmed = true
-            }
-        }
-
-        /// Closes peers that have not finished authenticating in time.
-        func dropUnauthenticated() {
-            let now = ContinuousClock.now
-            var next: ContinuousClock.Instant?
-            for (connection, accepted) in peers where connection.isOpen && !connection.isReady {
-                let deadline = accepted + limits.authenticationTimeout
-                if deadline <= now {
-                    connection.close()
-                    log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that did not authenticate within \(limits.authenticationTimeout)")
-                } else {
-                    next = min(next ?? deadline, deadline)
-                }
-            }
-            peers.removeAll { !$0.connection.isOpen }
-            sweepArmed = next != nil
-            if let next { sweep?.arm(after: now.duration(to: next)) }
-        }
-
-        /// No descriptor left even for accept: take the spare, accept and close one
-        /// connection, and keep the spare again, so the queue drains instead of
-        /// waking the loop forever.
-        func shed(_ listener: Int32) {
-            close(spare)
-            let peer = accept(listener, nil, nil)
-            if peer >= 0 { close(peer) }
-            spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
-            logRefusal(of: uid_t.max - 1, "no descriptor left (\(String(cString: strerror(EMFILE))))")
-        }
-    }
-
-    static func makeDirectories(_ directory: String) throws(BusError) {
+    static func makeDirectories(_ directory: String) throws(SystemCallError) {
         var partial = ""
         for component in directory.split(separator: "/") {
             partial += "/" + component
-            if mkdir(partial, 0o755) != 0 && errno != EEXIST { throw BusError("creating \(partial)", code: errno) }
+            if mkdir(partial, 0o755) != 0 && errno != EEXIST { throw SystemCallError("creating \(partial)") }
         }
     }
 }

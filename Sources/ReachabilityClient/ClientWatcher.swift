@@ -1,6 +1,6 @@
 import FoundationEssentials
 import ReachabilityBus
-import Sockets
+import SystemCalls
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -210,7 +210,7 @@ extension ReachabilityClient {
                 guard connection.isOpen else { throw ReachabilityClient.Failure(description: "the connection closed") }
                 let request = connection.pollRequest
                 var descriptors = [pollfd(fd: connection.fileDescriptor, events: request.events, revents: 0),
-                                   pollfd(fd: wake!.readEnd, events: Int16(POLLIN), revents: 0)]
+                                   pollfd(fd: wake!.readEnd.rawValue, events: Int16(POLLIN), revents: 0)]
                 let timeout = request.deadline.map { deadline -> Int32 in
                     let remaining = ContinuousClock.now.duration(to: deadline)
                     return Int32(clamping: max(0, remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
@@ -220,7 +220,7 @@ extension ReachabilityClient {
         }
 
         private func sleep(for delay: Duration) {
-            var descriptor = pollfd(fd: wake!.readEnd, events: Int16(POLLIN), revents: 0)
+            var descriptor = pollfd(fd: wake!.readEnd.rawValue, events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(clamping: delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
             _ = poll(&descriptor, 1, milliseconds)
         }

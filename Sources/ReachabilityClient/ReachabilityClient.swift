@@ -3,7 +3,7 @@ import Dispatch
 import FoundationEssentials
 @_exported import ReachabilityCore
 import ReachabilityBus
-import Sockets
+import SystemCalls
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 import Dispatch
 import ReachabilityClient
-import Sockets
+import SystemCalls
 import Synchronization
 
 /// Alamofire 5's `NetworkReachabilityManager`, on Linux: the same public API, so

@@ -1,4 +1,4 @@
-import Sockets
+import SystemCalls
 import TOML
 
 /// The `[connectivity]` table of reachd.toml (and the in-process monitor's probe):

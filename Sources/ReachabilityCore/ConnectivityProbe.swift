@@ -1,7 +1,7 @@
 import HTTPWire
 import Dispatch
 import Netlink
-import Sockets
+import SystemCalls
 import Synchronization
 
 /// The connectivity probe (docs/connectivity.md): an HTTP GET of the configured URL over the

@@ -1,4 +1,4 @@
-import Sockets
+import SystemCalls
 import TOML
 
 /// The DNS resolvers the system is configured with, and where that was read:
@@ -108,7 +108,7 @@ package final class ResolvConfWatch {
         servers = DNSServers.read(resolvConf: path)
     }
 
-    package var fileDescriptor: Int32 { watch.fileDescriptor }
+    package var fileDescriptor: FileDescriptor { watch.fileDescriptor }
 
     /// After the descriptor was readable: true when the servers changed.
     package func update() -> Bool {

@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Netlink
-import Sockets
+import SystemCalls
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -145,8 +145,8 @@ package final class MonitorLoop: @unchecked Sendable {
 
     private func run() {
         var descriptors = [pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: resolvConf?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0)]
+                           pollfd(fd: wake.readEnd.rawValue, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: resolvConf?.fileDescriptor.rawValue ?? -1, events: Int16(POLLIN), revents: 0)]
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
             // Sleep until told, unless the watcher's or the probe's timer is due.
             var timeout: Duration?
@@ -154,8 +154,8 @@ package final class MonitorLoop: @unchecked Sendable {
                 let remaining = max(.zero, ContinuousClock.now.duration(to: next))
                 timeout = min(timeout ?? remaining, remaining)
             }
-            let ready = waitForReadable(&descriptors, timeout: timeout)
-            if ready < 0 && errno == EINTR { continue }
+            // A signal's EINTR is retried with the same timeout: the loop's timers are read again after it.
+            _ = retryingOnInterrupt { waitForReadable(&descriptors, timeout: timeout) }
             if stopRequested.load(ordering: .sequentiallyConsistent) { break }
             var evaluate = false
             if descriptors[1].revents != 0 {

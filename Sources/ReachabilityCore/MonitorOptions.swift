@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Sockets
+import SystemCalls
 import TOML
 
 /// How a monitor watches the network: the `[monitor]` table of reachd.toml.

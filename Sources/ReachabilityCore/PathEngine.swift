@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Netlink
-import Sockets
+import SystemCalls
 
 /// The netlink side of a monitor: the subscribed socket, the query socket and
 /// the state they maintain. Not thread-safe: one event loop owns it, polls

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Netlink
-import Sockets
+import SystemCalls
 
 /// Turns the kernel's answers into a `Path`. It keeps no routes: each
 /// evaluation asks the FIB (`RTM_GETROUTE`) for the probe addresses and reads

@@ -1,6 +1,6 @@
 import Dispatch
 import FoundationEssentials
-import Sockets
+import SystemCalls
 import Synchronization
 
 /// Watches the kernel's network state and publishes the path every time it changes.

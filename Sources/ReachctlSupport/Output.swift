@@ -1,3 +1,4 @@
+import SystemPackage
 import ArgumentParser
 import TOML
 #if canImport(Glibc)
@@ -24,14 +25,5 @@ public func fail(reading file: String, _ error: any Error) -> ExitCode {
 /// Writes one line with a single unbuffered write: a reader on a pipe sees each
 /// line of `watch` as it happens, and lines never interleave.
 public func write(line: String, to descriptor: Int32 = STDOUT_FILENO) {
-    var text = line + "\n"
-    text.withUTF8 { bytes in
-        var offset = 0
-        while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return }
-            offset += written
-        }
-    }
+    _ = try? FileDescriptor(rawValue: descriptor).writeAll((line + "\n").utf8)
 }

@@ -1,5 +1,5 @@
 import HTTPWire
-import Sockets
+import SystemCalls
 
 /// The two text formats a scraper may ask for.
 package enum MetricsFormat: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Sockets
+import SystemCalls
 import TOML
 
 /// The `[metrics]` table of reachd.toml: both exports are off unless configured.

@@ -1,3 +1,4 @@
+import SystemCalls
 import HTTPWire
 import CLinuxShim
 import ReachabilityBus
@@ -45,7 +46,7 @@ package final class MetricsServer {
 
     /// Binds and listens; `render` builds the exposition at each scrape.
     package init(address: MetricsOptions.ListenAddress, loop: EventLoop, log: @escaping (String) -> Void,
-                 render: @escaping (MetricsFormat) -> [UInt8]) throws(BusError) {
+                 render: @escaping (MetricsFormat) -> [UInt8]) throws {
         self.address = address
         self.loop = loop
         self.log = log
@@ -67,10 +68,10 @@ package final class MetricsServer {
         close(listener)
     }
 
-    private static func listen(on address: MetricsOptions.ListenAddress) throws(BusError) -> Int32 {
+    private static func listen(on address: MetricsOptions.ListenAddress) throws(SystemCallError) -> Int32 {
         let family = address.address.family.kernelValue
         let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard descriptor >= 0 else { throw BusError("metrics: creating a socket for \(address)", code: errno) }
+        guard descriptor >= 0 else { throw SystemCallError("metrics: creating a socket for \(address)") }
         var one: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         let bound: Int32
@@ -91,7 +92,7 @@ package final class MetricsServer {
         guard bound == 0, Glibc.listen(descriptor, 16) == 0 else {
             let code = errno
             close(descriptor)
-            throw BusError("metrics: listening on \(address)", code: code)
+            throw SystemCallError("metrics: listening on \(address)", errno: Errno(rawValue: code))
         }
         return descriptor
     }
@@ -160,8 +161,14 @@ package final class MetricsServer {
 
     private func receive(on connection: Connection) {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { read(connection.descriptor, $0.baseAddress, $0.count) }
-        if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
+        let count: Int
+        do {
+            count = try buffer.withUnsafeMutableBytes { try FileDescriptor(rawValue: connection.descriptor).read(into: $0) }
+        } catch Errno.wouldBlock {
+            return
+        } catch {
+            return finish(connection)
+        }
         guard count > 0 else { return finish(connection) }
         connection.request += buffer.prefix(count)
         let request = HTTPRequest(connection.request)
@@ -195,10 +202,10 @@ package final class MetricsServer {
 
     private func send(on connection: Connection) {
         while !connection.response.isEmpty {
-            let count = connection.response.withUnsafeBytes { write(connection.descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                guard errno == EAGAIN else { return finish(connection) }
+            let count: Int
+            do {
+                count = try connection.response.withUnsafeBytes { try FileDescriptor(rawValue: connection.descriptor).write($0) }
+            } catch Errno.wouldBlock {
                 if connection.watch == nil {
                     connection.watch = try? loop.onWritable(connection.descriptor) { [unowned self, unowned connection] in
                         send(on: connection)
@@ -206,6 +213,8 @@ package final class MetricsServer {
                     if connection.watch == nil { finish(connection) }
                 }
                 return
+            } catch {
+                return finish(connection)
             }
             connection.response = connection.response.dropFirst(count)
         }

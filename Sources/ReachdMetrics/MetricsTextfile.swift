@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import SystemCalls
 import Glibc
 #endif
 
@@ -52,16 +53,11 @@ package final class MetricsTextfile {
         // (mkostemp needs _GNU_SOURCE.) reachd-trust is started from this loop: the file must not leak into it.
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var bytes = text[...]
         var failure: Int32 = 0
-        while !bytes.isEmpty {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                failure = errno
-                break
-            }
-            bytes = bytes.dropFirst(count)
+        do {
+            _ = try FileDescriptor(rawValue: descriptor).writeAll(text)
+        } catch {
+            failure = (error as? Errno)?.rawValue ?? EIO
         }
         // The service's umask is 0077; node_exporter runs as another user and must read it.
         if failure == 0, fchmod(descriptor, 0o644) != 0 { failure = errno }

@@ -1,3 +1,4 @@
+import SystemCalls
 import ReachabilityBus
 #if canImport(Glibc)
 import Glibc
@@ -91,14 +92,19 @@ final class HelperProcess {
     func read(_ descriptor: Int32) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         while descriptors.contains(descriptor) {
-            let count = Glibc.read(descriptor, &chunk, chunk.count)
+            let count: Int
+            do {
+                count = try chunk.withUnsafeMutableBytes { try FileDescriptor(rawValue: descriptor).read(into: $0) }
+            } catch Errno.wouldBlock {
+                break
+            } catch {
+                count = 0
+            }
             if count > 0 {
                 if descriptor == outputDescriptor { output += chunk[..<count] } else { errors += chunk[..<count] }
                 if output.count + errors.count > Self.limit { Glibc.kill(pid, SIGKILL) }
                 continue
             }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 && errno == EAGAIN { break }
             close(descriptor)
             descriptors.removeAll { $0 == descriptor }
         }
@@ -117,7 +123,7 @@ final class HelperProcess {
     /// Waits for the exit (the pipes have ended, so it has exited or is about to).
     func reap() -> Outcome {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = retryingOnInterrupt { waitpid(pid, &status, 0) }
         // WIFEXITED / WEXITSTATUS are macros.
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Outcome(status: code, output: output, errors: errors, timedOut: timedOut,
@@ -131,64 +137,9 @@ final class HelperProcess {
             if remaining <= .zero, !timedOut { expire() }
             var polled = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             let milliseconds = timedOut ? 1000 : Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
-            if poll(&polled, nfds_t(polled.count), milliseconds) < 0 && errno != EINTR { break }
+            if retryingOnInterrupt({ poll(&polled, nfds_t(polled.count), milliseconds) }) < 0 { break }
             for entry in polled where entry.revents != 0 { read(entry.fd) }
         }
         return reap()
-    }
-}
-
-/// The helper's runs on the loop, each with its deadline: one timer for all of them.
-final class HelperRuns {
-    private var running: [(process: HelperProcess, watches: [EventLoop.Watch], completion: (HelperProcess.Outcome) -> Void)] = []
-    private let loop: EventLoop
-    private let timer: EventLoop.Timer
-
-    init(loop: EventLoop) throws(BusError) {
-        self.loop = loop
-        var expire: (() -> Void)?
-        timer = try loop.timer { expire?() }
-        expire = { [unowned self] in expireOverdue() }
-    }
-
-    /// Starts `arguments`; `completion` runs on the loop with the outcome, by the deadline (if any) at the latest.
-    func start(_ executable: String, _ arguments: [String], within budget: Duration?,
-               completion: @escaping (HelperProcess.Outcome) -> Void) throws(TrustHelper.Failure) {
-        let process = try HelperProcess(executable, arguments, deadline: budget.map { .now + $0 })
-        var watches: [EventLoop.Watch] = []
-        do {
-            for descriptor in process.descriptors {
-                watches.append(try loop.onReadable(descriptor) { [unowned self] in
-                    if process.read(descriptor) { finish(process) }
-                })
-            }
-        } catch {
-            watches.forEach { $0.cancel() }
-            process.expire()
-            _ = process.reap()
-            throw .init(description: "\(error)")
-        }
-        running.append((process, watches, completion))
-        armTimer()
-    }
-
-    private func finish(_ process: HelperProcess) {
-        guard let index = running.firstIndex(where: { $0.process === process }) else { return }
-        let run = running.remove(at: index)
-        run.watches.forEach { $0.cancel() }
-        armTimer()
-        run.completion(process.reap())
-    }
-
-    /// Kills the runs past their deadline; their pipes then end and they finish as any run.
-    private func expireOverdue() {
-        for run in running where run.process.deadline.map({ $0 <= .now }) == true { run.process.expire() }
-        armTimer()
-    }
-
-    private func armTimer() {
-        let pending = running.filter { !$0.process.isExpired }.compactMap(\.process.deadline)
-        guard let next = pending.min() else { return timer.disarm() }
-        timer.arm(after: max(.zero, ContinuousClock.now.duration(to: next)))
     }
 }

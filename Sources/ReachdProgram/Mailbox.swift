@@ -1,4 +1,4 @@
-import Sockets
+import SystemCalls
 import Synchronization
 
 /// How other threads hand results to the event loop: a queue and a wake pipe the
@@ -8,7 +8,7 @@ final class Mailbox<Message: Sendable>: Sendable {
     private let queue = Mutex<[Message]>([])
 
     /// The descriptor for the loop to watch.
-    var descriptor: Int32 { wake.readEnd }
+    var descriptor: Int32 { wake.readEnd.rawValue }
 
     init() throws {
         wake = try WakePipe()

@@ -1,5 +1,5 @@
 import ReachabilityBus
-import Sockets
+import SystemCalls
 import TOML
 
 /// systemd-networkd's word on the captive portal of the path's link: the
@@ -37,7 +37,7 @@ final class NetworkdCaptivePortal {
         (loopWatch, watch, directory) = (nil, nil, nil)
         if let fresh {
             let created = try FileChangeWatch()
-            loopWatch = try loop.onReadable(created.fileDescriptor) { [unowned self] in
+            loopWatch = try loop.onReadable(created.fileDescriptor.rawValue) { [unowned self] in
                 if created.drain(), read() { onChange() }
             }
             (watch, directory) = (created, fresh)

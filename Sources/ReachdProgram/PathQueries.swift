@@ -2,7 +2,7 @@ import DaemonCore
 import Dispatch
 import ReachabilityBus
 import ReachabilityCore
-import Sockets
+import SystemCalls
 
 /// `Route()` and `WatchPath()` (docs/api.md): the path to a destination, once or
 /// followed. Names are resolved off the loop under per-caller limits and posted

@@ -1,6 +1,6 @@
 import ReachabilityBus
 import ReachabilityCore
-import Sockets
+import SystemCalls
 
 /// The resolvers the daemon judges the path's `dns` against (docs/path.md, "DNS"):
 /// systemd-resolved's over D-Bus while it answers and the default resolv.conf is
@@ -27,7 +27,7 @@ final class ResolverFollower {
         resolvConfWatch = nil
         resolvConf = try path.map { try ResolvConfWatch(path: $0) }
         if let resolvConf {
-            resolvConfWatch = try loop.onReadable(resolvConf.fileDescriptor) { [unowned self] in
+            resolvConfWatch = try loop.onReadable(resolvConf.fileDescriptor.rawValue) { [unowned self] in
                 if resolvConf.update() { changed() }
             }
         }

@@ -1,3 +1,4 @@
+import SystemCalls
 import FoundationEssentials
 import Libexec
 import ReachabilityCore
@@ -101,15 +102,7 @@ struct TrustHelper {
     private func start<Answer: Decodable>(_ arguments: [String], within budget: Duration, runs: HelperRuns,
                                           completion: @escaping (Result<Answer, Failure>) -> Void) throws(Failure) {
         try runs.start(executable, arguments, within: budget) { outcome in
-            outcome.errors.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 && errno == EINTR { continue }
-                    guard written > 0 else { break }
-                    offset += written
-                }
-            }
+            _ = try? FileDescriptor.standardError.writeAll(outcome.errors)
             if outcome.timedOut {
                 completion(.failure(Failure(description: "reachd-trust \(arguments[0]) did not finish within \(budget) (killed)", timedOut: true)))
             } else if outcome.status == 0, !outcome.overflowed, let answer = try? JSONDecoder().decode(Answer.self, from: Data(outcome.output)) {

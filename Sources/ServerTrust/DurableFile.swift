@@ -1,4 +1,5 @@
 import FoundationEssentials
+import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,18 +13,20 @@ enum DurableFile {
         let directory = slash.map { String(destination[..<$0]) } ?? "."
         let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
         let temporary = "\(directory)/.\(name).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard descriptor >= 0 else { throw SpoolError("creating \(temporary)", errno) }
+        let file: FileDescriptor
         do {
-            defer { close(descriptor) }
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { throw SpoolError("writing \(temporary)", errno) }
-                offset += written
+            file = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite, .groupRead])
+        } catch {
+            throw SpoolError("creating \(temporary)", error)
+        }
+        do {
+            defer { try? file.close() }
+            do {
+                _ = try file.writeAll(bytes)
+            } catch {
+                throw SpoolError("writing \(temporary)", error)
             }
-            guard fsync(descriptor) == 0 else { throw SpoolError("syncing \(temporary)", errno) }
+            guard fsync(file.rawValue) == 0 else { throw SpoolError("syncing \(temporary)", errno) }
         } catch {
             unlink(temporary)
             throw error
@@ -44,19 +47,26 @@ enum DurableFile {
 
     /// The whole file, when it is a regular file of at most `limit` bytes.
     static func read(_ path: String, limit: Int) throws -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard descriptor >= 0 else { throw SpoolError("opening \(path)", errno) }
-        defer { close(descriptor) }
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking])
+        } catch {
+            throw SpoolError("opening \(path)", error)
+        }
+        defer { try? file.close() }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw SpoolError("reading \(path)", errno) }
+        guard fstat(file.rawValue, &status) == 0 else { throw SpoolError("reading \(path)", errno) }
         guard (status.st_mode & S_IFMT) == S_IFREG else { throw SpoolError("\(path) is not a regular file") }
         guard status.st_size <= limit else { throw SpoolError("\(path) is larger than \(limit) bytes") }
         var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
         var offset = 0
         while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw SpoolError("reading \(path)", errno) }
+            let count: Int
+            do {
+                count = try bytes[offset...].withUnsafeMutableBytes { try file.read(into: $0) }
+            } catch {
+                throw SpoolError("reading \(path)", error)
+            }
             if count == 0 { break }
             offset += count
         }
@@ -75,5 +85,9 @@ enum DurableFile {
 public struct SpoolError: Error, CustomStringConvertible, Sendable {
     public let description: String
     init(_ operation: String, _ code: Int32) { description = "\(operation): \(String(cString: strerror(code)))" }
+    /// A failure swift-system threw: its `Errno`, said as `strerror` says it.
+    init(_ operation: String, _ error: any Error) {
+        self.init(operation, (error as? Errno)?.rawValue ?? EIO)
+    }
     init(_ description: String) { self.description = description }
 }

@@ -1,3 +1,4 @@
+import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -18,25 +19,35 @@ public enum SmallFile {
     }
 
     public static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
-        // O_NONBLOCK: opening a FIFO returns at once (on a regular file the flag does nothing).
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard descriptor >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
-        defer { close(descriptor) }
+        let file: FileDescriptor
+        do {
+            // nonBlocking: opening a FIFO returns at once (on a regular file the flag does nothing).
+            file = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .nonBlocking, FileDescriptor.OpenOptions(rawValue: O_NOCTTY)])
+        } catch {
+            throw .unreadable(Self.reason(error))
+        }
+        defer { try? file.close() }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        guard fstat(file.rawValue, &status) == 0 else { throw .unreadable(Self.reason(Errno(rawValue: errno))) }
         // Devices are read as files (/dev/null is an empty config), under the limit.
         guard status.st_mode & S_IFMT != S_IFIFO else { throw .unreadable("it is a FIFO, not a file") }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .unreadable(String(cString: strerror(errno)))
+            let count: Int
+            do {
+                count = try chunk.withUnsafeMutableBytes { try file.read(into: $0) }
+            } catch {
+                throw .unreadable(Self.reason(error))
             }
             if count == 0 { return bytes }
             bytes += chunk[..<count]
             guard bytes.count <= limit else { throw .tooLarge(limit) }
         }
+    }
+
+    /// The system's words for a failure (`strerror`'s).
+    private static func reason(_ error: any Error) -> String {
+        (error as? Errno).map { String(cString: strerror($0.rawValue)) } ?? "\(error)"
     }
 }

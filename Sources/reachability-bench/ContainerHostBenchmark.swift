@@ -2,7 +2,7 @@ import Foundation
 import NamespaceTesting
 import Netlink
 import ReachabilityClient
-import Sockets
+import SystemCalls
 
 /// §12: a container host. `interfaces` interfaces as pods (veth pairs, the host end
 /// on a bridge of at most 1,000 ports, as with two Docker networks), then pods

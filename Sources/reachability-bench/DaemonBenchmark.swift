@@ -6,7 +6,7 @@ import ReachabilityBus
 import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
-import Sockets
+import SystemCalls
 #endif
 
 /// reachd end to end: from just before the netlink request to the StatusChanged

@@ -5,7 +5,7 @@ import Netlink
 import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
-import Sockets
+import SystemCalls
 #endif
 
 /// Latency from just before the netlink request that changes the state to

@@ -6,7 +6,7 @@ import ReachabilityClient
 import ReachabilityCore
 #if canImport(Glibc)
 import Glibc
-import Sockets
+import SystemCalls
 #endif
 
 /// From just before the netlink request that makes a change to each stage that
@@ -187,8 +187,7 @@ final class LineReader: @unchecked Sendable {
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
-                let count = read(descriptor, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
+                let count = (try? buffer.withUnsafeMutableBytes { try FileDescriptor(rawValue: descriptor).read(into: $0) }) ?? 0
                 guard count > 0 else { return }
                 let time = now()
                 pending += buffer[..<count]

@@ -1,6 +1,6 @@
 import NamespaceTesting
 @testable import Netlink
-import Sockets
+import SystemCalls
 import RootTesting
 import Testing
 

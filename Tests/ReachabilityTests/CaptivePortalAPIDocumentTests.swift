@@ -1,7 +1,7 @@
 import FoundationEssentials
 @testable import Netlink
 @testable import ReachabilityCore
-import Sockets
+import SystemCalls
 import TOML
 import Testing
 

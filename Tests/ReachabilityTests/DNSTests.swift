@@ -3,7 +3,7 @@ import NamespaceTesting
 @testable import ReachabilityCore
 import Reachability
 import RootTesting
-import Sockets
+import SystemCalls
 import Testing
 
 /// A scratch directory for resolv.conf files, removed afterwards.

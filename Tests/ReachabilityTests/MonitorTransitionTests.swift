@@ -2,7 +2,7 @@ import Foundation
 import NamespaceTesting
 import Netlink
 import Reachability
-import Sockets
+import SystemCalls
 import RootTesting
 import Testing
 

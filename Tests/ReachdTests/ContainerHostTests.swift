@@ -181,7 +181,9 @@ struct ContainerHostTests {
             _ = try run(["ip", "-n", ns[0].name, "-batch", "-"], input: commands.joined(separator: "\n") + "\n")
             try Self.churn(ns[0], pods: 0..<100)
             try await Task.sleep(for: .seconds(1))
-            #expect(monitor.statistics.published > 2, "the path did change: \(monitor.statistics.published) published")
+            // The start's path and the last one at least; how many between depends on how the kernel's
+            // messages fall into batches (on a busy machine 200 changes can be read as one).
+            #expect(monitor.statistics.published >= 2, "the path did change: \(monitor.statistics.published) published")
             // At most one entry per interface ever seen, never one per change.
             #expect(interfaces.buffer.waitingCount <= inventory + 200)
             var iterator = paths.makeAsyncIterator()

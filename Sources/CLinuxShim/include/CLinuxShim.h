@@ -14,6 +14,10 @@ int reachd_enter_network_namespace(int fd);
 /// waits. Returns what ppoll returns.
 int reachd_poll(struct pollfd *descriptors, nfds_t count, int64_t timeout_nanoseconds);
 
+/// pipe2: both ends close-on-exec and non-blocking from the start.
+/// Returns 0, or -1 with errno set.
+int reachd_pipe(int ends[2]);
+
 /// accept4 of a connection, close-on-exec and non-blocking from the start.
 /// Returns the descriptor, or -1 with errno set.
 int reachd_accept(int listener);

@@ -78,9 +78,9 @@ package final class TCPClient {
             guard left > .zero else { throw fail(operation(), ETIMEDOUT) }
             let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
             var entry = pollfd(fd: descriptor, events: events, revents: 0)
-            let ready = poll(&entry, 1, milliseconds)
+            let ready = retryingOnInterrupt { poll(&entry, 1, milliseconds) }
             if ready > 0 { return }
-            if ready < 0, errno != EINTR { throw fail(operation(), errno) }
+            if ready < 0 { throw fail(operation(), errno) }
         }
     }
 
@@ -88,10 +88,10 @@ package final class TCPClient {
     package func send(_ bytes: [UInt8]) throws(Failure) {
         var sent = 0
         while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = retryingOnInterrupt { bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
             if count > 0 {
                 sent += count
-            } else if count < 0, errno == EAGAIN || errno == EINTR {
+            } else if count < 0, errno == EAGAIN {
                 try wait(for: Int16(POLLOUT), "sending to \(peer)")
             } else {
                 throw fail("sending to \(peer)", count < 0 ? errno : EPIPE)
@@ -103,9 +103,9 @@ package final class TCPClient {
     package func receive(upTo limit: Int) throws(Failure) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) } }
             if count >= 0 { return Array(buffer.prefix(count)) }
-            guard errno == EAGAIN || errno == EINTR else { throw fail("receiving from \(peer)", errno) }
+            guard errno == EAGAIN else { throw fail("receiving from \(peer)", errno) }
             try wait(for: Int16(POLLIN), "receiving from \(peer)")
         }
     }

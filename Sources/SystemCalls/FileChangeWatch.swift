@@ -8,16 +8,17 @@ import Glibc
 /// surely as one rewritten in place. Poll `fileDescriptor`; `drain()` says whether
 /// anything happened to a watched name since.
 package final class FileChangeWatch {
-    package let fileDescriptor: Int32
+    package let fileDescriptor: FileDescriptor
     /// Watch descriptor → the names watched in that directory.
     private var names: [Int32: Set<String>] = [:]
 
     package init() throws(SystemCallError) {
-        fileDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fileDescriptor >= 0 else { throw SystemCallError("inotify_init1", errno: errno) }
+        let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard descriptor >= 0 else { throw SystemCallError("inotify_init1") }
+        fileDescriptor = FileDescriptor(rawValue: descriptor)
     }
 
-    deinit { close(fileDescriptor) }
+    deinit { try? fileDescriptor.close() }
 
     /// Watches the files at `paths` (each through its directory; one that does not
     /// exist yet is seen when it appears, its directory must exist).
@@ -27,7 +28,7 @@ package final class FileChangeWatch {
             let directory = slash == path.startIndex ? "/" : String(path[..<slash])
             let name = String(path[path.index(after: slash)...])
             let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB)
-            let descriptor = inotify_add_watch(fileDescriptor, directory, mask)
+            let descriptor = inotify_add_watch(fileDescriptor.rawValue, directory, mask)
             guard descriptor >= 0 else { continue }
             names[descriptor, default: []].insert(name)
         }
@@ -35,7 +36,7 @@ package final class FileChangeWatch {
 
     /// Forgets every watch (before watching another set of files).
     package func removeAll() {
-        for descriptor in names.keys { inotify_rm_watch(fileDescriptor, descriptor) }
+        for descriptor in names.keys { inotify_rm_watch(fileDescriptor.rawValue, descriptor) }
         names = [:]
     }
 
@@ -45,9 +46,8 @@ package final class FileChangeWatch {
         var changed = false
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(fileDescriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return changed }
+            // Empty (EAGAIN) or failed: what was read is all there is.
+            guard let count = try? buffer.withUnsafeMutableBytes({ try fileDescriptor.read(into: $0) }), count > 0 else { return changed }
             var offset = 0
             let header = MemoryLayout<inotify_event>.size
             while offset + header <= count {

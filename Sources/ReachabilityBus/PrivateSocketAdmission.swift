@@ -1,0 +1,88 @@
+import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension PrivateSocket {
+    /// Who gets in, and who is dropped: the bookkeeping of `ConnectionLimits`.
+    final class Admission {
+        let limits: ConnectionLimits
+        let descriptorLimit: Int
+        let log: (String) -> Void
+        var sweep: EventLoop.Timer?
+        /// Armed for the earliest authentication deadline; a new peer must not postpone it.
+        private var sweepArmed = false
+        private var peers: [(connection: BusConnection, accepted: ContinuousClock.Instant)] = []
+        private var lastRefusalLogged: [uid_t: ContinuousClock.Instant] = [:]
+        /// Opened at start so that an accept queue can be emptied with no descriptor left.
+        private var spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+
+        init(limits: ConnectionLimits, descriptorLimit: Int, log: @escaping (String) -> Void) {
+            self.limits = limits
+            self.descriptorLimit = descriptorLimit
+            self.log = log
+        }
+
+        /// Why a connection of `uid` on `descriptor` is not served, or nil. Root always is.
+        func refusal(of uid: uid_t, descriptor: Int32) -> String? {
+            guard uid != 0 else { return nil }
+            let others = peers.filter { $0.connection.peerUID != 0 }
+            if others.count(where: { $0.connection.peerUID == uid }) >= limits.perUser {
+                return "more than \(limits.perUser) connections of one user"
+            }
+            if others.count >= limits.allUsers { return "more than \(limits.allUsers) connections of users other than root" }
+            // Descriptors are handed out lowest first: this number says how many are open.
+            if Int(descriptor) >= descriptorLimit - limits.reservedDescriptors {
+                return "the last \(limits.reservedDescriptors) of \(descriptorLimit) descriptors are kept for root and the daemon"
+            }
+            return nil
+        }
+
+        /// Once per user per minute: a flood must not become a flood of log lines.
+        func logRefusal(of uid: uid_t, _ reason: String) {
+            let now = ContinuousClock.now
+            lastRefusalLogged = lastRefusalLogged.filter { $0.value.duration(to: now) < .seconds(60) }
+            guard lastRefusalLogged[uid] == nil else { return }
+            lastRefusalLogged[uid] = now
+            log("private socket: closed connections of uid \(uid == uid_t.max ? "unknown" : String(uid)): \(reason) (said once a minute)")
+        }
+
+        func admit(_ connection: BusConnection) {
+            peers.removeAll { !$0.connection.isOpen }
+            peers.append((connection, .now))
+            if !sweepArmed {
+                sweep?.arm(after: limits.authenticationTimeout)
+                sweepArmed = true
+            }
+        }
+
+        /// Closes peers that have not finished authenticating in time.
+        func dropUnauthenticated() {
+            let now = ContinuousClock.now
+            var next: ContinuousClock.Instant?
+            for (connection, accepted) in peers where connection.isOpen && !connection.isReady {
+                let deadline = accepted + limits.authenticationTimeout
+                if deadline <= now {
+                    connection.close()
+                    log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that did not authenticate within \(limits.authenticationTimeout)")
+                } else {
+                    next = min(next ?? deadline, deadline)
+                }
+            }
+            peers.removeAll { !$0.connection.isOpen }
+            sweepArmed = next != nil
+            if let next { sweep?.arm(after: now.duration(to: next)) }
+        }
+
+        /// No descriptor left even for accept: take the spare, accept and close one
+        /// connection, and keep the spare again, so the queue drains instead of
+        /// waking the loop forever.
+        func shed(_ listener: Int32) {
+            close(spare)
+            let peer = accept(listener, nil, nil)
+            if peer >= 0 { close(peer) }
+            spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            logRefusal(of: uid_t.max - 1, "no descriptor left (\(String(cString: strerror(EMFILE))))")
+        }
+    }
+}
