@@ -31,9 +31,9 @@ extension NetworkManagerObject {
 
     static let manager = BusInterface<NetworkManagerObject>(
         REACHD_NM_INTERFACE,
-        properties: ManagerValues.table.map { property in .init(property.name, property.signature) { object, _ in property.value(object.values) } }
-            + [.init("NetworkingEnabled", "b", constant: true) { _, _ in .boolean(true) },
-               .init("Version", "s", constant: true) { object, _ in .string(object.version) }],
+        properties: ManagerValues.table.map { property in .init(property.name, property.signature) { object in property.value(object.values) } }
+            + [.init("NetworkingEnabled", "b", constant: true) { _ in .boolean(true) },
+               .init("Version", "s", constant: true) { object in .string(object.version) }],
         methods: [
             .init("state", "", "u") { object, call in reachd_bus_reply_u32(call.message, object.current.state.rawValue) },
             .init("CheckConnectivity", "", "u") { object, call in
@@ -52,16 +52,16 @@ extension NetworkManagerObject {
     static let activeConnection = BusInterface<NetworkManagerObject>(
         REACHD_NM_ACTIVE_INTERFACE,
         properties: [
-            .init("Devices", "ao", constant: true) { object, _ in object.current.primary.map { .objectPaths([object.devicePath($0)]) } },
-            .init("Type", "s", constant: true) { object, _ in object.current.primary.map { .string($0.connectionType) } },
-            .init("Vpn", "b", constant: true) { object, _ in object.current.primary.map { .boolean($0.isVPN) } },
+            .init("Devices", "ao", constant: true) { object in object.current.primary.map { .objectPaths([object.devicePath($0)]) } },
+            .init("Type", "s", constant: true) { object in object.current.primary.map { .string($0.connectionType) } },
+            .init("Vpn", "b", constant: true) { object in object.current.primary.map { .boolean($0.isVPN) } },
         ])
 
     static let device = BusInterface<NetworkManagerObject>(
         REACHD_NM_DEVICE_INTERFACE,
         properties: [
-            .init("Interface", "s", constant: true) { object, _ in object.current.primary.map { .string($0.interface) } },
-            .init("DeviceType", "u", constant: true) { object, _ in object.current.primary.map { .u32($0.deviceType.rawValue) } },
-            .init("Metered", "u", constant: true) { object, _ in object.current.primary.map { _ in .u32(object.current.metered.rawValue) } },
+            .init("Interface", "s", constant: true) { object in object.current.primary.map { .string($0.interface) } },
+            .init("DeviceType", "u", constant: true) { object in object.current.primary.map { .u32($0.deviceType.rawValue) } },
+            .init("Metered", "u", constant: true) { object in object.current.primary.map { _ in .u32(object.current.metered.rawValue) } },
         ])
 }

@@ -17,11 +17,11 @@ package struct BusInterface<Object: AnyObject>: Sendable {
         package let signature: String
         /// Never changes while the object is served under its path (else it emits PropertiesChanged).
         package let constant: Bool
-        /// Its value at `path` (one object may serve the interface under several), nil when it has none there.
-        package let value: @Sendable (Object, _ path: String) -> BusValue?
+        /// Its value, nil when the object has none now.
+        package let value: @Sendable (Object) -> BusValue?
 
         package init(_ name: String, _ signature: String, constant: Bool = false,
-                     value: @escaping @Sendable (Object, _ path: String) -> BusValue?) {
+                     value: @escaping @Sendable (Object) -> BusValue?) {
             (self.name, self.signature, self.constant, self.value) = (name, signature, constant, value)
         }
     }
@@ -63,7 +63,7 @@ package struct BusInterface<Object: AnyObject>: Sendable {
         let properties = Dictionary(uniqueKeysWithValues: self.properties.map { ($0.name, $0.value) })
         BusDispatch.register(name, BusDispatch.Entry(
             method: { object, member, call in byName[member].map { $0(object as! Object, call) } },
-            property: { object, path, property in properties[property]?(object as! Object, path) }))
+            property: { object, property in properties[property]?(object as! Object) }))
     }
 
     /// Serves `object` under `path` on `connection`, for as long as the connection lives.
@@ -123,7 +123,7 @@ private extension Array where Element == BusVtable.Member {
 private enum BusDispatch {
     struct Entry: @unchecked Sendable {
         let method: (AnyObject, String, BusCall) -> Int32?
-        let property: (AnyObject, String, String) -> BusValue?
+        let property: (AnyObject, String) -> BusValue?
     }
 
     private static let entries = Mutex<[String: Entry]>([:])
@@ -146,10 +146,10 @@ private enum BusDispatch {
             let object = Unmanaged<AnyObject>.fromOpaque(userdata).takeUnretainedValue()
             return entry.method(object, String(cString: member), BusCall(message: message, error: error)) ?? -ENOENT
         },
-        { _, path, interface, name, reply, userdata, _ in
-            guard let userdata, let path, let name, let entry = BusDispatch.entry(interface) else { return -ENOENT }
+        { _, _, interface, name, reply, userdata, _ in
+            guard let userdata, let name, let entry = BusDispatch.entry(interface) else { return -ENOENT }
             let object = Unmanaged<AnyObject>.fromOpaque(userdata).takeUnretainedValue()
-            guard let value = entry.property(object, String(cString: path), String(cString: name)) else { return -ENOENT }
+            guard let value = entry.property(object, String(cString: name)) else { return -ENOENT }
             return value.append(to: reply)
         })
 }

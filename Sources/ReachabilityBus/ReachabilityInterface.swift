@@ -70,7 +70,7 @@ extension ReachabilityObject {
 
     static let interface = BusInterface<ReachabilityObject>(
         REACHD_BUS_INTERFACE,
-        properties: Properties.table.map { property in .init(property.name, property.signature) { object, _ in property.value(object.properties) } },
+        properties: Properties.table.map { property in .init(property.name, property.signature) { object in property.value(object.properties) } },
         methods: [
             .init("Describe", "", "s") { object, call in object.answer(call) { $0.describe() } },
             .init("Route", "s", "s") { object, call in
