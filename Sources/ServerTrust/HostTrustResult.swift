@@ -50,6 +50,7 @@ public struct HostTrustResult: Sendable, Equatable {
     }
 }
 
+/// A round's overall verdict, summed up from its hosts' results.
 extension TrustSummary {
     /// The overall verdict of one round's results: the worst host's standing,
     /// `unknown` when every host was unreachable, `none` without hosts.

@@ -27,7 +27,7 @@ public enum TrustVerdict: String, Sendable, Codable, CaseIterable, CustomStringC
     /// behind a captive portal (docs/security.md).
     case portal
     /// A certificate looked outside its validity period while the clock is not
-    /// synchronised yet (``ClockSource``): the clock is the suspect, not the server.
+    /// synchronised yet (ServerTrust's `ClockSource`): the clock is the suspect, not the server.
     /// Not reported; judged again once the clock is synchronised.
     case clockUnsynchronized = "clock-unsynchronized"
     /// Not judged: the round was killed at its deadline (the reason says so), or the
