@@ -87,9 +87,11 @@ final class HelperProcess {
         descriptors.forEach { close($0) }
     }
 
-    /// Reads what `descriptor` holds now; closes it at its end. True once both are closed.
+    /// Reads what `descriptor` holds now; closes it at its end, after `ending` (where the loop stops
+    /// watching it: a watch must never outlive its descriptor, whose number the next pipe reuses).
+    /// True once both are closed.
     @discardableResult
-    func read(_ descriptor: Int32) -> Bool {
+    func read(_ descriptor: Int32, ending: (Int32) -> Void = { _ in }) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         while descriptors.contains(descriptor) {
             let count: Int
@@ -105,6 +107,7 @@ final class HelperProcess {
                 if output.count + errors.count > Self.limit { Glibc.kill(pid, SIGKILL) }
                 continue
             }
+            ending(descriptor)
             close(descriptor)
             descriptors.removeAll { $0 == descriptor }
         }

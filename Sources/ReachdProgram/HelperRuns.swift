@@ -5,7 +5,20 @@ import Glibc
 
 /// The helper's runs on the loop, each with its deadline: one timer for all of them.
 final class HelperRuns {
-    private var running: [(process: HelperProcess, watches: [EventLoop.Watch], completion: (HelperProcess.Outcome) -> Void)] = []
+    private final class Run {
+        let process: HelperProcess
+        /// A watch per pipe still open.
+        var watches: [Int32: EventLoop.Watch] = [:]
+        let completion: (HelperProcess.Outcome) -> Void
+
+        init(_ process: HelperProcess, completion: @escaping (HelperProcess.Outcome) -> Void) {
+            (self.process, self.completion) = (process, completion)
+        }
+
+        func stopWatching(_ descriptor: Int32) { watches.removeValue(forKey: descriptor)?.cancel() }
+    }
+
+    private var running: [Run] = []
     private let loop: EventLoop
     private let timer: EventLoop.Timer
 
@@ -20,29 +33,29 @@ final class HelperRuns {
     func start(_ executable: String, _ arguments: [String], within budget: Duration?,
                completion: @escaping (HelperProcess.Outcome) -> Void) throws(TrustHelper.Failure) {
         let process = try HelperProcess(executable, arguments, deadline: budget.map { .now + $0 })
-        var watches: [EventLoop.Watch] = []
+        let run = Run(process, completion: completion)
         do {
             for descriptor in process.descriptors {
-                watches.append(try loop.onReadable(descriptor) { [unowned self] in
-                    if process.read(descriptor) { finish(process) }
-                })
+                run.watches[descriptor] = try loop.onReadable(descriptor) { [unowned self, unowned run] in
+                    if process.read(descriptor, ending: run.stopWatching) { finish(run) }
+                }
             }
         } catch {
-            watches.forEach { $0.cancel() }
+            run.watches.keys.forEach(run.stopWatching)
             process.expire()
             _ = process.reap()
             throw .init(description: "\(error)")
         }
-        running.append((process, watches, completion))
+        running.append(run)
         armTimer()
     }
 
-    private func finish(_ process: HelperProcess) {
-        guard let index = running.firstIndex(where: { $0.process === process }) else { return }
-        let run = running.remove(at: index)
-        run.watches.forEach { $0.cancel() }
+    private func finish(_ run: Run) {
+        guard let index = running.firstIndex(where: { $0 === run }) else { return }
+        running.remove(at: index)
+        run.watches.keys.forEach(run.stopWatching)
         armTimer()
-        run.completion(process.reap())
+        run.completion(run.process.reap())
     }
 
     /// Kills the runs past their deadline; their pipes then end and they finish as any run.
