@@ -94,12 +94,8 @@ package final class NetworkManagerObject {
         let values = values
         subscription.bringUpToDate(with: values, now: .now) {
             let held = subscription.sent
-            var names = values.changed(since: held).map { strdup($0) } + [nil]
-            defer { names.forEach { free($0) } }
-            _ = sd_bus_emit_properties_changed_strv(connection.bus, REACHD_NM_PATH, REACHD_NM_INTERFACE, &names)
+            Self.manager.emitPropertiesChanged(values.changed(since: held), at: Self.managerPath, on: connection.bus)
             if held.state.state != current.state { _ = reachd_nm_emit_state_changed(connection.bus, current.state.rawValue) }
-            subscription.sent = values
-            subscription.behindSince = nil
         }
         catchUp.turn(on: subscription.isBehind)
     }

@@ -66,6 +66,14 @@ package struct BusInterface<Object: AnyObject>: Sendable {
             property: { object, property in properties[property]?(object as! Object) }))
     }
 
+    /// PropertiesChanged for `names` (nothing when empty); sd-bus reads their values through the getters.
+    package func emitPropertiesChanged(_ names: [String], at path: String, on bus: OpaquePointer) {
+        guard !names.isEmpty else { return }
+        var strings = names.map { strdup($0) } + [nil]
+        defer { strings.forEach { free($0) } }
+        _ = sd_bus_emit_properties_changed_strv(bus, path, name, &strings)
+    }
+
     /// Serves `object` under `path` on `connection`, for as long as the connection lives.
     package func serve(_ object: Object, at path: String, on connection: BusConnection) throws(BusError) {
         connection.slots.append(try slot(serving: object, at: path, on: connection))

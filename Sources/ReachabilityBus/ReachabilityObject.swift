@@ -173,13 +173,7 @@ package final class ReachabilityObject {
         if let trust = state.trust, subscriber.sent.trust != trust {
             _ = reachd_bus_emit(bus, nil, "TrustChanged", trust.first, trust.second)
         }
-        let changed = state.properties.changed(since: subscriber.sent.properties)
-        if !changed.isEmpty {
-            var names = changed.map { strdup($0) } + [nil]
-            defer { names.forEach { free($0) } }
-            _ = sd_bus_emit_properties_changed_strv(bus, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, &names)
-        }
-        subscriber.sent = state
+        Self.interface.emitPropertiesChanged(state.properties.changed(since: subscriber.sent.properties), at: REACHD_BUS_PATH, on: bus)
         for key in subscriber.pendingPaths.keys.sorted() {
             guard subscriber.canTakeMore, let document = subscriber.pendingPaths.removeValue(forKey: key) else { break }
             _ = reachd_bus_emit(bus, nil, "PathChanged", key, document)
@@ -189,8 +183,6 @@ package final class ReachabilityObject {
             guard subscriber.canTakeMore, let change = subscriber.pendingInterfaces.removeValue(forKey: index) else { break }
             _ = reachd_bus_emit(bus, nil, "InterfaceChanged", change.name, change.document)
         }
-        let drained = subscriber.pendingInterfaces.isEmpty && subscriber.pendingPaths.isEmpty
-        subscriber.behindSince = drained ? nil : (subscriber.behindSince ?? .now)
     }
 
     /// A peer that lets replies pile up, or stays behind for `catchUpTimeout`, does

@@ -29,14 +29,18 @@ package class StateSubscription<State: Equatable> {
     package func isUpToDate(with state: State) -> Bool { sent == state }
 
     /// The rule: when something waits, `send` it if the connection can take more (it
-    /// sends what differs from `sent`, then records `state` as sent); else the connection
-    /// is behind from `now`, and the object calls again once it drained.
+    /// sends what differs from `sent`, and whatever else waits while the connection takes
+    /// it); `state` is then what the connection holds, and it stays behind only while
+    /// something still waits. A connection that cannot take more is behind from `now`,
+    /// and the object calls again once it drained.
     package final func bringUpToDate(with state: State, now: ContinuousClock.Instant, send: () -> Void) {
         guard !isUpToDate(with: state) else { return }
-        if canTakeMore {
-            send()
-        } else if behindSince == nil {
-            behindSince = now
+        guard canTakeMore else {
+            if behindSince == nil { behindSince = now }
+            return
         }
+        send()
+        sent = state
+        behindSince = isUpToDate(with: state) ? nil : (behindSince ?? now)
     }
 }
