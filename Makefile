@@ -151,7 +151,7 @@ fuzz: fuzz-build
 ## Benchmarks against a raw netlink listener in the same namespace; prints numbers.
 bench: deps $(STATIC_CXX)/libstdc++.a
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench: needs root (network namespaces)" >&2; exit 1; }
-	@# The programs the benchmarks run, not every target: RootTesting imports Testing, which a static release build has not.
+	@# The programs the benchmarks run, not every target: TestTraits imports Testing, which a static release build has not.
 	for product in reachd reachctl reachd-trust reachability-bench; do $(SWIFT) build $(RELEASE) --product $$product || exit 1; done
 	@# Linked statically, a crash prints its backtrace only with the static backtracer named.
 	SWIFT_BACKTRACE=enable=yes,interactive=no,swift-backtrace=$(TOOLCHAIN_BIN)../libexec/swift/linux/swift-backtrace-static \

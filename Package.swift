@@ -167,22 +167,23 @@ let package = Package(
         // Test support: network namespaces the tests create and always remove.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
-        // `.needsRoot`: suites that need root are skipped, with the reason, for an ordinary user.
-        .target(name: "RootTesting", path: "Tests/RootTesting"),
+        // Traits: `.needsRoot` (skipped, with the reason, for an ordinary user), `.ownThreads` (tests that wait for programs).
+        .target(name: "TestTraits", path: "Tests/TestTraits"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
         .testTarget(name: "NetworkManagerSurfaceTests", dependencies: ["NetworkManagerSurface", "ReachabilityCore"]),
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
-        .testTarget(name: "ReachdMetricsTests", dependencies: ["HTTPWire", "ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust"]),
-        .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing"]),
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "SystemCalls", "NamespaceTesting", "RootTesting"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "RootTesting"]),
-        .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "NamespaceTesting", "RootTesting"]),
-        .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "RootTesting"]),
-        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachabilityCompat", "ReachdVersion", "RootTesting"]),
+        .testTarget(name: "ReachdMetricsTests", dependencies: ["HTTPWire", "ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust", "TestTraits"]),
+        .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing", "TestTraits"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "SystemCalls", "NamespaceTesting", "TestTraits"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "TestTraits"]),
+        .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "NamespaceTesting", "TestTraits"]),
+        .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "TestTraits"]),
+        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachabilityCompat", "ReachdVersion", "TestTraits"]),
         .testTarget(
             name: "ServerTrustTests",
             dependencies: [
                 "ServerTrust",
+                "TestTraits",
                 "TOML",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),

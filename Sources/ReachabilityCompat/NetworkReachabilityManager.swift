@@ -168,26 +168,31 @@ open class NetworkReachabilityManager: @unchecked Sendable {
                              onUpdatePerforming listener: @escaping Listener) -> Bool {
         stopListening()
         guard let (paths, backend, stopBackend) = subscribe() else { return false }
+        // The listener is in place before the first path can arrive: that path is its first call.
         let generation = state.withLock { state in
             state.generation += 1
+            state.listenerQueue = queue
+            state.listener = listener
+            state.backend = backend
             return state.generation
         }
-        // The first path the subscription delivers is the current one: the listener's first call.
         let task = Task { [weak self] in
             for await path in paths {
                 guard let self else { return }
                 reachabilityQueue.async { self.notifyListener(path, generation: generation) }
             }
         }
-        state.withLock { state in
-            state.listenerQueue = queue
-            state.listener = listener
-            state.backend = backend
-            state.stop = {
-                task.cancel()
-                stopBackend()
-            }
+        let stop: @Sendable () -> Void = {
+            task.cancel()
+            stopBackend()
         }
+        let stillListening = state.withLock { state in
+            guard state.generation == generation else { return false }
+            state.stop = stop
+            return true
+        }
+        // Stopped (or started again) from another thread meanwhile: nobody else will stop this subscription.
+        if !stillListening { stop() }
         return true
     }
 

@@ -32,11 +32,12 @@ public func run(_ arguments: [String], check: Bool = true, input: String? = nil)
         inputPipe.fileHandleForWriting.write(Data(input.utf8))
         try inputPipe.fileHandleForWriting.close()
     }
-    // Read both pipes before waiting, so a chatty program cannot block on a full pipe.
+    // Read both pipes before waiting, so a chatty program cannot block on a full pipe. Standard
+    // error on a queue of its own: the global queue's threads are the ones Swift's tasks run on.
     let errorData = Mutex(Data())
     let group = DispatchGroup()
     group.enter()
-    DispatchQueue.global().async {
+    DispatchQueue(label: "io.reachd.tests.stderr").async {
         let data = error.fileHandleForReading.readDataToEndOfFile()
         errorData.withLock { $0 = data }
         group.leave()

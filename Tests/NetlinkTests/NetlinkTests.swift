@@ -1,11 +1,11 @@
 import NamespaceTesting
 @testable import Netlink
 import SystemCalls
-import RootTesting
+import TestTraits
 import Testing
 
 /// The netlink layer against the kernel, inside namespaces reached through setns.
-@Suite("Netlink (real kernel)", .needsRoot)
+@Suite("Netlink (real kernel)", .needsRoot, .ownThreads)
 struct NetlinkTests {
     @Test("dumps see what ip created; lookups name the route's parts; failures keep their kind")
     func dumpsAndLookups() async throws {

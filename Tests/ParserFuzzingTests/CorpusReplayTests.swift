@@ -1,11 +1,12 @@
 import Foundation
 import ParserFuzzing
+import TestTraits
 import Testing
 
 /// The fuzzers' corpora (FuzzTesting/Corpus/TARGET: the seeds, and every input
 /// that once crashed a parser) run through the parsers on every test run, without
 /// the fuzzer: a parser that traps on any of them fails here.
-@Suite("Fuzz corpora replayed")
+@Suite("Fuzz corpora replayed", .ownThreads)
 struct CorpusReplayTests {
     static let corpora = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../FuzzTesting/Corpus").standardizedFileURL

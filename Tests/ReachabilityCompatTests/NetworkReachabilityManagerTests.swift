@@ -3,14 +3,14 @@ import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import ReachabilityCompat
-import RootTesting
 import Synchronization
+import TestTraits
 import Testing
 
 /// Alamofire's own NetworkReachabilityManagerTests that do not read
 /// SystemConfiguration's flags, against ReachabilityCompat's in-process backend
 /// in a namespace (the daemon-backed manager: ReachdTests' ClientAPITests).
-@Suite("ReachabilityCompat: Alamofire's NetworkReachabilityManager tests, in process", .serialized, .needsRoot)
+@Suite("ReachabilityCompat: Alamofire's NetworkReachabilityManager tests, in process", .serialized, .needsRoot, .ownThreads)
 struct NetworkReachabilityManagerTests {
     typealias Status = NetworkReachabilityManager.NetworkReachabilityStatus
 
@@ -105,6 +105,22 @@ struct NetworkReachabilityManagerTests {
                 #expect(manager.status == .reachable(.ethernetOrWiFi))
                 try await Task.sleep(for: .milliseconds(50))
                 #expect(first.all.count == 1, "a stopped listener is never called again")
+                manager.stopListening()
+            }
+        }
+    }
+
+    @Test("every listening's first call comes, however soon the first path does: started 40 times in a row")
+    func firstCallIsNeverLost() async throws {
+        // The first path can reach the manager before startListening has returned; it once
+        // found no listener yet, was taken as the previous status, and that listening was never called.
+        try await withNamespaces("affirst", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            let manager = try Self.manager(ns[0])
+            for round in 1...40 {
+                let listened = Listened()
+                manager.startListening(onQueue: queue) { listened.record($0) }
+                #expect(await listened.wait(for: 1), "listening \(round) was never called")
                 manager.stopListening()
             }
         }

@@ -1,11 +1,12 @@
 import Foundation
 @testable import ReachabilityCore
 import TOML
+import TestTraits
 import Testing
 
 /// How a probe's answer is judged, and the `[connectivity]` table. The probe on the
 /// wire, against a real HTTP server, is in ReachdTests' ConnectivityTests.
-@Suite("Connectivity probe: answers and options")
+@Suite("Connectivity probe: answers and options", .ownThreads)
 struct ConnectivityProbeTests {
     func probe(_ response: String = "", uri: String = "http://192.0.2.1/generate_204") -> ConnectivityProbe {
         ConnectivityProbe(ConnectivityOptions(uri: .init(uri), response: response))!

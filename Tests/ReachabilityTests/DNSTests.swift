@@ -2,7 +2,7 @@ import Foundation
 import NamespaceTesting
 @testable import ReachabilityCore
 import Reachability
-import RootTesting
+import TestTraits
 import SystemCalls
 import Testing
 
@@ -51,7 +51,7 @@ struct DNSServersTests {
 
 /// The path's `dns` against the kernel: which configured servers the path can
 /// reach, followed as resolv.conf is replaced and as routes change.
-@Suite("DNS: the resolvers a path can use, followed (resolv.conf replaced atomically)", .serialized, .needsRoot)
+@Suite("DNS: the resolvers a path can use, followed (resolv.conf replaced atomically)", .serialized, .needsRoot, .ownThreads)
 struct PathDNSTests {
     @Test("a server the path routes to is usable; one behind an unreachable route is not, and without a probe connectivity is limited")
     func usableAndLimited() async throws {

@@ -1,12 +1,12 @@
 import Foundation
 import NamespaceTesting
 import Reachability
-import RootTesting
+import TestTraits
 import Testing
 
 /// What subscribers receive: the current path first (initial), then one path
 /// per real change, never the same document twice.
-@Suite("Delivery", .needsRoot)
+@Suite("Delivery", .needsRoot, .ownThreads)
 struct DeliveryTests {
     @Test("onChange, paths and NotificationCenter: initial, then transitions, no repeats")
     func deliveries() async throws {

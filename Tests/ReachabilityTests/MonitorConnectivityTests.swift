@@ -1,13 +1,13 @@
 import Foundation
 import NamespaceTesting
 import Reachability
-import RootTesting
+import TestTraits
 import Testing
 
 /// The in-process monitor's connectivity probe (opt-in): the same probe and schedule
 /// as reachd, sent from inside the watched namespace, against a real HTTP server
 /// in the router's.
-@Suite("In-process connectivity", .serialized, .needsRoot)
+@Suite("In-process connectivity", .serialized, .needsRoot, .ownThreads)
 struct MonitorConnectivityTests {
     static func withProbeServer(_ label: String, mode: String,
                                 _ body: ([TestNamespace], HTTPProbeServer) async throws -> Void) async throws {

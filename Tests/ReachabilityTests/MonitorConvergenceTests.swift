@@ -1,13 +1,13 @@
 import Foundation
 import NamespaceTesting
 import Reachability
-import RootTesting
+import TestTraits
 import Testing
 
 /// "State, not history" (docs/api.md, "What subscribers are sent") for the in-process library: subscribers slower than the
 /// kernel (a `paths` consumer and an `onChange` handler that each take 2 ms per
 /// path) may see intermediate paths coalesced, never a stale last one.
-@Suite("the monitor's subscribers converge", .needsRoot)
+@Suite("the monitor's subscribers converge", .needsRoot, .ownThreads)
 struct MonitorConvergenceTests {
     @Test("a burst that overruns netlink, slow subscribers: each ends on the path a fresh look at the kernel gives",
           .timeLimit(.minutes(2)))

@@ -3,12 +3,12 @@ import NamespaceTesting
 import Netlink
 import Reachability
 import SystemCalls
-import RootTesting
+import TestTraits
 import Testing
 
 /// A running monitor follows the kernel, including the changes the kernel
 /// announces with no route message at all.
-@Suite("Monitor transitions (real kernel, network namespaces)", .needsRoot)
+@Suite("Monitor transitions (real kernel, network namespaces)", .needsRoot, .ownThreads)
 struct MonitorTransitionTests {
     @Test("route deleted and added again")
     func routeDeleteAdd() async throws {

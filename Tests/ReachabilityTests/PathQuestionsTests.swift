@@ -1,14 +1,14 @@
 import Foundation
 import NamespaceTesting
 import Reachability
-import RootTesting
 import Synchronization
+import TestTraits
 import Testing
 
 /// NWPath's questions and NWPathMonitor's restrictions, against the kernel: a
 /// namespace with a wired uplink (eth0, metric 100) and one classified Wi-Fi by
 /// `[monitor.kind]` (wlan0, metric 600), each with a default route.
-@Suite("NWPath's questions: interface-type restrictions, uses(), gateways, preference order, status-only changes", .needsRoot)
+@Suite("NWPath's questions: interface-type restrictions, uses(), gateways, preference order, status-only changes", .needsRoot, .ownThreads)
 struct PathQuestionsTests {
     static func twoUplinks(_ body: ([TestNamespace], MonitorOptions) async throws -> Void) async throws {
         try await withNamespaces("nwpath", "wired", "wifi") { ns in

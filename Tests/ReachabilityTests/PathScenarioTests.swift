@@ -1,10 +1,10 @@
 import NamespaceTesting
 import Reachability
-import RootTesting
+import TestTraits
 import Testing
 
 /// One kernel configuration each, evaluated once, in namespaces of their own.
-@Suite("Path scenarios (real kernel, network namespaces)", .needsRoot)
+@Suite("Path scenarios (real kernel, network namespaces)", .needsRoot, .ownThreads)
 struct PathScenarioTests {
     @Test("wired via veth")
     func wired() async throws {

@@ -1,11 +1,11 @@
 import Foundation
 import NamespaceTesting
 import Synchronization
-import RootTesting
+import TestTraits
 import Testing
 
 /// reachctl as a user runs it: the built binary, inside a test namespace.
-@Suite("reachctl (binary, network namespaces)", .needsRoot)
+@Suite("reachctl (binary, network namespaces)", .needsRoot, .ownThreads)
 struct ReachctlTests {
     /// The reachctl built beside the test bundle.
     static let reachctl = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

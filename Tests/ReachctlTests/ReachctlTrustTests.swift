@@ -1,11 +1,11 @@
 import Foundation
 import NamespaceTesting
-import RootTesting
+import TestTraits
 import Testing
 
 /// `reachctl trust …` as a user runs it, against `openssl s_server` in a test
 /// namespace, with a CA and a server certificate made by openssl.
-@Suite("reachctl trust (binary, openssl s_server)", .needsRoot)
+@Suite("reachctl trust (binary, openssl s_server)", .needsRoot, .ownThreads)
 struct ReachctlTrustTests {
     let reachctl = ReachctlTests.reachctl
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ctltrust-\(UUID())").path
@@ -47,7 +47,9 @@ struct ReachctlTrustTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let alone = directory + "/reachctl"
-        try FileManager.default.copyItem(atPath: reachctl, toPath: alone)
+        // Copied by cp, not in this process: a child another test forks meanwhile would inherit the
+        // copy's open descriptor until it execs, and executing the copy would fail with ETXTBSY.
+        try run(["cp", reachctl, alone])
         let result = try run([alone, "trust", "pin", "/etc/ssl/certs/ca-certificates.crt"], check: false)
         #expect(result.status == 2, "\(result)")
         #expect(result.error == "reachctl: trust pin runs in reachd-trust, which is not installed (looked for \(directory)/reachd-trust or \(directory)/../libexec/reachd-trust)\n")

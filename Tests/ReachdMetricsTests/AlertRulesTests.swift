@@ -1,8 +1,9 @@
 import Foundation
+import TestTraits
 import Testing
 
 /// prometheus/reachd.rules.yml, as Prometheus itself reads and evaluates it.
-@Suite("The alert rules")
+@Suite("The alert rules", .ownThreads)
 struct AlertRulesTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("prometheus")

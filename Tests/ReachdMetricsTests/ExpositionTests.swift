@@ -3,10 +3,11 @@ import Foundation
 @testable import ReachdMetrics
 import ServerTrust
 import Testing
+import TestTraits
 import TOML
 import TrustHelperMessages
 
-@Suite("Prometheus exposition")
+@Suite("Prometheus exposition", .ownThreads)
 struct ExpositionTests {
     let families = [
         MetricFamily.gauge("reachd_path_up", help: "1 when usable.", 1),

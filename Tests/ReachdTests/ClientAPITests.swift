@@ -3,8 +3,8 @@ import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import ReachabilityCompat
-import RootTesting
 import Synchronization
+import TestTraits
 import Testing
 
 /// What a stream delivered, collected by a task of its own.
@@ -27,7 +27,7 @@ final class Collected<Element: Sendable>: Sendable {
 /// paths, status-only changes, wait(until:), the async calls, the trust stream —
 /// and ReachabilityCompat backed by the daemon: reachd in a namespace with a wired
 /// uplink (eth0, metric 100) and one classified Wi-Fi by `[monitor.kind]` (wlan0, metric 600).
-@Suite("ReachabilityClient's API and ReachabilityCompat through reachd", .serialized, .needsRoot)
+@Suite("ReachabilityClient's API and ReachabilityCompat through reachd", .serialized, .needsRoot, .ownThreads)
 struct ClientAPITests {
     static func withDaemon(_ label: String, config extra: String = "",
                            _ body: ([TestNamespace], DaemonProcess, ReachabilityClient) async throws -> Void) async throws {
@@ -89,7 +89,8 @@ struct ClientAPITests {
             let called = Mutex<[ReachabilityStatus]>([])
             let subscription = client.onChange(of: \.status) { status in called.withLock { $0.append(status) } }
             defer { statuses.cancel(); paths.cancel(); subscription.cancel() }
-            #expect(await eventually { statuses.all == [.wired] && called.withLock { $0 } == [.wired] })
+            #expect(await eventually { statuses.all == [.wired] && called.withLock { $0 } == [.wired] },
+                    "statuses \(statuses.all), called \(called.withLock { $0 }), paths \(paths.all.map(\.status))")
 
             try ns[0].ip("addr add 10.1.0.77/24 dev eth0")
             #expect(await eventually { paths.all.count >= 2 }, "the document changed")
@@ -102,8 +103,8 @@ struct ClientAPITests {
             try await Task.sleep(for: .milliseconds(200))
             try ns[0].ip("route del default via 10.1.0.1 dev eth0")
             #expect(await released?.interface?.name == "wlan0")
-            #expect(await eventually { statuses.all == [.wired, .wifi] }, "\(statuses.all)")
-            #expect(await eventually { called.withLock { $0 } == [.wired, .wifi] })
+            #expect(await eventually { statuses.all == [.wired, .wifi] }, "\(statuses.all), paths \(paths.all.map(\.status))")
+            #expect(await eventually { called.withLock { $0 } == [.wired, .wifi] }, "\(called.withLock { $0 })")
         }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +9,7 @@ import Glibc
 
 /// Connectivity (docs/connectivity.md): reachd's HTTP probe against a real HTTP server in the
 /// gateway's namespace, and trust judged knowing whether a captive portal is there.
-@Suite("reachd's connectivity probe", .serialized, .needsRoot)
+@Suite("reachd's connectivity probe", .serialized, .needsRoot, .ownThreads)
 struct ConnectivityTests {
     static func path(_ daemon: DaemonProcess) -> Path? {
         try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()

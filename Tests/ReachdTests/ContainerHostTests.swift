@@ -1,7 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +13,7 @@ import Glibc
 /// nothing for a pod, a subscriber of interfaces receives only the pods' interfaces,
 /// and nothing holds a queue that grows with the churn. (`make bench`, section 12,
 /// measures the same at 200 to 5,000 interfaces.)
-@Suite("container hosts: a pod costs a parse, and reaches only who asked", .serialized, .needsRoot)
+@Suite("container hosts: a pod costs a parse, and reaches only who asked", .serialized, .needsRoot, .ownThreads)
 struct ContainerHostTests {
     /// A command's stdout lines in a file; stderr in another.
     final class Recorder {

@@ -2,13 +2,13 @@ import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import ReachdVersion
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("reachd (binary, network namespaces, private socket)", .serialized, .needsRoot)
+@Suite("reachd (binary, network namespaces, private socket)", .serialized, .needsRoot, .ownThreads)
 struct DaemonTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

@@ -1,14 +1,14 @@
 import Foundation
 import NamespaceTesting
 import ReachdVersion
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The `[metrics]` exports of a running reachd, read by curl, promtool and a real Prometheus server.
-@Suite("reachd's Prometheus metrics", .serialized, .needsRoot)
+@Suite("reachd's Prometheus metrics", .serialized, .needsRoot, .ownThreads)
 struct MetricsTests {
     static let openMetrics = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 

@@ -1,7 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +10,7 @@ import Glibc
 /// `[compat] networkmanager`: unmodified GLib (GNetworkMonitor, through PyGObject)
 /// and Qt (QNetworkInformation, through PyQt6) read reachd's verdict from the
 /// NetworkManager-compatible surface on a dbus-daemon of the system type.
-@Suite("the NetworkManager-compatible surface, read by GLib and Qt", .serialized, .needsRoot)
+@Suite("the NetworkManager-compatible surface, read by GLib and Qt", .serialized, .needsRoot, .ownThreads)
 struct NetworkManagerCompatTests {
     static let nmName = "org.freedesktop.NetworkManager"
 

@@ -2,7 +2,7 @@ import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import Synchronization
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +13,7 @@ import Glibc
 /// socket and on a bus broker, some paused while the kernel churns so that their
 /// sockets fill — ends on the document `Describe()` answers, whatever the last
 /// change was: the path, connectivity alone, or trust alone.
-@Suite("the publish path converges", .serialized, .needsRoot)
+@Suite("the publish path converges", .serialized, .needsRoot, .ownThreads)
 struct PublishConvergenceTests {
     /// One `reachctl watch --json`, its lines in a file.
     final class Watcher {

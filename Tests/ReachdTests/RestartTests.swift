@@ -2,10 +2,10 @@ import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import Synchronization
-import RootTesting
+import TestTraits
 import Testing
 
-@Suite("Subscribers through a daemon restart", .serialized, .needsRoot)
+@Suite("Subscribers through a daemon restart", .serialized, .needsRoot, .ownThreads)
 struct RestartTests {
     @Test("a ReachabilityClient subscriber and reachctl watch carry on through a restart and see the next change")
     func restart() async throws {

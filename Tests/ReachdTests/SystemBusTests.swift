@@ -1,13 +1,13 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("reachd on a dbus-daemon (system-type config with the project's policy)", .serialized, .needsRoot)
+@Suite("reachd on a dbus-daemon (system-type config with the project's policy)", .serialized, .needsRoot, .ownThreads)
 struct SystemBusTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

@@ -1,8 +1,9 @@
 import Foundation
 import NamespaceTesting
+import TestTraits
 import Testing
 
-@Suite("systemd/ units")
+@Suite("systemd/ units", .ownThreads)
 struct SystemdUnitTests {
     static let systemd = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("systemd")

@@ -1,7 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +10,7 @@ import Glibc
 /// reachd-trust's output is read on the loop, its stdout and its stderr at once:
 /// a helper that fills one pipe while reachd waits on the other would hang the
 /// daemon for good (at start: never ready; on reload: the watchdog kills it).
-@Suite("reachd-trust's output: both pipes at once, never waited for on the loop", .needsRoot)
+@Suite("reachd-trust's output: both pipes at once, never waited for on the loop", .needsRoot, .ownThreads)
 struct TrustHelperOutputTests {
     /// 400 hosts with trust evaluation disabled: check-config writes about 100 KB of
     /// warnings to stderr, more than a pipe holds, before its answer on stdout.

@@ -1,13 +1,13 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
-import RootTesting
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("reachd's trust checks", .serialized, .needsRoot)
+@Suite("reachd's trust checks", .serialized, .needsRoot, .ownThreads)
 struct TrustWiringTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

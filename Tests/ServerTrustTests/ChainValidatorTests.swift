@@ -1,9 +1,10 @@
 import Foundation
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
-@Suite("Default evaluation: chain and host")
+@Suite("Default evaluation: chain and host", .ownThreads)
 struct ChainValidatorTests {
     let root: TestAuthority
     let intermediate: TestAuthority

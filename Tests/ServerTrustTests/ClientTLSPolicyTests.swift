@@ -2,13 +2,14 @@ import Crypto
 import Foundation
 import NIOSSL
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
 /// What a `TLSConfiguration` alone carries of a host's policy (for AsyncHTTPClient
 /// and other clients without a verification callback), checked by real handshakes
 /// with plain NIOSSL — no callback — against a server on loopback.
-@Suite("ClientTLSPolicy: a host's policy through a TLSConfiguration alone")
+@Suite("ClientTLSPolicy: a host's policy through a TLSConfiguration alone", .ownThreads)
 struct ClientTLSPolicyTests {
     let root: TestAuthority
     let other: TestAuthority

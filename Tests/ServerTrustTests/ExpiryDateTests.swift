@@ -1,10 +1,11 @@
 import FoundationEssentials
 @testable import ServerTrust
+import TestTraits
 import Testing
 
 /// `expires = YYYY-MM-DD` is midnight UTC of that day, computed without full
 /// Foundation: the same instant FoundationEssentials' ISO 8601 parser gives.
-@Suite("pin expiry dates")
+@Suite("pin expiry dates", .ownThreads)
 struct ExpiryDateTests {
     @Test("midnight UTC, leap years included; days that do not exist are refused")
     func utcMidnight() throws {

@@ -1,11 +1,12 @@
 import Foundation
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
 /// x509-limbo's SERVER testcases (shared/fixtures, read in place — never copied
 /// into the repository) through the default evaluation.
-@Suite("x509-limbo conformance")
+@Suite("x509-limbo conformance", .ownThreads)
 struct LimboConformanceTests {
     struct Suite: Decodable { let testcases: [Testcase] }
     struct PeerName: Decodable { let kind: String; let value: String }

@@ -1,12 +1,13 @@
 import Foundation
 import ServerTrust
 import SwiftASN1
+import TestTraits
 import Testing
 import X509
 
 /// Private CAs constrained to their own names, as companies run them: every name
 /// form RFC 5280 defines is checked, through the default evaluation.
-@Suite("Name constraints (RFC 5280 4.2.1.10)")
+@Suite("Name constraints (RFC 5280 4.2.1.10)", .ownThreads)
 struct NameConstraintsTests {
     let root: TestAuthority
 

@@ -1,9 +1,10 @@
 import Foundation
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
-@Suite("Pins and certificate loading")
+@Suite("Pins and certificate loading", .ownThreads)
 struct PinAndLoaderTests {
     @Test("pins equal openssl's SPKI hash", arguments: [
         "rsa:2048", "rsa:4096", "ec -pkeyopt ec_paramgen_curve:P-256", "ec -pkeyopt ec_paramgen_curve:P-384", "ed25519",

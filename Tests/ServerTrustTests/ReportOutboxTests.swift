@@ -1,10 +1,11 @@
 import Foundation
 import ServerTrust
+import TestTraits
 import Testing
 
 /// Reports whose collectors did not answer wait in the outbox, and are sent
 /// when they come back; a week later, or unreadable, they are dropped.
-@Suite("The report outbox")
+@Suite("The report outbox", .ownThreads)
 struct ReportOutboxTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID())").path
 

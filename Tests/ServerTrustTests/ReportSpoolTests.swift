@@ -1,8 +1,9 @@
 import Foundation
 @testable import ServerTrust
+import TestTraits
 import Testing
 
-@Suite("Pin-failure reports")
+@Suite("Pin-failure reports", .ownThreads)
 struct ReportSpoolTests {
     func report(at time: Date, result: TrustVerdict = .pinMismatch) throws -> PinFailureReport {
         let root = try TestAuthority.root("Root")

@@ -2,12 +2,13 @@ import Crypto
 import Foundation
 import NIOCore
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
 /// OCSP against `openssl ocsp` as the responder: an independent implementation,
 /// answering from an index of good and revoked certificates.
-@Suite("OCSP revocation (openssl ocsp on 127.0.0.1)")
+@Suite("OCSP revocation (openssl ocsp on 127.0.0.1)", .ownThreads)
 struct RevocationTests {
     let scratch: OpenSSLScratch
     let root: TestAuthority

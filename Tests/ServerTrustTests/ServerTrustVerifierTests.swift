@@ -6,10 +6,11 @@ import NIOPosix
 import NIOSSL
 import NIOTLS
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
-@Suite("In-app verification callback (NIOSSL client and server)")
+@Suite("In-app verification callback (NIOSSL client and server)", .ownThreads)
 struct ServerTrustVerifierTests {
     let root: TestAuthority
     let key = P256.Signing.PrivateKey()

@@ -3,10 +3,11 @@ import Crypto
 import Foundation
 import NIOSSL
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
-@Suite("ATS baseline (servers on 127.0.0.1)")
+@Suite("ATS baseline (servers on 127.0.0.1)", .ownThreads)
 struct TLSPolicyTests {
     let root: TestAuthority
 

@@ -3,10 +3,11 @@ import Foundation
 import NIOCore
 import NIOSSL
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
-@Suite("TLS probe (servers on 127.0.0.1)")
+@Suite("TLS probe (servers on 127.0.0.1)", .ownThreads)
 struct TLSProbeTests {
     let root: TestAuthority
     let intermediate: TestAuthority

@@ -2,10 +2,11 @@ import Crypto
 import Foundation
 import NIOCore
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
-@Suite("Trust checker (servers on 127.0.0.1)")
+@Suite("Trust checker (servers on 127.0.0.1)", .ownThreads)
 struct TrustCheckerTests {
     let root: TestAuthority
     let intermediate: TestAuthority

@@ -1,10 +1,11 @@
 import Crypto
 import Foundation
 import ServerTrust
+import TestTraits
 import Testing
 import X509
 
-@Suite("Pinning policies")
+@Suite("Pinning policies", .ownThreads)
 struct TrustPolicyTests {
     let root: TestAuthority
     let intermediate: TestAuthority
