@@ -93,6 +93,21 @@ extension TestNamespace {
         try router.ip("addr add \(subnet).1/24 dev \(peer)")
         try router.ip("link set dev \(peer) up")
         if defaultRoute { try ip("route add default via \(subnet).1 dev \(device)") }
+        try waitUntilOperational(device)
+    }
+
+    /// Waits until `device` is operational ("state UP"). The kernel sets a link's operational state
+    /// after `ip link set up` has returned (linkwatch, a work queue, later when the machine is busy):
+    /// a test that reads a path at once would otherwise see "no carrier" instead of what it set up.
+    public func waitUntilOperational(_ device: String, timeout: Duration = .seconds(5)) throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !ip("-o link show dev \(device)").contains(" state UP ") {
+            guard ContinuousClock.now < deadline else {
+                throw CommandFailure(command: ["ip", "-n", name, "link", "show", "dev", device],
+                                     result: CommandResult(status: -1, output: "", error: "not operational after \(timeout)"))
+            }
+            usleep(5_000)
+        }
     }
 }
 

@@ -110,6 +110,7 @@ struct PathScenarioTests {
             try ns[0].ip("addr add 2001:db8:1::2/64 dev eth0 nodad")
             try ns[0].ip("link set dev eth0 up")
             try ns[1].ip("link set dev up0 up")
+            try ns[0].waitUntilOperational("eth0")
             try ns[0].ip("-6 route add default via fe80::1 dev eth0")
             let path = try path(ns[0])
             #expect(path.status == .wired)
@@ -126,6 +127,7 @@ struct PathScenarioTests {
             try ns[0].sysctl("net.ipv6.conf.eth0.accept_dad=1")
             try ns[0].ip("link set dev eth0 up")
             try ns[1].ip("link set dev up0 up")
+            try ns[0].waitUntilOperational("eth0")
             // DAD on a live link takes a second or more: long enough to look.
             try ns[0].ip("addr add 2001:db8:1::2/64 dev eth0")
             try ns[0].ip("-6 route add default via 2001:db8:1::1 dev eth0")
