@@ -22,13 +22,13 @@ final class DaemonMetrics {
     var reportsEvicted = 0
 
     func count(_ round: TrustRound) {
-        for host in round.summaries {
+        for (host, summary) in zip(round.hosts, round.summaries) {
             trustChecks[host.host, default: 0] += 1
-            if host.pinFailure { pinFailures[host.host, default: 0] += 1 }
-            if host.pinFailureBehindPortal { pinFailuresBehindPortal[host.host, default: 0] += 1 }
+            if summary.pinFailure { pinFailures[host.host, default: 0] += 1 }
+            if summary.pinFailureBehindPortal { pinFailuresBehindPortal[host.host, default: 0] += 1 }
         }
         reportsEvicted += round.evicted.count
-        let hosts = Set(round.summaries.map(\.host))
+        let hosts = Set(round.hosts.map(\.host))
         trustChecks = trustChecks.filter { hosts.contains($0.key) }
         pinFailures = pinFailures.filter { hosts.contains($0.key) }
         pinFailuresBehindPortal = pinFailuresBehindPortal.filter { hosts.contains($0.key) }
@@ -51,7 +51,7 @@ final class DaemonMetrics {
 
     func families(_ state: State) -> [MetricFamily] {
         typealias Sample = MetricFamily.Sample
-        let hosts = state.round?.summaries ?? []
+        let hosts = state.round?.hosts ?? []
         let usable = [.wifi, .wired, .cellular].contains(state.status)
         return [
             MetricFamily("reachd_build_info", .gauge, help: "reachd's version; always 1.",
@@ -108,7 +108,7 @@ final class DaemonMetrics {
             MetricFamily("reachd_trust_cert_expiry_timestamp_seconds", .gauge,
                          help: "The earliest notAfter in each trust host's validated chain (hosts whose chain validated in the latest round).",
                          samples: hosts.compactMap { host in
-                             host.certificateExpires.map { Sample([.init("host", host.host)], Double($0)) }
+                             host.certificateExpires.map { Sample([.init("host", host.host)], $0.timeIntervalSince1970.rounded(.down)) }
                          }),
             .gauge("reachd_reports_pending", help: "Pin-failure reports spooled and not yet delivered to every collector.",
                    Double(state.reportsPending)),

@@ -203,10 +203,8 @@ final class TrustCoordinator {
         }
         let before = summary
         // Every host keeps its verdict series (now `unknown`): an absent series never means "fine".
-        let summaries = hosts.map { TrustHostSummary(host: $0.host, verdict: .unknown, pinFailure: false, pinFailureBehindPortal: false,
-                                                     certificateExpires: nil) }
         round = TrustRound(overall: .unknown, hosts: hosts, reports: [], warnings: [], reportsPending: schedule.reportsPending,
-                           summaries: summaries, evicted: [])
+                           summaries: hosts.map { _ in .notJudged }, evicted: [])
         if summary != before { announce() } else { object.publishTrust(summary.rawValue, document: status()) }
     }
 

@@ -133,10 +133,8 @@ package enum ReachdTrust {
                                       reportsPending: round.reportsPending,
                                       summaries: zip(configuration.probedHosts, round.hosts).map { host, result in
                                           let failed = host.isPinned && result.enforced
-                                          return TrustHostSummary(host: result.host, verdict: result.verdict,
-                                                                  pinFailure: failed && result.verdict.isInterception,
-                                                                  pinFailureBehindPortal: failed && result.verdict == .portal,
-                                                                  certificateExpires: result.certificateExpires.map { Int64($0.timeIntervalSince1970.rounded(.down)) })
+                                          return TrustHostSummary(pinFailure: failed && result.verdict.isInterception,
+                                                                  pinFailureBehindPortal: failed && result.verdict == .portal)
                                       },
                                       evicted: round.evicted)))
     }

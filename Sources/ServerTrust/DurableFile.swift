@@ -85,9 +85,7 @@ enum DurableFile {
 public struct SpoolError: Error, CustomStringConvertible, Sendable {
     public let description: String
     init(_ operation: String, _ code: Int32) { description = "\(operation): \(String(cString: strerror(code)))" }
-    /// A failure swift-system threw: its `Errno`, said as `strerror` says it.
-    init(_ operation: String, _ error: any Error) {
-        self.init(operation, (error as? Errno)?.rawValue ?? EIO)
-    }
+    /// A failure swift-system threw (an `Errno` says itself as `strerror` does).
+    init(_ operation: String, _ error: any Error) { description = "\(operation): \(error)" }
     init(_ description: String) { self.description = description }
 }

@@ -1,19 +1,12 @@
+import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A blocking TCP connection for one short exchange (the connectivity probe):
 /// optionally bound to one interface, every step under one deadline, closed on release.
+/// Its failures are `SystemCallError`s: "connecting to 192.0.2.1:80", ETIMEDOUT when the deadline passed.
 package final class TCPClient {
-    package struct Failure: Error, CustomStringConvertible, Sendable {
-        /// What was being done: "connecting to 192.0.2.1:80".
-        package let operation: String
-        /// errno; ETIMEDOUT when the deadline passed.
-        package let code: Int32
-
-        package var description: String { "\(operation): \(String(cString: strerror(code)))" }
-    }
-
     private let descriptor: Int32
     private let deadline: ContinuousClock.Instant
     private let peer: String
@@ -21,11 +14,11 @@ package final class TCPClient {
     /// Connects to `address`:`port`. With `device`, the socket is bound to that
     /// interface (SO_BINDTODEVICE: unprivileged since Linux 5.7; where it is refused
     /// the kernel's own route is used, which is the path anyway).
-    package init(connectingTo address: IPAddress, port: UInt16, device: String?, deadline: ContinuousClock.Instant) throws(Failure) {
+    package init(connectingTo address: IPAddress, port: UInt16, device: String?, deadline: ContinuousClock.Instant) throws(SystemCallError) {
         self.deadline = deadline
         peer = address.family == .v6 ? "[\(address)]:\(port)" : "\(address):\(port)"
         descriptor = socket(address.family.kernelValue, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(operation: "creating a socket for \(peer)", code: errno) }
+        guard descriptor >= 0 else { throw SystemCallError("creating a socket for \(peer)") }
         if let device {
             _ = device.withCString { setsockopt(descriptor, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
         }
@@ -43,8 +36,8 @@ package final class TCPClient {
 
     deinit { close(descriptor) }
 
-    private func fail(_ operation: String, _ code: Int32) -> Failure {
-        Failure(operation: operation, code: code)
+    private func fail(_ operation: String, _ code: Int32) -> SystemCallError {
+        SystemCallError(operation, errno: Errno(rawValue: code))
     }
 
     private static func connect(_ descriptor: Int32, to address: IPAddress, port: UInt16, scope: UInt32) -> Int32 {
@@ -72,7 +65,7 @@ package final class TCPClient {
     }
 
     /// Waits until the socket is ready for `events`, or the deadline passes.
-    private func wait(for events: Int16, _ operation: @autoclosure () -> String) throws(Failure) {
+    private func wait(for events: Int16, _ operation: @autoclosure () -> String) throws(SystemCallError) {
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { throw fail(operation(), ETIMEDOUT) }
@@ -85,7 +78,7 @@ package final class TCPClient {
     }
 
     /// Sends all of `bytes`.
-    package func send(_ bytes: [UInt8]) throws(Failure) {
+    package func send(_ bytes: [UInt8]) throws(SystemCallError) {
         var sent = 0
         while sent < bytes.count {
             let count = retryingOnInterrupt { bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
@@ -100,7 +93,7 @@ package final class TCPClient {
     }
 
     /// Up to `limit` bytes; empty when the peer closed its side.
-    package func receive(upTo limit: Int) throws(Failure) -> [UInt8] {
+    package func receive(upTo limit: Int) throws(SystemCallError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
             let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) } }

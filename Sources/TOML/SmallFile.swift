@@ -24,11 +24,11 @@ public enum SmallFile {
             // nonBlocking: opening a FIFO returns at once (on a regular file the flag does nothing).
             file = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .nonBlocking, FileDescriptor.OpenOptions(rawValue: O_NOCTTY)])
         } catch {
-            throw .unreadable(Self.reason(error))
+            throw .unreadable("\(error)")
         }
         defer { try? file.close() }
         var status = stat()
-        guard fstat(file.rawValue, &status) == 0 else { throw .unreadable(Self.reason(Errno(rawValue: errno))) }
+        guard fstat(file.rawValue, &status) == 0 else { throw .unreadable("\(Errno(rawValue: errno))") }
         // Devices are read as files (/dev/null is an empty config), under the limit.
         guard status.st_mode & S_IFMT != S_IFIFO else { throw .unreadable("it is a FIFO, not a file") }
         var bytes: [UInt8] = []
@@ -38,16 +38,11 @@ public enum SmallFile {
             do {
                 count = try chunk.withUnsafeMutableBytes { try file.read(into: $0) }
             } catch {
-                throw .unreadable(Self.reason(error))
+                throw .unreadable("\(error)")
             }
             if count == 0 { return bytes }
             bytes += chunk[..<count]
             guard bytes.count <= limit else { throw .tooLarge(limit) }
         }
-    }
-
-    /// The system's words for a failure (`strerror`'s).
-    private static func reason(_ error: any Error) -> String {
-        (error as? Errno).map { String(cString: strerror($0.rawValue)) } ?? "\(error)"
     }
 }

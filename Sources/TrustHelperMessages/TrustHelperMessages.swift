@@ -96,25 +96,22 @@ public struct TrustRound: Codable, Sendable {
     }
 }
 
-/// One host's outcome in a round, as the daemon counts it.
+/// What the daemon counts of one host's round that the TrustStatus document's
+/// host does not say (its name, verdict and expiry are there, in the same order).
 public struct TrustHostSummary: Codable, Sendable, Equatable {
-    public var host: String
-    public var verdict: TrustVerdict
     /// A pinned host whose pins are enforced failed validation (what a pin-failure report is written for).
     public var pinFailure: Bool
     /// The same failure, seen while connectivity was `portal`: recorded and counted
     /// apart, not an alarm (the verdict is `portal`).
     public var pinFailureBehindPortal: Bool
-    /// The earliest notAfter of the validated chain (seconds since 1970), when a chain validated.
-    public var certificateExpires: Int64?
 
-    public init(host: String, verdict: TrustVerdict, pinFailure: Bool, pinFailureBehindPortal: Bool, certificateExpires: Int64?) {
-        self.host = host
-        self.verdict = verdict
+    public init(pinFailure: Bool, pinFailureBehindPortal: Bool) {
         self.pinFailure = pinFailure
         self.pinFailureBehindPortal = pinFailureBehindPortal
-        self.certificateExpires = certificateExpires
     }
+
+    /// A host no round judged.
+    public static let notJudged = TrustHostSummary(pinFailure: false, pinFailureBehindPortal: false)
 }
 
 /// `reachd-trust deliver FILE`: one delivery pass over the report outbox.
