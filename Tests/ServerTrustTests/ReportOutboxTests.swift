@@ -23,7 +23,9 @@ struct ReportOutboxTests {
         let spool = ReportSpool(directory: directory)
         let live = try await TestReportCollector()
         defer { Task { await live.close() } }
-        let port = try await TestTLSServer.closedPort()
+        let closed = try ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let down = "http://127.0.0.1:\(port)/pins"
         let now = Date()
         try #require(try spool.write(try report(at: now), deliverTo: [live.url, down]) != nil)
@@ -54,7 +56,9 @@ struct ReportOutboxTests {
     func expiryAndGarbage() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let spool = ReportSpool(directory: directory)
-        let port = try await TestTLSServer.closedPort()
+        let closed = try ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let then = Date(timeIntervalSince1970: 1_800_000_000)
         let collector = "http://127.0.0.1:\(port)/pins"
         let written = try #require(try spool.write(try report(at: then), deliverTo: [collector]))

@@ -12,7 +12,8 @@ import X509
 struct RevocationTests {
     let scratch: OpenSSLScratch
     let root: TestAuthority
-    let port: Int
+    let closed: ClosedPort
+    var port: Int { closed.port }
     let good: Certificate
     let revoked: Certificate
 
@@ -20,9 +21,9 @@ struct RevocationTests {
         scratch = try OpenSSLScratch()
         // The responder signs with the real clock, so these certificates are valid around it.
         root = try .root("OCSP Root", center: Date())
-        port = try await TestTLSServer.closedPort()
-        good = try root.leaf(["localhost"], ocspResponder: "http://127.0.0.1:\(port)/")
-        revoked = try root.leaf(["localhost"], ocspResponder: "http://127.0.0.1:\(port)/")
+        closed = try ClosedPort()
+        good = try root.leaf(["localhost"], ocspResponder: "http://127.0.0.1:\(closed.port)/")
+        revoked = try root.leaf(["localhost"], ocspResponder: "http://127.0.0.1:\(closed.port)/")
         try root.certificate.serializeAsPEM().pemString.write(toFile: scratch.path("ca.pem"), atomically: true, encoding: .utf8)
         try root.key.serializeAsPEM().pemString.write(toFile: scratch.path("ca.key"), atomically: true, encoding: .utf8)
         let expiry = "301231235959Z"

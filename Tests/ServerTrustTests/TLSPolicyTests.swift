@@ -55,7 +55,9 @@ struct TLSPolicyTests {
     func weakServerKey() async throws {
         let scratch = try OpenSSLScratch()
         try scratch.shell("openssl req -x509 -newkey rsa:1024 -nodes -keyout weak.key -out weak.pem -days 1 -subj /CN=localhost -addext subjectAltName=DNS:localhost")
-        let port = try await TestTLSServer.closedPort()
+        let closed = try ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let server = try await scratch.startListening(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "weak.pem", "-key", "weak.key",
                                                        "-quiet", "-cipher", "DEFAULT:@SECLEVEL=0"], port: port)
         defer { scratch.stop(server) }

@@ -58,7 +58,9 @@ struct TLSProbeTests {
 
     @Test("a refused connection is unreachable, never a trust failure")
     func refused() async throws {
-        let port = try await TestTLSServer.closedPort()
+        let closed = try ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let result = await TLSProbe().probe(host: "127.0.0.1", port: port)
         guard case .failure(.unreachable) = result else {
             Issue.record("expected unreachable, got \(result)")
@@ -82,7 +84,9 @@ struct TLSProbeTests {
         try leaf.serializeAsPEM().pemString.write(toFile: scratch.path("leaf.pem"), atomically: true, encoding: .utf8)
         try intermediate.certificate.serializeAsPEM().pemString.write(toFile: scratch.path("chain.pem"), atomically: true, encoding: .utf8)
         try key.pemRepresentation.write(toFile: scratch.path("key.pem"), atomically: true, encoding: .utf8)
-        let port = try await TestTLSServer.closedPort()
+        let closed = try ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let server = try scratch.start(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "leaf.pem",
                                         "-cert_chain", "chain.pem", "-key", "key.pem", "-quiet"])
         defer { scratch.stop(server) }

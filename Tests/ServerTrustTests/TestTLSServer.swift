@@ -50,14 +50,6 @@ final class TestTLSServer: @unchecked Sendable {
     }
 
     func close() async { try? await channel.close() }
-
-    /// A port nothing listens on (bound, then released).
-    static func closedPort() async throws -> Int {
-        let server = try await TestTLSServer(silent: ())
-        let port = server.port
-        await server.close()
-        return port
-    }
 }
 
 /// Closes the connection as soon as the handshake is done, as some servers do.

@@ -193,7 +193,9 @@ struct TrustCheckerTests {
         defer { Task { await server.close() } }
         let collector = try await TestReportCollector()
         defer { Task { await collector.close() } }
-        let deadPort = try await TestTLSServer.closedPort()
+        let closed = try ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let deadPort = closed.port
         var host = try entry("api.test", port: server.port, pins: [wrong, backup], enforce: false)
         host.reportURIs = [collector.url, "http://127.0.0.1:\(deadPort)/pins"]
         // A generous timeout: under a loaded test run the collector may answer late, never not at all.
@@ -243,7 +245,9 @@ struct TrustCheckerTests {
     @Test("none without hosts; unknown when no host can be reached")
     func noneAndUnknown() async throws {
         #expect(try await checker([]).checkAll().overall == .none)
-        let port = try await TestTLSServer.closedPort()
+        let closed = try ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let round = try await checker([try entry("down.test", port: port)]).checkAll()
         #expect(round.overall == .unknown)
         #expect(round.hosts.first?.reason.contains("refused") == true, "\(round.hosts)")
