@@ -183,6 +183,7 @@ let package = Package(
             name: "ServerTrustTests",
             dependencies: [
                 "ServerTrust",
+                "SystemCalls",
                 "TestTraits",
                 "TOML",
                 .product(name: "X509", package: "swift-certificates"),

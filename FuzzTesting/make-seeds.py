@@ -133,7 +133,7 @@ host = {"host": "api.example.com", "port": 443, "pattern": "api.example.com", "v
 seed("helper-messages", "summary.json", json.dumps({"recheck": "on-change", "interval": 21600, "hosts": 2, "reportsPending": 1}))
 seed("helper-messages", "round.json", json.dumps({"overall": "compromised", "hosts": [host],
                                                    "reports": [json.dumps(report)], "warnings": ["x"], "reportsPending": 1,
-                                                   "summaries": [{"pinFailure": True, "pinFailureBehindPortal": False}],
+                                                   "pinFailures": ["api.example.com"], "pinFailuresBehindPortal": [],
                                                    "evicted": []}))
 seed("helper-messages", "delivery.json", json.dumps({"delivered": 1, "dropped": 0, "reportsPending": 2, "warnings": []}))
 seed("helper-messages", "report.json", json.dumps(report))

@@ -22,11 +22,9 @@ final class DaemonMetrics {
     var reportsEvicted = 0
 
     func count(_ round: TrustRound) {
-        for (host, summary) in zip(round.hosts, round.summaries) {
-            trustChecks[host.host, default: 0] += 1
-            if summary.pinFailure { pinFailures[host.host, default: 0] += 1 }
-            if summary.pinFailureBehindPortal { pinFailuresBehindPortal[host.host, default: 0] += 1 }
-        }
+        for host in round.hosts { trustChecks[host.host, default: 0] += 1 }
+        for host in round.pinFailures { pinFailures[host, default: 0] += 1 }
+        for host in round.pinFailuresBehindPortal { pinFailuresBehindPortal[host, default: 0] += 1 }
         reportsEvicted += round.evicted.count
         let hosts = Set(round.hosts.map(\.host))
         trustChecks = trustChecks.filter { hosts.contains($0.key) }

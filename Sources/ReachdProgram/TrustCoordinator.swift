@@ -204,7 +204,7 @@ final class TrustCoordinator {
         let before = summary
         // Every host keeps its verdict series (now `unknown`): an absent series never means "fine".
         round = TrustRound(overall: .unknown, hosts: hosts, reports: [], warnings: [], reportsPending: schedule.reportsPending,
-                           summaries: hosts.map { _ in .notJudged }, evicted: [])
+                           evicted: [])
         if summary != before { announce() } else { object.publishTrust(summary.rawValue, document: status()) }
     }
 

@@ -127,15 +127,13 @@ package enum ReachdTrust {
                                     httpStatus: argument(5).flatMap { Int($0) }, location: argument(6), api: argument(8), userPortalURL: argument(9))
             : nil
         let round = await checker.checkAll(path: path, behindPortal: behindPortal, deliverReports: path["connectivity"] == "full")
+        let pinsEnforced = zip(configuration.probedHosts, round.hosts).filter { host, result in host.isPinned && result.enforced }.map(\.1)
         printLine(try json(TrustRound(overall: round.overall, hosts: round.hosts.map(\.status),
                                       reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
                                       warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } },
                                       reportsPending: round.reportsPending,
-                                      summaries: zip(configuration.probedHosts, round.hosts).map { host, result in
-                                          let failed = host.isPinned && result.enforced
-                                          return TrustHostSummary(pinFailure: failed && result.verdict.isInterception,
-                                                                  pinFailureBehindPortal: failed && result.verdict == .portal)
-                                      },
+                                      pinFailures: pinsEnforced.filter(\.verdict.isInterception).map(\.host),
+                                      pinFailuresBehindPortal: pinsEnforced.filter { $0.verdict == .portal }.map(\.host),
                                       evicted: round.evicted)))
     }
 

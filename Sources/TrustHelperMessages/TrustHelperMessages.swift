@@ -79,39 +79,26 @@ public struct TrustRound: Codable, Sendable {
     public var warnings: [String]
     /// Reports still waiting for their collectors after this round's delivery.
     public var reportsPending: Int
-    /// What the daemon's metrics count of each host that `hosts` does not say (in the order of `hosts`).
-    public var summaries: [TrustHostSummary]
+    /// The hosts whose enforced pins failed validation (what a pin-failure report is written for):
+    /// counted by the daemon's metrics, which cannot tell a pinned host from `hosts`.
+    public var pinFailures: [String]
+    /// The same failures, seen while connectivity was `portal`: counted apart, not an alarm
+    /// (the verdict is `portal`).
+    public var pinFailuresBehindPortal: [String]
     /// Reports evicted to keep the spool and the outbox within their capacity.
     public var evicted: [String]
 
     public init(overall: TrustSummary, hosts: [TrustStatus.Host], reports: [String], warnings: [String], reportsPending: Int,
-                summaries: [TrustHostSummary], evicted: [String]) {
+                pinFailures: [String] = [], pinFailuresBehindPortal: [String] = [], evicted: [String]) {
         self.overall = overall
         self.hosts = hosts
         self.reports = reports
         self.warnings = warnings
         self.reportsPending = reportsPending
-        self.summaries = summaries
+        self.pinFailures = pinFailures
+        self.pinFailuresBehindPortal = pinFailuresBehindPortal
         self.evicted = evicted
     }
-}
-
-/// What the daemon counts of one host's round that the TrustStatus document's
-/// host does not say (its name, verdict and expiry are there, in the same order).
-public struct TrustHostSummary: Codable, Sendable, Equatable {
-    /// A pinned host whose pins are enforced failed validation (what a pin-failure report is written for).
-    public var pinFailure: Bool
-    /// The same failure, seen while connectivity was `portal`: recorded and counted
-    /// apart, not an alarm (the verdict is `portal`).
-    public var pinFailureBehindPortal: Bool
-
-    public init(pinFailure: Bool, pinFailureBehindPortal: Bool) {
-        self.pinFailure = pinFailure
-        self.pinFailureBehindPortal = pinFailureBehindPortal
-    }
-
-    /// A host no round judged.
-    public static let notJudged = TrustHostSummary(pinFailure: false, pinFailureBehindPortal: false)
 }
 
 /// `reachd-trust deliver FILE`: one delivery pass over the report outbox.

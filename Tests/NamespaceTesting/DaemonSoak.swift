@@ -115,7 +115,7 @@ public struct DaemonSoak {
                 return output.contains("\"source\":\"daemon\"") ? Self.comparable(output) : nil
             }
             let ready = { describe().map { $0.contains("\"connectivity\":\"full\"") && $0.contains("\"trust\":\"ok\"") } ?? false }
-            guard try await Self.poll(seconds: 30, ready) else { throw CommandFailure(command: daemon.arguments ?? [], result: CommandResult(status: -1, output: "", error: "reachd never reached connectivity full and trust ok")) }
+            guard await eventually(.seconds(30), every: Self.pollInterval, ready) else { throw CommandFailure(command: daemon.arguments ?? [], result: CommandResult(status: -1, output: "", error: "reachd never reached connectivity full and trust ok")) }
 
             let names = ["steady", "steady-2", "paused"]
             var watchers: [(String, Process, URL)] = []
@@ -134,7 +134,7 @@ public struct DaemonSoak {
             // reachctl watch falls back to watching its own namespace when no daemon answers: that would prove nothing.
             for (name, _, output) in watchers {
                 let first = { ((try? String(contentsOf: output, encoding: .utf8)) ?? "").split(separator: "\n").first ?? "" }
-                guard try await Self.poll(seconds: 20, { !first().isEmpty }), first().contains("\"source\":\"daemon\"") else {
+                guard await eventually(.seconds(20), every: Self.pollInterval, { !first().isEmpty }), first().contains("\"source\":\"daemon\"") else {
                     throw CommandFailure(command: [reachctl, "watch"], result: CommandResult(status: -1, output: String(first()), error: "subscriber \(name) is not the daemon's"))
                 }
             }
@@ -183,7 +183,7 @@ public struct DaemonSoak {
 
             var result = Result(warm: Footprint(pid: daemon.processIdentifier), end: Footprint(pid: daemon.processIdentifier))
             try churn(warmUpChanges)
-            _ = try await Self.poll(seconds: 30, ready)
+            _ = await eventually(.seconds(30), every: Self.pollInterval, ready)
             try await Task.sleep(for: Self.quiet)
             result.warm = Footprint(pid: daemon.processIdentifier)
 
@@ -198,7 +198,7 @@ public struct DaemonSoak {
             result.overruns = Int(metricValue("reachd_netlink_overruns_total", in: host.scrapeMetrics()) ?? 0)
 
             // The daemon settles (its probe and trust round after the last change), then each subscriber.
-            guard try await Self.poll(seconds: 30, ready), let final = describe() else {
+            guard await eventually(.seconds(30), every: Self.pollInterval, ready), let final = describe() else {
                 let log = (try? String(contentsOf: scratch.appendingPathComponent("reachd.log"), encoding: .utf8)) ?? ""
                 throw CommandFailure(command: daemon.arguments ?? [], result: CommandResult(
                     status: -1, output: "", error: "reachd did not settle after the churn: \(describe() ?? "no answer"); \(log.suffix(1500))"))
@@ -229,6 +229,8 @@ public struct DaemonSoak {
     /// How long reachd is left alone before its footprint is read: libdispatch ends
     /// a worker thread (the probe's, name resolution's) after 5 s without work.
     static let quiet = Duration.seconds(6)
+    /// How often the soak reads reachd's state: the resolution of "settled … after the last change".
+    static let pollInterval = Duration.milliseconds(20)
 
     /// The document without what may differ between two readings of the same path, keys sorted.
     static func comparable(_ json: String) -> String? {
@@ -236,15 +238,6 @@ public struct DaemonSoak {
         object["since"] = nil
         object["initial"] = nil
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    static func poll(seconds: Int, interval: Duration = .milliseconds(20), _ condition: () throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            try await Task.sleep(for: interval)
-        }
-        return try condition()
     }
 
     static func file(_ directory: URL, _ name: String) throws -> URL {

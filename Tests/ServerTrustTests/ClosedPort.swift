@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// A port on 127.0.0.1 that refuses connections for as long as it is held: a
 /// socket bound to it that never listens.
@@ -17,7 +18,7 @@ final class ClosedPort: Sendable {
 
     init() throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(call: "socket", code: errno) }
+        guard descriptor >= 0 else { throw SystemCallError("socket") }
         var on: Int32 = 1
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -31,7 +32,7 @@ final class ClosedPort: Sendable {
             }
         }
         guard bound else {
-            let failure = Failure(call: "bind", code: errno)
+            let failure = SystemCallError("binding a port on 127.0.0.1")
             close(descriptor)
             throw failure
         }
@@ -40,9 +41,4 @@ final class ClosedPort: Sendable {
     }
 
     deinit { close(descriptor) }
-
-    struct Failure: Error {
-        let call: String
-        let code: Int32
-    }
 }
