@@ -86,6 +86,14 @@ package final class CaptivePortalAPIScheduler {
         restart()
     }
 
+    /// The host slept: the answer may belong to another network. It is forgotten (the API
+    /// is known, its answer not) and the API asked again at once.
+    package func forgetAnswer() {
+        guard let target else { return }
+        state = Path.CaptivePortal(api: target.uri, source: target.source, interface: target.interfaceName, error: target.refusal)
+        restart()
+    }
+
     /// `CheckConnectivity()`, or the probe's verdict changed: ask now.
     package func queryNow() {
         guard target != nil else { return }

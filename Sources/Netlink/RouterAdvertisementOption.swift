@@ -14,7 +14,7 @@ package struct RouterAdvertisementOption: Hashable, Sendable {
     package var interfaceIndex: Int32
     /// The router that sent it (`NDUSEROPT_SRCADDR`: its link-local address).
     package var router: IPAddress?
-    /// The option's type: 37 for a captive-portal URI.
+    /// The option's type: 37 for a captive-portal URI, 38 for PREF64.
     package var type: UInt8
     /// The option's body, after its type and length.
     package var body: [UInt8]
@@ -36,6 +36,23 @@ package struct RouterAdvertisementOption: Hashable, Sendable {
         guard type == Self.captivePortalType else { return nil }
         let text = body.prefix { $0 != 0 }
         return text.isEmpty ? nil : String(decoding: text, as: UTF8.self)
+    }
+
+    /// RFC 8781's PREF64 option: the network's NAT64 prefix.
+    package static let pref64Type: UInt8 = 38
+
+    /// The NAT64 prefix this option carries and for how long it holds (0 s: withdrawn).
+    /// nil for another option, a body of the wrong size, or a prefix length code RFC 8781
+    /// does not define (such an option is ignored, as §4 asks).
+    package var pref64: (prefix: NAT64Prefix, lifetime: Duration)? {
+        // Two octets of scaled lifetime (13 bits, in units of 8 s) and prefix length code (3 bits), then 96 bits of prefix.
+        guard type == Self.pref64Type, body.count == 14 else { return nil }
+        let field = Int(body[0]) << 8 | Int(body[1])
+        // The codes 0–5 stand for 96, 64, 56, 48, 40 and 32 bits: RFC 6052's lengths, longest first.
+        guard field & 7 < NAT64Prefix.lengths.count,
+              let prefix = NAT64Prefix(IPAddress(bytes: Array(body[2 ..< 14]) + [0, 0, 0, 0])!,
+                                       length: NAT64Prefix.lengths[field & 7]) else { return nil }
+        return (prefix, .seconds((field >> 3) * 8))
     }
 
     /// Reads `struct nduseroptmsg` (16 bytes: family, pad, options length, interface

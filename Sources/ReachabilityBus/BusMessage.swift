@@ -27,6 +27,11 @@ package struct BusMessage {
         return sd_bus_message_read_basic(raw, CChar(UInt8(ascii: "u")), &value) > 0 ? value : nil
     }
 
+    package func bool() -> Bool? {
+        var value: Int32 = 0
+        return sd_bus_message_read_basic(raw, CChar(UInt8(ascii: "b")), &value) > 0 ? value != 0 : nil
+    }
+
     package func int32() -> Int32? {
         var value: Int32 = 0
         return sd_bus_message_read_basic(raw, CChar(UInt8(ascii: "i")), &value) > 0 ? value : nil

@@ -35,6 +35,14 @@ extension ReachabilityObject {
         /// -1: not counted.
         package var bytesRemaining: Int64 = -1
         package var canExtendSession = false
+        /// native, clat, nat64 or none.
+        package var ipv4Via = "none"
+        /// The CLAT's interface; "" without one.
+        package var clat = ""
+        /// "64:ff9b::/96"; "" when no NAT64 is known.
+        package var nat64Prefix = ""
+        /// config, router-advertisement or dns64; "" without a prefix.
+        package var nat64Source = ""
 
         package init() {}
 
@@ -60,6 +68,10 @@ extension ReachabilityObject {
             ("SessionExpires", "t", { .u64($0.sessionExpires) }),
             ("BytesRemaining", "x", { .i64($0.bytesRemaining) }),
             ("CanExtendSession", "b", { .boolean($0.canExtendSession) }),
+            ("IPv4Via", "s", { .string($0.ipv4Via) }),
+            ("CLAT", "s", { .string($0.clat) }),
+            ("NAT64Prefix", "s", { .string($0.nat64Prefix) }),
+            ("NAT64Source", "s", { .string($0.nat64Source) }),
         ]
 
         /// The names of the properties whose values differ from `other`'s, for PropertiesChanged.

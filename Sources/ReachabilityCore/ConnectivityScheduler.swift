@@ -51,6 +51,12 @@ package final class ConnectivityScheduler {
         if let path { pathMoved(to: path) }
     }
 
+    /// The host slept: the verdict may belong to another network. It is forgotten
+    /// (connectivity is `unknown` until the probe answers) and a probe starts.
+    package func forgetVerdict() {
+        if let path { pathMoved(to: path) }
+    }
+
     /// Whether the current way out is reachable, as far as the scheduler was told.
     package var isPathReachable: Bool { path?.status.isReachable == true }
 

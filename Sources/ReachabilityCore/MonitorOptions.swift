@@ -24,6 +24,11 @@ public struct MonitorOptions: Sendable, Equatable {
     /// systemd-resolved over D-Bus instead when it runs and this is the default.
     public var resolvConf: String?
 
+    /// The network's NAT64 prefix ("64:ff9b::/96"), whatever the network announces
+    /// (docs/path.md, "IPv6-only networks: NAT64 and CLAT"); nil: as announced.
+    public var nat64Prefix: String? { configuredNAT64?.description }
+    package var configuredNAT64: NAT64Prefix?
+
     /// Where resolvers are configured on Linux.
     public static let defaultResolvConf = "/etc/resolv.conf"
 
@@ -35,12 +40,14 @@ public struct MonitorOptions: Sendable, Equatable {
     /// a.root-servers.net's IPv6 address, for the same reasons.
     public static let defaultProbeIPv6 = "2001:503:ba3e::2:30"
 
-    /// - Throws: `MonitorOptionsError` for a probe address that is not a global address of its family.
+    /// - Throws: `MonitorOptionsError` for a probe address that is not a global address of its family,
+    ///   or a NAT64 prefix that is not one of RFC 6052's.
     public init(probeIPv4: String = MonitorOptions.defaultProbeIPv4, probeIPv6: String = MonitorOptions.defaultProbeIPv6,
                 ignore: [String] = [], metered: [String] = [], kindOverrides: [(pattern: String, kind: InterfaceKind)] = [],
                 receiveBufferSize: Int = 4 << 20, networkNamespace: String? = nil,
-                resolvConf: String? = MonitorOptions.defaultResolvConf) throws {
+                resolvConf: String? = MonitorOptions.defaultResolvConf, nat64Prefix: String? = nil) throws {
         probeAddresses = (try Self.probe(probeIPv4, family: .v4), try Self.probe(probeIPv6, family: .v6))
+        configuredNAT64 = try nat64Prefix.map(Self.nat64)
         self.ignore = ignore
         self.metered = metered
         self.kindOverrides = kindOverrides
@@ -59,7 +66,7 @@ public struct MonitorOptions: Sendable, Equatable {
         lhs.probeAddresses == rhs.probeAddresses && lhs.ignore == rhs.ignore && lhs.metered == rhs.metered
             && lhs.kindOverrides.elementsEqual(rhs.kindOverrides, by: { $0.pattern == $1.pattern && $0.kind == $1.kind })
             && lhs.receiveBufferSize == rhs.receiveBufferSize && lhs.networkNamespace == rhs.networkNamespace
-            && lhs.resolvConf == rhs.resolvConf
+            && lhs.resolvConf == rhs.resolvConf && lhs.configuredNAT64 == rhs.configuredNAT64
     }
 
     func isIgnored(_ name: String) -> Bool { ignore.contains { Glob.matches($0, name) } }
@@ -74,6 +81,13 @@ public struct MonitorOptions: Sendable, Equatable {
             throw MonitorOptionsError("\(key) must be a global address (\(text) is not routed like Internet traffic)")
         }
         return address
+    }
+
+    private static func nat64(_ text: String) throws -> NAT64Prefix {
+        guard let prefix = NAT64Prefix(text) else {
+            throw MonitorOptionsError("nat64-prefix must be an IPv6 prefix of length 32, 40, 48, 56, 64 or 96 with no bits set past it (RFC 6052), such as \"64:ff9b::/96\", not \"\(text)\"")
+        }
+        return prefix
     }
 }
 
@@ -112,6 +126,13 @@ extension MonitorOptions {
                 throw table.error("resolv-conf must be an absolute path, or \"\" to follow no DNS, not \"\(path)\"", line: line)
             }
             resolvConf = path.isEmpty ? nil : path
+        }
+        if let (text, line) = try table.string("nat64-prefix") {
+            do {
+                configuredNAT64 = try Self.nat64(text)
+            } catch {
+                throw table.error("\(error)", line: line)
+            }
         }
         ignore = try Self.globs("ignore", in: &table)
         metered = try Self.globs("metered", in: &table)

@@ -65,16 +65,20 @@ public struct Path: Codable, Sendable, Equatable {
         public var gateway: String?
         /// The source address the kernel would use.
         public var source: String?
+        /// For an IPv4 destination with no IPv4 route, reached through the network's
+        /// NAT64: the synthesised IPv6 address the kernel routed ("64:ff9b::c000:201").
+        public var nat64: String?
 
         /// One probed address's route, as the kernel answered.
         public init(destination: String, status: ReachabilityStatus, reason: UnreachableReason? = nil,
-                    interface: String? = nil, gateway: String? = nil, source: String? = nil) {
+                    interface: String? = nil, gateway: String? = nil, source: String? = nil, nat64: String? = nil) {
             self.destination = destination
             self.status = status
             self.reason = reason
             self.interface = interface
             self.gateway = gateway
             self.source = source
+            self.nat64 = nat64
         }
     }
 
@@ -118,13 +122,20 @@ public struct Path: Codable, Sendable, Equatable {
     /// The network's captive-portal API and its answer (the default path's document,
     /// from reachd only; nil when no API is known).
     public var capport: CaptivePortal?
+    /// The CLAT that gives this IPv6-only path its IPv4 (464XLAT), when the kernel
+    /// routes IPv4 through one: not a VPN (`vpn` stays nil), and `interface` is the
+    /// IPv6 uplink it rides on.
+    public var clat: Interface?
+    /// The network's NAT64 prefix, when one is known for the path's interface.
+    public var nat64: NAT64?
 
     /// A path document; everything but the status has the value of an unreachable path.
     public init(status: ReachabilityStatus, reason: UnreachableReason? = nil, interface: Interface? = nil,
                 gateway: String? = nil, ipv4: Bool = false, ipv6: Bool = false, expensive: Bool = false,
                 vpn: Interface? = nil, interfaces: [InterfaceState] = [], trust: TrustSummary = .none,
                 connectivity: Connectivity = .unknown, portal: String? = nil, initial: Bool = false, since: Date = Date(), source: PathSource = .direct,
-                destination: String? = nil, routes: [Route] = [], dns: DNS? = nil, capport: CaptivePortal? = nil) {
+                destination: String? = nil, routes: [Route] = [], dns: DNS? = nil, capport: CaptivePortal? = nil,
+                clat: Interface? = nil, nat64: NAT64? = nil) {
         self.status = status
         self.reason = reason
         self.interface = interface
@@ -144,6 +155,8 @@ public struct Path: Codable, Sendable, Equatable {
         self.routes = routes
         self.dns = dns
         self.capport = capport
+        self.clat = clat
+        self.nat64 = nat64
     }
 
     /// The honest answer before anything is known.
@@ -165,12 +178,12 @@ public struct Path: Codable, Sendable, Equatable {
     /// an unrelated interface gains an address.
     public func leavesTheSameWay(as other: Path) -> Bool {
         status == other.status && interface == other.interface && gateway == other.gateway && vpn == other.vpn
-            && ipv4 == other.ipv4 && ipv6 == other.ipv6
+            && ipv4 == other.ipv4 && ipv6 == other.ipv6 && clat == other.clat
     }
 
     enum CodingKeys: String, CodingKey {
         case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, connectivity, portal, initial, since, source,
-             destination, routes, dns, capport
+             destination, routes, dns, capport, ipv4Via = "ipv4-via", clat, nat64
     }
 
     public init(from decoder: any Decoder) throws {
@@ -198,6 +211,8 @@ public struct Path: Codable, Sendable, Equatable {
         routes = try container.decodeIfPresent([Route].self, forKey: .routes) ?? []
         dns = try container.decodeIfPresent(DNS.self, forKey: .dns)
         capport = try container.decodeIfPresent(CaptivePortal.self, forKey: .capport)
+        clat = try container.decodeIfPresent(Interface.self, forKey: .clat)
+        nat64 = try container.decodeIfPresent(NAT64.self, forKey: .nat64)
     }
 
     /// Every documented key is always present; absent values are `null`.
@@ -222,6 +237,9 @@ public struct Path: Codable, Sendable, Equatable {
         try container.encode(routes, forKey: .routes)
         try container.encode(dns, forKey: .dns)
         try container.encode(capport, forKey: .capport)
+        try container.encode(ipv4Via, forKey: .ipv4Via)
+        try container.encode(clat, forKey: .clat)
+        try container.encode(nat64, forKey: .nat64)
     }
 
     /// The document as one line of JSON, keys in the documented order (docs/reachctl.md). The same
@@ -260,6 +278,7 @@ public struct Path: Codable, Sendable, Equatable {
                 entry.string("interface", route.interface)
                 entry.string("gateway", route.gateway)
                 entry.string("source", route.source)
+                entry.string("nat64", route.nat64)
             }
             document.object("dns", dns != nil) { entry in
                 entry.string("source", dns!.source.rawValue)
@@ -267,6 +286,9 @@ public struct Path: Codable, Sendable, Equatable {
                 entry.strings("usable", dns!.usable)
             }
             document.object("capport", capport != nil) { capport!.write(&$0) }
+            document.string("ipv4-via", ipv4Via.rawValue)
+            document.object("clat", clat != nil) { $0.write(clat!) }
+            document.object("nat64", nat64 != nil) { nat64!.write(&$0) }
         }
         return writer.text
     }
@@ -278,7 +300,7 @@ public struct Path: Codable, Sendable, Equatable {
 }
 
 extension Path.Route {
-    enum CodingKeys: String, CodingKey { case destination, status, reason, interface, gateway, source }
+    enum CodingKeys: String, CodingKey { case destination, status, reason, interface, gateway, source, nat64 }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -288,6 +310,7 @@ extension Path.Route {
         try container.encode(interface, forKey: .interface)
         try container.encode(gateway, forKey: .gateway)
         try container.encode(source, forKey: .source)
+        try container.encode(nat64, forKey: .nat64)
     }
 }
 

@@ -36,6 +36,13 @@ package final class PathEngine {
     /// latest each router sent. Forgotten with the link (down or gone) and once the
     /// router is no longer the interface's next hop (its lifetime ended).
     private var announcedPortals: [Int32: [IPAddress: String]] = [:]
+    /// RFC 8781 NAT64 prefixes from router advertisements: per interface, the latest each
+    /// router sent and until when it holds. Forgotten like the portals, and at the end of
+    /// their lifetime; a lifetime of 0 withdraws a router's at once.
+    private var announcedNAT64: [Int32: [IPAddress: (prefix: NAT64Prefix, lifetime: Int, expires: ContinuousClock.Instant)]] = [:]
+    /// The prefix the daemon found by RFC 7050 (`ipv4only.arpa` through the path's
+    /// resolvers) on an interface where no router announced one.
+    package var discoveredNAT64: (prefix: NAT64Prefix, interface: Int32)?
     /// Interfaces changed since the evaluator last looked.
     private var touched: Set<Int32> = []
     /// Interfaces changed since `takeInterfaceChanges()`, with the link as last seen.
@@ -205,28 +212,42 @@ package final class PathEngine {
         return false
     }
 
-    /// Keeps a router's captive-portal URI, and forgets those of a link that went down
-    /// or away. True when what is announced changed.
+    /// Keeps a router's captive-portal URI and NAT64 prefix, and forgets those of a link
+    /// that went down or away. True when what is announced changed.
     private func announce(_ message: RtnetlinkMessage) -> Bool {
         switch message {
         case let .routerOption(option):
-            guard let uri = option.captivePortalURI, let router = option.router else { return false }
-            var announced = announcedPortals[option.interfaceIndex] ?? [:]
-            // Advertisements from ever new sources (anyone on the link can send them) must not grow this without bound.
-            if announced[router] == nil, announced.count >= Self.routersPerInterface { announced.remove(at: announced.startIndex) }
-            let before = announced.updateValue(uri, forKey: router)
-            announcedPortals[option.interfaceIndex] = announced
-            return before != uri
+            guard let router = option.router else { return false }
+            if let uri = option.captivePortalURI {
+                return Self.keep(uri, from: router, in: &announcedPortals[option.interfaceIndex, default: [:]]) != uri
+            }
+            guard let (prefix, lifetime) = option.pref64 else { return false }
+            guard lifetime > .zero else {
+                return announcedNAT64[option.interfaceIndex]?.removeValue(forKey: router) != nil
+            }
+            let seconds = Int(lifetime.components.seconds)
+            let before = Self.keep((prefix, seconds, .now + lifetime), from: router, in: &announcedNAT64[option.interfaceIndex, default: [:]])
+            // A repeated advertisement only pushes the end back: the document says the lifetime, which stays.
+            return before?.prefix != prefix || before?.lifetime != seconds
         case let .link(link) where !link.isUp:
-            return announcedPortals.removeValue(forKey: link.index) != nil
+            let portals = announcedPortals.removeValue(forKey: link.index) != nil
+            return announcedNAT64.removeValue(forKey: link.index) != nil || portals
         case let .linkRemoved(index):
-            return announcedPortals.removeValue(forKey: index) != nil
+            let portals = announcedPortals.removeValue(forKey: index) != nil
+            return announcedNAT64.removeValue(forKey: index) != nil || portals
         default:
             return false
         }
     }
 
-    /// The routers whose captive-portal URIs are kept per interface.
+    /// Keeps what `router` announced; returns what it had announced before. Advertisements
+    /// from ever new sources (anyone on the link can send them) must not grow this without bound.
+    private static func keep<Value>(_ value: Value, from router: IPAddress, in announced: inout [IPAddress: Value]) -> Value? {
+        if announced[router] == nil, announced.count >= routersPerInterface { announced.remove(at: announced.startIndex) }
+        return announced.updateValue(value, forKey: router)
+    }
+
+    /// The routers whose captive-portal URIs and NAT64 prefixes are kept per interface.
     static let routersPerInterface = 8
 
     /// The captive-portal URI a router announced on interface `index` (RFC 8910), while
@@ -235,14 +256,63 @@ package final class PathEngine {
     /// lifetime ends or a later advertisement says 0 — so one FIB-match lookup
     /// through the interface says whether it still holds.
     package func announcedCaptivePortal(on index: Int32) -> (uri: String, router: IPAddress)? {
-        guard let announced = announcedPortals[index] else { return nil }
-        if case let .success(route) = query.lookupRoute(to: options.probeAddresses.v6, outputInterface: index, matchingFIBEntry: true),
-           let gateway = route.gateway, let uri = announced[gateway] {
-            announcedPortals[index] = [gateway: uri]
-            return (uri, gateway)
+        guard announcedPortals[index] != nil else { return nil }
+        guard let router = standingRouter(on: index), let uri = announcedPortals[index]?[router] else {
+            announcedPortals[index] = nil
+            return nil
         }
-        announcedPortals[index] = nil
+        announcedPortals[index] = [router: uri]
+        return (uri, router)
+    }
+
+    /// The kernel's next hop through interface `index` (a FIB-match lookup of the IPv6 probe):
+    /// the router whose announcements stand there.
+    private func standingRouter(on index: Int32) -> IPAddress? {
+        guard case let .success(route) = query.lookupRoute(to: options.probeAddresses.v6, outputInterface: index, matchingFIBEntry: true) else {
+            return nil
+        }
+        return route.gateway
+    }
+
+    /// The NAT64 prefix a router announced on interface `index` (RFC 8781), while it stands:
+    /// within its lifetime, from the interface's next hop (as for portals).
+    private func announcedNAT64(on index: Int32) -> (prefix: NAT64Prefix, lifetime: Int)? {
+        guard var announced = announcedNAT64[index] else { return nil }
+        let now = ContinuousClock.now
+        announced = announced.filter { $0.value.expires > now }
+        guard let router = standingRouter(on: index), let entry = announced[router] else {
+            announcedNAT64[index] = announced.isEmpty ? nil : announced
+            return nil
+        }
+        announcedNAT64[index] = announced
+        return (entry.prefix, entry.lifetime)
+    }
+
+    /// When the next announced NAT64 prefix ends, unless announced again: the path is
+    /// evaluated then, so that a prefix whose router went silent is not published for ever.
+    package var nextNAT64Expiry: ContinuousClock.Instant? {
+        announcedNAT64.values.lazy.flatMap(\.values).map(\.expires).min()
+    }
+
+    /// The NAT64 on interface `index` for the document: the config's wins (the operator's
+    /// word), then a router's, then the one RFC 7050 found there.
+    private func nat64(on index: Int32?) -> (prefix: NAT64Prefix, published: Path.NAT64)? {
+        if let configured = options.configuredNAT64 {
+            return (configured, Path.NAT64(prefix: configured.description, source: .config))
+        }
+        guard let index, let link = state.links[index] else { return nil }
+        if let (prefix, lifetime) = announcedNAT64(on: index) {
+            return (prefix, Path.NAT64(prefix: prefix.description, source: .routerAdvertisement, interface: link.name, lifetime: lifetime))
+        }
+        if let discoveredNAT64, discoveredNAT64.interface == index {
+            return (discoveredNAT64.prefix, Path.NAT64(prefix: discoveredNAT64.prefix.description, source: .dns64, interface: link.name))
+        }
         return nil
+    }
+
+    /// Any prefix known before the path is: where a CLAT's packets are looked up to go.
+    private var anyNAT64: NAT64Prefix? {
+        options.configuredNAT64 ?? announcedNAT64.values.lazy.flatMap(\.values).first?.prefix ?? discoveredNAT64?.prefix
     }
 
     /// The path's own interface going down, losing carrier or vanishing — or, while
@@ -265,7 +335,7 @@ package final class PathEngine {
 
     private func remember(_ path: Path, addresses: [IPAddress]) -> Path {
         var interfaces = evaluator.lookedUpInterfaces
-        for index in [path.interface?.index, path.vpn?.index].compactMap({ $0 }) {
+        for index in [path.interface?.index, path.vpn?.index, path.clat?.index].compactMap({ $0 }) {
             interfaces.insert(Int32(index))
             // A VLAN's lower device carries it too.
             if let lower = state.links[Int32(index)]?.lowerIndex { interfaces.insert(lower) }
@@ -289,7 +359,9 @@ package final class PathEngine {
         guard isSynchronized else { return .unknown() }
         refresh()
         let probes = [options.probeAddresses.v4, options.probeAddresses.v6]
+        evaluator.nat64 = anyNAT64
         var path = evaluator.evaluate(probes, state: state, query: query, allowed: allowed)
+        path.nat64 = nat64(on: path.interface.map { Int32($0.index) })?.published
         if let dnsServers { path.dns = evaluator.dns(dnsServers, state: state, query: query, allowed: allowed) }
         return watch ? remember(path, addresses: probes) : path
     }
@@ -301,7 +373,19 @@ package final class PathEngine {
                           allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
         guard isSynchronized else { return .unknown(destination: destination) }
         refresh()
-        let path = evaluator.evaluate(addresses, state: state, query: query, destination: destination, allowed: allowed)
+        // An IPv4 literal with no IPv4 route is reached through the NAT64 of the interface that carries
+        // IPv6 (one lookup, made only where a NAT64 is known at all).
+        var nat64: (prefix: NAT64Prefix, published: Path.NAT64)?
+        if let any = anyNAT64 {
+            let carrier = evaluator.outcome(for: options.probeAddresses.v6, state: state, query: query, allowed: allowed).result.usable?.carrier
+            nat64 = self.nat64(on: carrier?.index)
+            evaluator.nat64 = nat64?.prefix ?? any
+        } else {
+            evaluator.nat64 = nil
+        }
+        var path = evaluator.evaluate(addresses, state: state, query: query, destination: destination, allowed: allowed,
+                                      throughNAT64: nat64 != nil)
+        path.nat64 = nat64?.published
         return watch ? remember(path, addresses: addresses) : path
     }
 

@@ -20,6 +20,9 @@ struct PathEvaluator {
     /// The interfaces the kernel's answers named in the latest evaluation, usable or not
     /// (read by the engine right after a watched one).
     private(set) var lookedUpInterfaces: Set<Int32> = []
+    /// The network's NAT64 prefix on the path, as the engine knows it: where a CLAT's
+    /// translated packets go, and how an IPv4 destination with no IPv4 route is reached.
+    var nat64: NAT64Prefix?
 
     init(options: MonitorOptions, facts: any InterfaceFactsSource) {
         self.options = options
@@ -33,6 +36,8 @@ struct PathEvaluator {
         /// What the kernel said, for the document's `routes`.
         var lookup: RouteLookup?
         var lookupFailed: NetlinkError?
+        /// For an IPv4 destination reached through the NAT64: the IPv6 address the kernel was asked about.
+        var synthesized: IPAddress?
     }
 
     enum Verdict {
@@ -49,6 +54,8 @@ struct PathEvaluator {
         var carrier: Link
         var gateway: IPAddress?
         var vpn: Link?
+        /// The CLAT that translates this IPv4 into IPv6 (464XLAT): not a VPN.
+        var clat: Link?
     }
 
     mutating func kind(of link: Link) -> InterfaceKind {
@@ -130,10 +137,24 @@ struct PathEvaluator {
 
     /// The path to `addresses` (the probes, or a host's resolved addresses), leaving
     /// only by an interface of an `allowed` type (docs/path.md, "Restricting the path").
+    /// With `throughNAT64`, an IPv4 address without a usable route is looked up again as the
+    /// NAT64's synthesised IPv6 address (docs/path.md, "IPv6-only networks: NAT64 and CLAT").
     mutating func evaluate(_ addresses: [IPAddress], state: NetworkState, query: RtnetlinkQuery,
-                           destination: String? = nil, allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
+                           destination: String? = nil, allowed: Set<InterfaceType> = Set(InterfaceType.allCases),
+                           throughNAT64: Bool = false) -> Path {
         lookedUpInterfaces = []
-        let outcomes = addresses.map { outcome(for: $0, state: state, query: query, allowed: allowed) }
+        var outcomes = addresses.map { outcome(for: $0, state: state, query: query, allowed: allowed) }
+        if throughNAT64, let nat64 {
+            for (position, direct) in outcomes.enumerated()
+            where direct.destination.family == .v4 && direct.lookupFailed == nil && direct.result.usable == nil {
+                guard let synthesized = nat64.synthesize(direct.destination) else { continue }
+                var translated = outcome(for: synthesized, state: state, query: query, allowed: allowed)
+                guard translated.result.usable != nil else { continue }
+                translated.destination = direct.destination
+                translated.synthesized = synthesized
+                outcomes[position] = translated
+            }
+        }
         for case let lookup? in outcomes.map(\.lookup) { lookedUpInterfaces.insert(lookup.outputInterface) }
         var path = Path(status: .unknown, destination: destination)
         path.interfaces = availableInterfaces()
@@ -141,13 +162,14 @@ struct PathEvaluator {
         if outcomes.contains(where: { $0.lookupFailed != nil }) {
             return path  // The kernel could not be asked: say so rather than guess.
         }
-        path.ipv4 = outcomes.contains { $0.destination.family == .v4 && $0.result.usable != nil }
+        path.ipv4 = outcomes.contains { $0.destination.family == .v4 && $0.synthesized == nil && $0.result.usable != nil }
         path.ipv6 = outcomes.contains { $0.destination.family == .v6 && $0.result.usable != nil }
         if let usable = outcomes.lazy.compactMap(\.result.usable).first {
             path.status = usable.medium.status
             path.interface = describe(usable.carrier)
             path.gateway = usable.gateway.map { format($0, on: usable.carrier) }
             path.vpn = usable.vpn.map { describe($0) }
+            path.clat = usable.clat.map { describe($0) }
             path.expensive = usable.medium == .cellular || options.isMetered(usable.carrier.name)
                 || usable.vpn.map { options.isMetered($0.name) } == true
             return path
@@ -244,6 +266,9 @@ struct PathEvaluator {
         guard let link = state.links[lookup.outputInterface] else { return .unusable(.noInterface) }
         if let problem = problem(with: link, family: lookup.destination.family, state: state) { return .unusable(problem) }
         let kind = kind(of: link)
+        if isCLAT(link, state: state) {
+            return translated(lookup.destination, by: link, state: state, query: query)
+        }
         if kind.isTunnel {
             // A VPN: the medium is that of the path the tunnel rides on.
             guard let underlay = bestRoute(to: lookup.destination, state: state, query: query, excludingTunnels: true),
@@ -252,6 +277,11 @@ struct PathEvaluator {
                 // No visible underlay (a userspace stack, or the VPN's own namespace): the tunnel is the medium.
                 return .usable(Usable(medium: .wired, carrier: link, gateway: lookup.gateway, vpn: link))
             }
+            // A VPN whose IPv4 rides on a CLAT rides on the CLAT's IPv6 uplink.
+            if isCLAT(carrier, state: state), case var .usable(through) = translated(lookup.destination, by: carrier, state: state, query: query) {
+                through.vpn = link
+                return .usable(through)
+            }
             return .usable(Usable(medium: medium(of: carrier, state: state), carrier: carrier,
                                    gateway: underlay.gateway, vpn: link))
         }
@@ -259,6 +289,41 @@ struct PathEvaluator {
             return .usable(Usable(medium: .wired, carrier: link, gateway: nil))
         }
         return .usable(Usable(medium: medium(of: link, state: state), carrier: link, gateway: lookup.gateway))
+    }
+
+    // MARK: CLAT (464XLAT)
+
+    /// RFC 7335's IPv4 service continuity prefix, 192.0.0.0/29: the addresses a CLAT gives
+    /// the host (clatd and tayga 192.0.0.1 or .2, Android 192.0.0.4, networkd's `cl-*` 192.0.0.1/32).
+    static func isCLATAddress(_ address: IPAddress) -> Bool {
+        address.family == .v4 && address.bytes[0] == 192 && address.bytes[1] == 0 && address.bytes[2] == 0 && address.bytes[3] < 8
+    }
+
+    /// Whether `link` is a CLAT: a tunnel whose every IPv4 address is in 192.0.0.0/29 (it
+    /// has no IPv4 network of its own; a VPN has). What clatd, tayga, Android and networkd
+    /// create alike; no name is trusted.
+    mutating func isCLAT(_ link: Link, state: NetworkState) -> Bool {
+        guard kind(of: link) == .tunnel else { return false }
+        let ipv4 = state.addresses(of: link.index).lazy.filter { $0.address.family == .v4 }
+        return !ipv4.isEmpty && ipv4.allSatisfy { Self.isCLATAddress($0.address) }
+    }
+
+    /// An IPv4 packet through `clat` leaves as IPv6 towards the NAT64: the way out is the
+    /// kernel's IPv6 route to the destination's synthesised address (to the IPv6 probe
+    /// while no prefix is known), judged as any IPv6 path — an IPv6 VPN stays a VPN.
+    private mutating func translated(_ destination: IPAddress, by clat: Link, state: NetworkState, query: RtnetlinkQuery) -> Verdict {
+        let target = nat64?.synthesize(destination) ?? options.probeAddresses.v6
+        switch query.lookupRoute(to: target) {
+        case .failure(.blackhole): return .unusable(.blackhole)
+        case .failure: return .unusable(.noRoute)
+        case let .success(lookup):
+            lookedUpInterfaces.insert(lookup.outputInterface)
+            guard let link = state.links[lookup.outputInterface], !isCLAT(link, state: state) else { return .unusable(.noRoute) }
+            let verdict = usability(of: lookup, state: state, query: query)
+            guard case var .usable(through) = verdict else { return verdict }
+            through.clat = clat
+            return .usable(through)
+        }
     }
 
     /// Why `link` cannot carry traffic of `family`, if it cannot.
@@ -279,7 +344,8 @@ struct PathEvaluator {
         var best: RouteLookup?
         for entry in availableInterfaces() {
             guard let link = state.links[Int32(entry.index)] else { continue }
-            guard !(excludingTunnels && entry.kind.isTunnel) else { continue }
+            // A CLAT is no VPN: a VPN's IPv4 may ride on it.
+            guard !(excludingTunnels && entry.kind.isTunnel && !isCLAT(link, state: state)) else { continue }
             if let allowed, !allowed.contains(medium(of: link, state: state).interfaceType) { continue }
             guard case let .success(match) = query.lookupRoute(to: destination, outputInterface: link.index,
                                                                matchingFIBEntry: true),
@@ -359,7 +425,7 @@ struct PathEvaluator {
         var route = Path.Route(destination: outcome.destination.description, status: .unknown,
                                interface: link?.name,
                                gateway: outcome.lookup?.gateway.map { format($0, on: link) },
-                               source: outcome.lookup?.preferredSource?.description)
+                               source: outcome.lookup?.preferredSource?.description, nat64: outcome.synthesized?.description)
         guard outcome.lookupFailed == nil else { return route }
         switch outcome.result {
         case let .usable(usable): route.status = usable.medium.status

@@ -64,8 +64,28 @@ package final class PathWatcher {
         armTimer()
     }
 
-    /// Evaluates the watched path and offers it.
-    package func evaluateNow() { offer(evaluate(engine)) }
+    /// Evaluates the watched path and offers it. A NAT64 prefix a router announced is
+    /// looked at again when its lifetime ends, whether or not the kernel says anything.
+    package func evaluateNow() {
+        offer(evaluate(engine))
+        if let expiry = engine.nextNAT64Expiry, !rechecks.contains(expiry) {
+            rechecks.append(expiry)
+            rechecks.sort()
+            armTimer()
+        }
+    }
+
+    /// The network may have changed while nothing was read (the host slept): reads the
+    /// kernel's state afresh, then evaluates and hands over what changed, as after an overrun.
+    package func rereadState() {
+        do {
+            try engine.resynchronize()
+        } catch {
+            retryLater(error)
+        }
+        evaluateNow()
+        handOverInterfaceChanges()
+    }
 
     /// Watches another engine (a reload with other options); the owner evaluates when it is ready.
     package func replace(_ fresh: PathEngine) {
@@ -88,11 +108,15 @@ package final class PathWatcher {
         do {
             try engine.resynchronize()
         } catch {
-            log("netlink: re-reading the state failed (\(error)); retrying in 1 s")
-            rechecks.append(.now + .seconds(1))
-            rechecks.sort()
-            armTimer()
+            retryLater(error)
         }
+    }
+
+    private func retryLater(_ error: any Error) {
+        log("netlink: re-reading the state failed (\(error)); retrying in 1 s")
+        rechecks.append(.now + .seconds(1))
+        rechecks.sort()
+        armTimer()
     }
 
     private func armTimer() {

@@ -11,8 +11,9 @@ enum PathText {
         }
         if let gateway = path.gateway { lines.append(field("gateway", gateway)) }
         if let vpn = path.vpn { lines.append(field("vpn", "\(vpn.name) (\(vpn.kind.rawValue))")) }
-        lines.append(field("ipv4", path.ipv4 ? "yes" : "no"))
+        lines.append(field("ipv4", ipv4Text(path)))
         lines.append(field("ipv6", path.ipv6 ? "yes" : "no"))
+        if let nat64 = path.nat64 { lines.append(field("nat64", nat64Text(nat64))) }
         lines.append(field("expensive", path.expensive ? "yes" : "no"))
         lines.append(field("connectivity", path.connectivity.rawValue))
         if let portal = path.portal { lines.append(field("portal", portal)) }
@@ -21,6 +22,24 @@ enum PathText {
         lines.append(field("since", UTCTimestamp.format(path.since)))
         lines.append(field("source", path.source.rawValue))
         return lines.joined(separator: "\n")
+    }
+
+    /// Whether IPv4 works, and how: the network's own, a CLAT's, or only by name through the NAT64.
+    static func ipv4Text(_ path: Path) -> String {
+        switch path.ipv4Via {
+        case .native: "yes"
+        case .clat: "yes (CLAT \(path.clat?.name ?? "-"))"
+        case .nat64: "no (IPv4 servers by name only, through NAT64)"
+        case .none: "no"
+        }
+    }
+
+    /// The NAT64 prefix, where it was learnt, and for how long.
+    static func nat64Text(_ nat64: Path.NAT64) -> String {
+        var details = [nat64.source.rawValue]
+        if let interface = nat64.interface { details.append(interface) }
+        if let lifetime = nat64.lifetime { details.append("lifetime \(lifetime) s") }
+        return "\(nat64.prefix) (\(details.joined(separator: ", ")))"
     }
 
     /// The resolvers the path can use, and where they were read.
@@ -54,6 +73,7 @@ enum PathText {
         if let interface = path.interface { words.append("dev \(interface.name)") }
         if let gateway = path.gateway { words.append("via \(gateway)") }
         if let vpn = path.vpn { words.append("vpn \(vpn.name)") }
+        if let clat = path.clat { words.append("clat \(clat.name)") }
         var families: [String] = []
         if path.ipv4 { families.append("ipv4") }
         if path.ipv6 { families.append("ipv6") }
@@ -87,11 +107,14 @@ enum PathText {
     static func route(_ path: Path) -> String {
         var lines = [field("destination", path.destination ?? "-"), field("status", statusText(path))]
         if let vpn = path.vpn { lines.append(field("vpn", vpn.name)) }
+        if let clat = path.clat { lines.append(field("clat", clat.name)) }
+        if let nat64 = path.nat64 { lines.append(field("nat64", nat64Text(nat64))) }
         for route in path.routes {
             var words = [route.destination, route.reason.map { "unreachable (\($0.rawValue))" } ?? route.status.rawValue]
             if let interface = route.interface { words.append("dev \(interface)") }
             if let gateway = route.gateway { words.append("via \(gateway)") }
             if let source = route.source { words.append("src \(source)") }
+            if let synthesized = route.nat64 { words.append("through NAT64 as \(synthesized)") }
             lines.append("  " + words.joined(separator: " "))
         }
         return lines.joined(separator: "\n")

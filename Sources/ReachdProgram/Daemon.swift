@@ -43,6 +43,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private var queries: PathQueries!
     /// The resolvers the path's `dns` is judged against.
     private var resolvers: ResolverFollower!
+    /// RFC 7050, where the network announces no NAT64 prefix.
+    private var nat64: NAT64Discovery!
     /// Shared by CheckConnectivity() and the NetworkManager surface's.
     private var probeLimit = PerUserRateLimit(interval: .seconds(10))
     private let metrics = DaemonMetrics()
@@ -99,6 +101,13 @@ final class Daemon: ReachabilityObjectDelegate {
                          metricsChanged: { [unowned self] in metricsOutputs.changed() }))
         queries = try PathQueries(loop: loop, object: object, engine: { [unowned self] in self.engine },
                                   published: { [unowned self] in current }, trust: { [unowned self] in trust.summary })
+        nat64 = try NAT64Discovery(loop: loop) { [unowned self] prefix, interface in
+            let found = prefix.map { (prefix: $0, interface: interface) }
+            guard found?.prefix != engine.discoveredNAT64?.prefix || found?.interface != engine.discoveredNAT64?.interface else { return }
+            engine.discoveredNAT64 = found
+            if let prefix { Log.info("nat64: \(prefix) (DNS64, RFC 7050)") }
+            publishCurrentPath()
+        }
         try watchEngine()
         resolvers = ResolverFollower(loop: loop) { [unowned self] servers in dnsChanged(servers) }
         try resolvers.follow(resolvConf: configuration.monitor.resolvConf)
@@ -132,6 +141,7 @@ final class Daemon: ReachabilityObjectDelegate {
         path.initial = false
         connectivity.observe(path)
         capport.observe(path, engine: engine)
+        nat64.observe(path)
         let before = current
         let published = publish(path)
         if published, let before, !before.leavesTheSameWay(as: path) { queries.resolveAgain() }
@@ -261,6 +271,7 @@ final class Daemon: ReachabilityObjectDelegate {
         watcher.replace(freshEngine)
         freshEngine.alsoWatched = queries.addresses
         freshEngine.dnsServers = resolvers.servers
+        freshEngine.discoveredNAT64 = engine.discoveredNAT64
         // What cannot follow the new config is logged; the rest of it is in force.
         do {
             try resolvers.follow(resolvConf: fresh.monitor.resolvConf)
@@ -296,6 +307,7 @@ final class Daemon: ReachabilityObjectDelegate {
     func attach(bus: BusConnection?) throws {
         if let bus {
             try resolvers.followResolved(on: bus)
+            try SleepFollower.follow(on: bus, sleeping: { Log.notice("going to sleep") }, resumed: { [unowned self] in resumed() })
             compat = try NetworkManagerCompat(connection: bus, loop: loop, log: { Log.notice($0) }) { [unowned self] caller, done in
                 checkConnectivity(caller: caller) { _ in done() }
             }
@@ -313,10 +325,26 @@ final class Daemon: ReachabilityObjectDelegate {
         try compat.configure(enabled: configuration.networkManagerCompat, path: current)
     }
 
+    // MARK: Sleep
+
+    /// The host woke up: what was found before it slept may belong to another network.
+    /// Links and addresses are read again, connectivity and the captive-portal API's
+    /// answer are forgotten and asked again (`unknown` meanwhile, never the old verdict),
+    /// the DNS64 is asked again, and the pins are re-validated.
+    private func resumed() {
+        Log.notice("resumed from sleep: reading links and addresses again, probing, asking the captive-portal API, re-validating pins")
+        connectivity.schedule.forgetVerdict()
+        capport.schedule.forgetAnswer()
+        nat64.askAgain()
+        watcher.rereadState()
+        republish()
+        trust.schedule.requestRound("resumed from sleep")
+    }
+
     private func metricsFamilies() -> [MetricFamily] {
         metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
                                              trust: trust.summary, round: trust.schedule.isEnabled ? trust.round : nil,
                                              overruns: engine.statistics.overruns, reportsPending: trust.schedule.reportsPending,
-                                             dns: current?.dns, capport: current?.capport, capportQueries: capport.schedule.counts))
+                                             dns: current?.dns, ipv4Via: current?.ipv4Via ?? .none, nat64: current?.nat64, capport: current?.capport, capportQueries: capport.schedule.counts))
     }
 }

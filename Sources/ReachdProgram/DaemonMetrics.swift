@@ -41,6 +41,9 @@ final class DaemonMetrics {
         var overruns: Int
         var reportsPending: Int
         var dns: Path.DNS?
+        /// Where the path's IPv4 comes from, and the network's NAT64.
+        var ipv4Via: Path.IPv4Via = .none
+        var nat64: Path.NAT64?
         /// The captive-portal API's state, and its queries' outcomes so far.
         var capport: Path.CaptivePortal?
         var capportQueries: (ok: Int, invalid: Int, failed: Int)
@@ -68,6 +71,12 @@ final class DaemonMetrics {
                              [Sample([.init("source", dns.source.rawValue), .init("state", "configured")], Double(dns.servers.count)),
                               Sample([.init("source", dns.source.rawValue), .init("state", "usable")], Double(dns.usable.count))]
                          } ?? []),
+            MetricFamily("reachd_path_ipv4_via", .gauge,
+                         help: "Where the path's IPv4 comes from (native, clat, nat64, none): 1 for the current one, 0 for the others.",
+                         samples: MetricFamily.stateSet(label: "via", states: Path.IPv4Via.allCases.map(\.rawValue), current: state.ipv4Via.rawValue)),
+            MetricFamily("reachd_nat64_prefix_info", .gauge,
+                         help: "The network's NAT64 prefix and where it was learnt; always 1, absent when none is known.",
+                         samples: state.nat64.map { [Sample([.init("prefix", $0.prefix), .init("source", $0.source.rawValue)], 1)] } ?? []),
             MetricFamily("reachd_captive_portal_captive", .gauge,
                          help: "What the network's captive-portal API (RFC 8908) answered: 1 captive, 0 not; absent without an answer.",
                          samples: state.capport.flatMap { capport in

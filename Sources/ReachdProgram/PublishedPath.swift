@@ -19,6 +19,10 @@ extension Path {
         properties.portalURL = portal ?? ""
         properties.supportsDNS = supportsDNS ?? false
         properties.dnsServers = dns?.usable ?? []
+        properties.ipv4Via = ipv4Via.rawValue
+        properties.clat = clat?.name ?? ""
+        properties.nat64Prefix = nat64?.prefix ?? ""
+        properties.nat64Source = nat64?.source.rawValue ?? ""
         if let capport {
             properties.captivePortalAPI = capport.api
             properties.captivePortalSource = capport.source.rawValue
@@ -37,6 +41,7 @@ extension Path {
         if let reason { text += " (\(reason.rawValue))" }
         if let interface { text += " dev \(interface.name)" }
         if let vpn { text += " vpn \(vpn.name)" }
+        if let clat { text += " clat \(clat.name)" }
         return text
     }
 }

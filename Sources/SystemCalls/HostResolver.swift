@@ -26,10 +26,11 @@ package enum HostResolver {
 
     /// The addresses of `host`, IPv4 first, without duplicates; a literal address
     /// is returned as it is, without asking anyone. Blocks while the resolver works.
-    package static func resolve(_ host: String, limit: Int = 8) throws -> [IPAddress] {
+    /// `family`: only addresses of that family (for IPv6, AAAA records alone: no mapped IPv4).
+    package static func resolve(_ host: String, family: IPAddress.Family? = nil, limit: Int = 8) throws -> [IPAddress] {
         if let literal = IPAddress(host) { return [literal] }
         var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
+        hints.ai_family = family?.kernelValue ?? AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)

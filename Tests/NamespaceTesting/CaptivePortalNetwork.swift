@@ -10,7 +10,8 @@ import Glibc
 public enum CaptivePortalNetwork {
     /// Sends a router advertisement out of `interface` every `interval` seconds, as
     /// `settings` (JSON, re-read before each) says: `lifetime` (the router lifetime,
-    /// s; 0 withdraws the router) and `uri` (the option; "" sends none). Hop limit
+    /// s; 0 withdraws the router), `uri` (the option; "" sends none) and `options` (more
+    /// options, as hex: a PREF64, or a malformed one). Hop limit
     /// 255 and the link-local source, as a router's; the kernel fills the checksum.
     static let advertiser = """
         import json, socket, struct, sys, time
@@ -30,6 +31,7 @@ public enum CaptivePortalNetwork {
             if uri:
                 units = (2 + len(uri) + 7) // 8
                 packet += struct.pack("!BB", 37, units) + uri + b"\\0" * (units * 8 - 2 - len(uri))
+            packet += bytes.fromhex(wanted.get("options", ""))
             try:
                 sock.sendto(packet, ("ff02::1", 0, 0, index))
             except OSError:
@@ -117,26 +119,39 @@ public enum CaptivePortalNetwork {
         let settings: URL
 
         /// Starts sending once the interface's link-local address is usable (DAD done).
-        public init(in namespace: TestNamespace, interface: String, directory: URL, lifetime: Int, uri: String, interval: Double = 1) async throws {
+        public init(in namespace: TestNamespace, interface: String, directory: URL, lifetime: Int, uri: String, options: String = "",
+                    interval: Double = 1) async throws {
             settings = directory.appendingPathComponent("advertiser.json")
             let deadline = ContinuousClock.now + .seconds(10)
             while try namespace.exec(["ip", "-6", "addr", "show", "dev", interface, "scope", "link", "-tentative"]).output.isEmpty {
                 guard ContinuousClock.now < deadline else { throw CommandFailure(command: ["ip"], result: CommandResult(status: -1, output: "", error: "\(interface) has no usable link-local address")) }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            try set(lifetime: lifetime, uri: uri)
+            try set(lifetime: lifetime, uri: uri, options: options)
             process = try namespace.startPython(CaptivePortalNetwork.advertiser, named: "advertiser.py", in: directory,
                                                 arguments: [interface, settings.path, String(interval)])
         }
 
         /// What the next advertisements say.
-        public func set(lifetime: Int, uri: String) throws {
-            let text = String(decoding: try JSONSerialization.data(withJSONObject: ["lifetime": lifetime, "uri": uri]), as: UTF8.self)
+        public func set(lifetime: Int, uri: String, options: String = "") throws {
+            let values: [String: Any] = ["lifetime": lifetime, "uri": uri, "options": options]
+            let text = String(decoding: try JSONSerialization.data(withJSONObject: values), as: UTF8.self)
             try text.write(to: settings, atomically: true, encoding: .utf8)
         }
 
         public func stop() {
             stopServer(process)
         }
+    }
+
+    /// RFC 8781's PREF64 option, as hex for `Advertiser`'s `options`: `prefix` (its first
+    /// 96 bits), a prefix length code (0–5 for 96, 64, 56, 48, 40, 32; others are invalid)
+    /// and a lifetime in seconds (a multiple of 8).
+    public static func pref64(_ prefix: String, code: Int, lifetime: Int) -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        _ = inet_pton(AF_INET6, prefix, &bytes)
+        let field = (lifetime / 8) << 3 | code
+        let option = [38, 2, UInt8(field >> 8), UInt8(field & 0xff)] + bytes.prefix(12)
+        return option.map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -148,3 +148,29 @@ public func stopServer(_ process: Process) {
     kill(process.processIdentifier, SIGKILL)
     process.waitUntilExit()
 }
+
+extension TestNamespace {
+    /// Gives this namespace an IPv6-only uplink, as on a 464XLAT or NAT64 network: veth
+    /// `device` with `PREFIX::2/64`, its peer `peer` in `router` with `PREFIX::1/64`, and
+    /// a default route via `PREFIX::1` unless `defaultRoute` is false (a router's
+    /// advertisements are then the way to one). No IPv4 at all.
+    public func addIPv6OnlyUplink(_ device: String = "eth0", prefix: String = "2001:db8:1", router: TestNamespace,
+                                  peer: String = "up0", defaultRoute: Bool = true) throws {
+        try ip("link add name \(device) type veth peer name \(peer) netns \(router.name)")
+        try ip("addr add \(prefix)::2/64 dev \(device) nodad")
+        try ip("link set dev \(device) up")
+        try router.ip("addr add \(prefix)::1/64 dev \(peer) nodad")
+        try router.ip("link set dev \(peer) up")
+        if defaultRoute { try ip("route add default via \(prefix)::1 dev \(device)") }
+        try waitUntilOperational(device)
+    }
+
+    /// A CLAT as clatd and tayga set one up: tun `device` held open (carrier), RFC 7335's
+    /// 192.0.0.1/29 on it, and the IPv4 default route through it.
+    public func addCLAT(_ device: String = "clat", held: Bool = true) throws {
+        if held { try openTun(device) } else { try ip("tuntap add dev \(device) mode tun") }
+        try ip("addr add 192.0.0.1/29 dev \(device)")
+        try ip("link set dev \(device) up")
+        try ip("route add default via 192.0.0.2 dev \(device)")
+    }
+}

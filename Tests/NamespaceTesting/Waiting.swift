@@ -18,3 +18,11 @@ public func replaceAtomically(_ file: URL, with text: String) throws {
     try text.write(to: temporary, atomically: false, encoding: .utf8)
     guard rename(temporary.path, file.path) == 0 else { throw POSIXError(.init(rawValue: errno)!) }
 }
+
+/// A scratch directory removed afterwards.
+public func withScratch<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reachd-test-\(UUID())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    return try await body(directory)
+}
