@@ -52,13 +52,13 @@ package struct ConnectivityProbe: Sendable {
     static let portalURLLimit = 2048
 
     /// Probes each family `path` has, at once, over the interface the kernel routes
-    /// through (the tunnel under a VPN), and keeps the best answer.
+    /// through (the tunnel under a VPN; for IPv4, the CLAT on a 464XLAT path), and keeps the best answer.
     package func probe(_ path: Path) -> Verdict {
         guard path.status.isReachable else { return Verdict(connectivity: .none, portal: nil, details: []) }
         let families = [path.ipv4 ? IPAddress.Family.v4 : nil, path.ipv6 ? .v6 : nil].compactMap { $0 }
-        let device = path.vpn?.name ?? path.interface?.name
         let answers = Mutex([Answer?](repeating: nil, count: families.count))
         DispatchQueue.concurrentPerform(iterations: families.count) { index in
+            let device = path.vpn?.name ?? (families[index] == .v4 ? path.clat?.name : nil) ?? path.interface?.name
             let answer = inNamespace { probe(families[index], device: device) }
             answers.withLock { $0[index] = answer }
         }
@@ -122,7 +122,8 @@ package struct ConnectivityProbe: Sendable {
         guard let body = head.body(of: bytes, atEnd: atEnd, needed: max(response.count, 1)) else { return nil }
         let expected = response.isEmpty ? body.isEmpty : (head.status == 200 && body.starts(with: response))
         return Answer(connectivity: expected ? .full : .portal, portal: nil,
-                      detail: "\(head.status) with \(body.isEmpty ? "an empty body" : "another body")", httpStatus: head.status)
+                      detail: "\(head.status) with \(body.isEmpty ? "an empty body" : expected ? "the expected body" : "another body")",
+                      httpStatus: head.status)
     }
 
     /// An absolute URL for the login page (a relative `Location` is taken from the probe's host).

@@ -11,6 +11,7 @@ public final class TestSystemBus: @unchecked Sendable {
     public let address: String
     private let socket: String
     private let config: URL
+    private let standIns: [String]
 
     static let policyDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("systemd")
@@ -20,10 +21,12 @@ public final class TestSystemBus: @unchecked Sendable {
     public static let compatPolicyFile = policyDirectory.appendingPathComponent("io.reachd.NetworkManagerCompat.conf").path
 
     /// `networkManagerCompat`: with the compat policy linked in, as an operator who switched the surface on does.
-    public init(directory: URL, networkManagerCompat: Bool = false) throws {
+    /// `standIns`: names root may own too, for a stand-in of a system service (logind).
+    public init(directory: URL, networkManagerCompat: Bool = false, standIns: [String] = []) throws {
         socket = directory.appendingPathComponent("system_bus_socket").path
         config = directory.appendingPathComponent("system.conf")
-        try Self.writeConfig(config, socket: socket, networkManagerCompat: networkManagerCompat)
+        self.standIns = standIns
+        try Self.writeConfig(config, socket: socket, networkManagerCompat: networkManagerCompat, standIns: standIns)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["dbus-daemon", "--config-file=\(config.path)", "--nofork", "--print-address=1"]
         let output = Pipe()
@@ -37,11 +40,11 @@ public final class TestSystemBus: @unchecked Sendable {
 
     /// What an operator does to switch the surface on: the compat policy linked in, the bus reloaded.
     public func allowNetworkManagerCompat() throws {
-        try Self.writeConfig(config, socket: socket, networkManagerCompat: true)
+        try Self.writeConfig(config, socket: socket, networkManagerCompat: true, standIns: standIns)
         try run(["busctl", "--address=\(address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ReloadConfig"])
     }
 
-    private static func writeConfig(_ config: URL, socket: String, networkManagerCompat: Bool) throws {
+    private static func writeConfig(_ config: URL, socket: String, networkManagerCompat: Bool, standIns: [String]) throws {
         try """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -64,6 +67,7 @@ public final class TestSystemBus: @unchecked Sendable {
                 <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
                 <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
               </policy>
+              <policy user="root">\(standIns.map { "<allow own=\"\($0)\"/>" }.joined())</policy>
               <include>\(Self.policyFile)</include>
               \(networkManagerCompat ? "<include>\(Self.compatPolicyFile)</include>" : "")
             </busconfig>

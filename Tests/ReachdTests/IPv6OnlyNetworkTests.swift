@@ -1,0 +1,108 @@
+import Foundation
+import NamespaceTesting
+import ReachabilityClient
+import TestTraits
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Networks as they are, under the daemon: a real 464XLAT (tayga as NAT64 and CLAT,
+/// unbound's DNS64) and a host that sleeps (a logind stand-in on a private system bus).
+@Suite("Networks as they are under reachd: 464XLAT, DNS64, sleep and resume", .needsRoot, .ownThreads)
+struct IPv6OnlyNetworkTests {
+    static func path(_ daemon: DaemonProcess) -> Path? {
+        try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
+    }
+
+    static func reachctl(_ namespace: TestNamespace, _ daemon: DaemonProcess, _ arguments: String...) throws -> String {
+        try namespace.exec([DaemonProcess.reachctl] + arguments + ["--bus", daemon.socket]).output
+    }
+
+    @Test("NAT64 found through DNS64 (RFC 7050): IPv4 by name only, an IPv4 literal through the NAT64; a CLAT: IPv4, no VPN, full connectivity through both translators",
+          .timeLimit(.minutes(3)))
+    func xlat() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("xlat", "gateway", "internet") { ns in
+                let network = try XLATNetwork(host: ns[0], gateway: ns[1], internet: ns[2], directory: scratch)
+                defer { network.stop() }
+                let config = scratch.appendingPathComponent("reachd.toml")
+                try "[connectivity]\nuri = \"http://\(XLATNetwork.serverName)/\"\nresponse = \"reachd-xlat-ok\"\ntimeout = \"3s\"\n"
+                    .write(to: config, atomically: true, encoding: .utf8)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("reachd"),
+                                               arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+
+                // No CLAT: the DNS64 names the prefix; IPv4 servers are reached by name through the NAT64.
+                #expect(await eventually(.seconds(20)) {
+                    Self.path(daemon).map { $0.nat64?.source == .dns64 && $0.connectivity == .full } == true
+                }, "\(daemon.log)")
+                let nat64 = try #require(Self.path(daemon))
+                #expect(nat64.nat64 == .init(prefix: XLATNetwork.prefix, source: .dns64, interface: "eth0"))
+                #expect(nat64.status == .wired && !nat64.ipv4 && nat64.ipv6 && nat64.ipv4Via == .nat64 && nat64.vpn == nil)
+                let status = try Self.reachctl(ns[0], daemon, "status")
+                #expect(status.contains("ipv4:         no (IPv4 servers by name only, through NAT64)"), "\(status)")
+                #expect(status.contains("nat64:        2001:db8:64::/96 (dns64, eth0)"), "\(status)")
+                let route = try Self.reachctl(ns[0], daemon, "route", XLATNetwork.server)
+                #expect(route.contains("status:       wired"), "\(route)")
+                #expect(route.contains("\(XLATNetwork.server) wired dev eth0 via 2001:db8:1::1 src 2001:db8:1::2 through NAT64 as 2001:db8:64::c000:250"),
+                        "\(route)")
+                let json = try Self.reachctl(ns[0], daemon, "status", "--json")
+                #expect(json.contains(#""ipv4-via":"nat64","clat":null,"nat64":{"prefix":"2001:db8:64::/96","source":"dns64","interface":"eth0","lifetime":null}"#), "\(json)")
+
+                // The CLAT: IPv4 of its own, through tayga on both sides; not a VPN.
+                try network.startCLAT()
+                #expect(await eventually(.seconds(20)) {
+                    Self.path(daemon).map { $0.clat?.name == "clat" && $0.connectivity == .full } == true
+                }, "\(daemon.log)")
+                let clat = try #require(Self.path(daemon))
+                #expect(clat.status == .wired && clat.interface?.name == "eth0" && clat.vpn == nil && clat.ipv4 && clat.ipv4Via == .clat)
+                #expect(await eventually { daemon.log.contains("ipv4 200") }, "the IPv4 probe answered through the CLAT: \(daemon.log)")
+                let withCLAT = try Self.reachctl(ns[0], daemon, "status")
+                #expect(withCLAT.contains("ipv4:         yes (CLAT clat)") && !withCLAT.contains("vpn:"), "\(withCLAT)")
+
+                // The CLAT's process gone: its tun loses carrier, IPv4 is by name only again.
+                network.stopCLAT()
+                #expect(await eventually { Self.path(daemon).map { $0.clat == nil && $0.ipv4Via == .nat64 } == true }, "\(daemon.log)")
+            }
+        }
+    }
+
+    @Test("sleep and resume: PrepareForSleep(false) forgets the verdict (unknown meanwhile) and probes at once; a network changed while asleep is seen",
+          .timeLimit(.minutes(2)))
+    func sleepAndResume() async throws {
+        try await withScratch { scratch in
+            let bus = try TestSystemBus(directory: scratch, standIns: ["org.freedesktop.login1"])
+            defer { bus.stop() }
+            try await withNamespaces("sleep", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let http = try await HTTPProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "204")
+                defer { http.stop() }
+                let config = scratch.appendingPathComponent("reachd.toml")
+                try "[connectivity]\nuri = \"http://10.1.0.1/\"\ninterval = \"1h\"\n".write(to: config, atomically: true, encoding: .utf8)
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("reachd"),
+                                               arguments: ["--bus", bus.address, "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                #expect(await eventually { Self.path(daemon)?.connectivity == .full }, "\(daemon.log)")
+                let logind = try LogindStandIn(bus: bus.address)
+                defer { logind.stop() }
+
+                // Asleep, the laptop is carried into a hotel: same interface, same addresses, no kernel event.
+                try logind.sleep()
+                #expect(await eventually { daemon.log.contains("going to sleep") }, "\(daemon.log)")
+                try http.set("redirect")
+                let requests = http.requests
+                try logind.resume()
+                #expect(await eventually { Self.path(daemon)?.connectivity == .portal }, "an interval of 1 h: only the resume probes: \(daemon.log)")
+                #expect(http.requests > requests)
+                let log = daemon.log
+                let resumed = try #require(log.range(of: "resumed from sleep"))
+                let after = log[resumed.upperBound...]
+                let unknown = try #require(after.range(of: "connectivity: unknown"), "nothing stale meanwhile: \(log)")
+                #expect(after[unknown.upperBound...].contains("connectivity: portal"), "\(log)")
+            }
+        }
+    }
+}
