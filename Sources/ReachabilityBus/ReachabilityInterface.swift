@@ -43,6 +43,8 @@ extension ReachabilityObject {
         package var nat64Prefix = ""
         /// config, router-advertisement or dns64; "" without a prefix.
         package var nat64Source = ""
+        /// Another interface whose own verdict beats the path's connectivity; "" when none does.
+        package var betterWayOut = ""
 
         package init() {}
 
@@ -72,6 +74,7 @@ extension ReachabilityObject {
             ("CLAT", "s", { .string($0.clat) }),
             ("NAT64Prefix", "s", { .string($0.nat64Prefix) }),
             ("NAT64Source", "s", { .string($0.nat64Source) }),
+            ("BetterWayOut", "s", { .string($0.betterWayOut) }),
         ]
 
         /// The names of the properties whose values differ from `other`'s, for PropertiesChanged.

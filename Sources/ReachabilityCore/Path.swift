@@ -38,9 +38,15 @@ public struct Path: Codable, Sendable, Equatable {
         /// DAD-failed addresses are left out: they cannot be used, and the kernel announces
         /// them only when DAD ends, so listing them would depend on when one looked.
         public var addresses: [String]
+        /// This way out's own verdict (docs/connectivity.md, "Every way out"): the probe's
+        /// answer over this interface alone — for the path's own interface, the path's
+        /// connectivity. nil where nothing judged it: no probe is configured, it is a tunnel,
+        /// the path goes through a VPN, or the document is not reachd's.
+        public var connectivity: Connectivity?
 
         /// One interface's state, as the monitor reports it.
-        public init(name: String, index: Int, kind: InterfaceKind, operstate: String, up: Bool, carrier: Bool, addresses: [String]) {
+        public init(name: String, index: Int, kind: InterfaceKind, operstate: String, up: Bool, carrier: Bool, addresses: [String],
+                    connectivity: Connectivity? = nil) {
             self.name = name
             self.index = index
             self.kind = kind
@@ -48,6 +54,22 @@ public struct Path: Codable, Sendable, Equatable {
             self.up = up
             self.carrier = carrier
             self.addresses = addresses
+            self.connectivity = connectivity
+        }
+
+        enum CodingKeys: String, CodingKey { case name, index, kind, operstate, up, carrier, addresses, connectivity }
+
+        /// Writes every key, `connectivity` as `null` when not judged.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(index, forKey: .index)
+            try container.encode(kind, forKey: .kind)
+            try container.encode(operstate, forKey: .operstate)
+            try container.encode(up, forKey: .up)
+            try container.encode(carrier, forKey: .carrier)
+            try container.encode(addresses, forKey: .addresses)
+            try container.encode(connectivity, forKey: .connectivity)
         }
     }
 
@@ -183,7 +205,7 @@ public struct Path: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, connectivity, portal, initial, since, source,
-             destination, routes, dns, capport, ipv4Via = "ipv4-via", clat, nat64
+             destination, routes, dns, capport, ipv4Via = "ipv4-via", clat, nat64, betterWayOut = "better-way-out"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -240,6 +262,7 @@ public struct Path: Codable, Sendable, Equatable {
         try container.encode(ipv4Via, forKey: .ipv4Via)
         try container.encode(clat, forKey: .clat)
         try container.encode(nat64, forKey: .nat64)
+        try container.encode(betterWayOut, forKey: .betterWayOut)
     }
 
     /// The document as one line of JSON, keys in the documented order (docs/reachctl.md). The same
@@ -263,6 +286,7 @@ public struct Path: Codable, Sendable, Equatable {
                 entry.bool("up", state.up)
                 entry.bool("carrier", state.carrier)
                 entry.strings("addresses", state.addresses)
+                entry.string("connectivity", state.connectivity?.rawValue)
             }
             document.string("trust", trust.rawValue)
             document.string("connectivity", connectivity.rawValue)
@@ -289,6 +313,7 @@ public struct Path: Codable, Sendable, Equatable {
             document.string("ipv4-via", ipv4Via.rawValue)
             document.object("clat", clat != nil) { $0.write(clat!) }
             document.object("nat64", nat64 != nil) { nat64!.write(&$0) }
+            document.string("better-way-out", betterWayOut)
         }
         return writer.text
     }

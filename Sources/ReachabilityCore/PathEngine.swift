@@ -389,6 +389,14 @@ package final class PathEngine {
         return watch ? remember(path, addresses: addresses) : path
     }
 
+    /// Every way out (docs/connectivity.md, "Every way out"): each available interface that
+    /// is no tunnel as a path of its own to the probes, for the daemon to judge one by one.
+    package func waysOut() -> [Path] {
+        guard isSynchronized else { return [] }
+        refresh()
+        return evaluator.waysOut(to: [options.probeAddresses.v4, options.probeAddresses.v6], state: state, query: query)
+    }
+
     // MARK: Interfaces
 
     /// Whether interface changes are kept for `takeInterfaceChanges()`: on while

@@ -182,6 +182,29 @@ struct PathEvaluator {
         return path
     }
 
+    // MARK: Every way out
+
+    /// Each available interface that is no tunnel, as a path of its own to `probes`: the
+    /// families it has a real route for (a FIB-match lookup restricted to it, as an app
+    /// bound to it would leave) and its next hop. One with no route is `unreachable`.
+    mutating func waysOut(to probes: [IPAddress], state: NetworkState, query: RtnetlinkQuery) -> [Path] {
+        availableInterfaces().compactMap { entry -> Path? in
+            guard !entry.kind.isTunnel, let link = state.links[Int32(entry.index)] else { return nil }
+            let routes = probes.map { probe -> RouteLookup? in
+                guard problem(with: link, family: probe.family, state: state) == nil,
+                      case let .success(match) = query.lookupRoute(to: probe, outputInterface: link.index, matchingFIBEntry: true),
+                      match.type == RouteType.unicast else { return nil }
+                return match
+            }
+            let routed = routes.compactMap { $0 }
+            return Path(status: routed.isEmpty ? .unreachable : medium(of: link, state: state).status,
+                        reason: routed.isEmpty ? .noRoute : nil, interface: describe(link),
+                        gateway: routed.lazy.compactMap(\.gateway).first.map { format($0, on: link) },
+                        ipv4: zip(probes, routes).contains { $0.family == .v4 && $1 != nil },
+                        ipv6: zip(probes, routes).contains { $0.family == .v6 && $1 != nil })
+        }
+    }
+
     // MARK: DNS
 
     /// The configured resolvers, and those the path can reach (docs/path.md, "DNS").

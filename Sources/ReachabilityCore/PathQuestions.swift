@@ -21,10 +21,14 @@ extension Path {
     }
 
     /// The interfaces that could carry a path, in order of preference (NWPath's
-    /// `availableInterfaces`): the tunnel the path goes through, the interface that
-    /// carries it, then wired, Wi-Fi, cellular and tunnels, each by index.
-    /// ``interfaces`` holds the same entries in index order.
+    /// `availableInterfaces`): where reachd judged every way out, the best verdict first
+    /// (docs/connectivity.md, "Every way out"); then the kernel's preference — the tunnel
+    /// the path goes through, the interface that carries it, then wired, Wi-Fi, cellular
+    /// and tunnels, each by index. ``interfaces`` holds the same entries in index order.
     public var availableInterfaces: [InterfaceState] {
+        func verdict(_ entry: InterfaceState) -> Int {
+            -((entry.index == vpn?.index ? connectivity : entry.connectivity)?.rank ?? 0)
+        }
         func rank(_ entry: InterfaceState) -> Int {
             if entry.index == vpn?.index { return 0 }
             if entry.index == interface?.index { return 1 }
@@ -35,7 +39,21 @@ extension Path {
             case nil: return 5
             }
         }
-        return interfaces.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
+        return interfaces.enumerated().sorted {
+            (verdict($0.element), rank($0.element), $0.offset) < (verdict($1.element), rank($1.element), $1.offset)
+        }.map(\.element)
+    }
+
+    /// Another interface whose own verdict is better than the path's connectivity, when the
+    /// path's is known and not `full` (a portal, a dead probe, no answer): the best such, in
+    /// the order of ``availableInterfaces``. The document's `better-way-out`: reachd judges,
+    /// the kernel (or whoever manages routes) decides.
+    public var betterWayOut: String? {
+        guard [.none, .limited, .portal].contains(connectivity) else { return nil }
+        return availableInterfaces.first { entry in
+            entry.index != interface?.index && entry.index != vpn?.index
+                && (entry.connectivity?.rank ?? 0) > connectivity.rank
+        }?.name
     }
 }
 

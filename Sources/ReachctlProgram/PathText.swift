@@ -17,6 +17,11 @@ enum PathText {
         lines.append(field("expensive", path.expensive ? "yes" : "no"))
         lines.append(field("connectivity", path.connectivity.rawValue))
         if let portal = path.portal { lines.append(field("portal", portal)) }
+        let judged = path.availableInterfaces.filter { $0.connectivity != nil }
+        if !judged.isEmpty {
+            lines.append(field("ways out", judged.map { "\($0.name) \($0.connectivity!.rawValue)" }.joined(separator: ", ")))
+        }
+        if let better = path.betterWayOut { lines.append(field("better", "\(better): its own probe does better than the path's")) }
         if let dns = path.dns { lines.append(field("dns", dnsText(dns))) }
         if let capport = path.capport { lines += captivePortalLines(capport).map { field($0.0, $0.1) } }
         lines.append(field("since", UTCTimestamp.format(path.since)))

@@ -45,6 +45,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private var resolvers: ResolverFollower!
     /// RFC 7050, where the network announces no NAT64 prefix.
     private var nat64: NAT64Discovery!
+    /// Every way out but the path's own, each judged by the probe bound to it.
+    private var waysOut: WaysOutChecker!
     /// Shared by CheckConnectivity() and the NetworkManager surface's.
     private var probeLimit = PerUserRateLimit(interval: .seconds(10))
     private let metrics = DaemonMetrics()
@@ -82,6 +84,7 @@ final class Daemon: ReachabilityObjectDelegate {
             republish()
             connectivity.probeAnswered(current?.connectivity)
         }
+        waysOut = try WaysOutChecker(options: configuration.connectivity, loop: loop) { [unowned self] in republish() }
         capport = try CaptivePortalChecker(
             options: configuration.connectivity, helper: helper, runs: helperRuns, loop: loop,
             hooks: .init(changed: { [unowned self] in
@@ -142,6 +145,7 @@ final class Daemon: ReachabilityObjectDelegate {
         connectivity.observe(path)
         capport.observe(path, engine: engine)
         nat64.observe(path)
+        waysOut.observe(path) { engine.waysOut() }
         let before = current
         let published = publish(path)
         if published, let before, !before.leavesTheSameWay(as: path) { queries.resolveAgain() }
@@ -166,6 +170,12 @@ final class Daemon: ReachabilityObjectDelegate {
             // The network's own word is stronger than a probe's guess (docs/connectivity.md): captive is a portal at its
             // page; not captive leaves the probe to decide, so it never makes a failing path full.
             if let announced = path.capport, announced.captive == true { (path.connectivity, path.portal) = (.portal, announced.userPortalURL) }
+        }
+        // Each available interface's own verdict (docs/connectivity.md, "Every way out"): the path's own is the path's.
+        let probed = connectivity.schedule.probe != nil
+        for position in path.interfaces.indices {
+            let index = path.interfaces[position].index
+            path.interfaces[position].connectivity = index == path.interface?.index ? (probed ? path.connectivity : nil) : waysOut.verdict(of: index)
         }
         guard let path = path.succeeding(current) else { return false }
         let before = current?.connectivity
@@ -237,6 +247,7 @@ final class Daemon: ReachabilityObjectDelegate {
         }
         connectivity.checkNow(captivePortalAPI: capport.schedule.hasAPI, reply: reply)
         capport.schedule.queryNow()
+        waysOut.forgetVerdicts()
     }
 
     func reload(reply: @escaping (Result<String, BusMethodError>) -> Void) {
@@ -288,6 +299,7 @@ final class Daemon: ReachabilityObjectDelegate {
         trust.reconfigure(fresh.trust, connectivityChanged: connectivityChanged)
         if connectivityChanged {
             connectivity.reconfigure(fresh.connectivity)
+            waysOut.reconfigure(fresh.connectivity)
             do {
                 try capport.reconfigure(fresh.connectivity)
             } catch {
@@ -335,6 +347,7 @@ final class Daemon: ReachabilityObjectDelegate {
         Log.notice("resumed from sleep: reading links and addresses again, probing, asking the captive-portal API, re-validating pins")
         connectivity.schedule.forgetVerdict()
         capport.schedule.forgetAnswer()
+        waysOut.forgetVerdicts()
         nat64.askAgain()
         watcher.rereadState()
         republish()
@@ -345,6 +358,7 @@ final class Daemon: ReachabilityObjectDelegate {
         metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
                                              trust: trust.summary, round: trust.schedule.isEnabled ? trust.round : nil,
                                              overruns: engine.statistics.overruns, reportsPending: trust.schedule.reportsPending,
-                                             dns: current?.dns, ipv4Via: current?.ipv4Via ?? .none, nat64: current?.nat64, capport: current?.capport, capportQueries: capport.schedule.counts))
+                                             dns: current?.dns, ipv4Via: current?.ipv4Via ?? .none, nat64: current?.nat64,
+                                             interfaces: current?.interfaces ?? [], capport: current?.capport, capportQueries: capport.schedule.counts))
     }
 }

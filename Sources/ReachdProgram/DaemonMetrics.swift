@@ -44,6 +44,8 @@ final class DaemonMetrics {
         /// Where the path's IPv4 comes from, and the network's NAT64.
         var ipv4Via: Path.IPv4Via = .none
         var nat64: Path.NAT64?
+        /// The available interfaces, each with its own verdict where one was judged.
+        var interfaces: [Path.InterfaceState] = []
         /// The captive-portal API's state, and its queries' outcomes so far.
         var capport: Path.CaptivePortal?
         var capportQueries: (ok: Int, invalid: Int, failed: Int)
@@ -77,6 +79,14 @@ final class DaemonMetrics {
             MetricFamily("reachd_nat64_prefix_info", .gauge,
                          help: "The network's NAT64 prefix and where it was learnt; always 1, absent when none is known.",
                          samples: state.nat64.map { [Sample([.init("prefix", $0.prefix), .init("source", $0.source.rawValue)], 1)] } ?? []),
+            MetricFamily("reachd_way_out_connectivity", .gauge,
+                         help: "Each available interface's own verdict (every way out judged): 1 for the current state, 0 for the others.",
+                         samples: state.interfaces.flatMap { entry in
+                             entry.connectivity.map {
+                                 MetricFamily.stateSet(label: "state", states: Connectivity.allCases.map(\.rawValue), current: $0.rawValue,
+                                                       labels: [.init("interface", entry.name)])
+                             } ?? []
+                         }),
             MetricFamily("reachd_captive_portal_captive", .gauge,
                          help: "What the network's captive-portal API (RFC 8908) answered: 1 captive, 0 not; absent without an answer.",
                          samples: state.capport.flatMap { capport in

@@ -23,6 +23,7 @@ extension Path {
         properties.clat = clat?.name ?? ""
         properties.nat64Prefix = nat64?.prefix ?? ""
         properties.nat64Source = nat64?.source.rawValue ?? ""
+        properties.betterWayOut = betterWayOut ?? ""
         if let capport {
             properties.captivePortalAPI = capport.api
             properties.captivePortalSource = capport.source.rawValue
