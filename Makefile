@@ -5,10 +5,11 @@ PREFIX      ?= /usr
 # Building: libnl, libsystemd; `make deb`: debhelper, jq (reachctl's manual);
 # the tests: a bus, iproute2, openssl and curl as peers, python3 as a hostile local
 # user (the limits tests) and as test servers, dnsmasq as a DHCP server announcing a
-# captive portal, and for the system test
+# captive portal, tayga (NAT64 and CLAT) and unbound (DNS64) as a real 464XLAT network,
+# and for the system test
 # a Debian 12 root file system (mmdebstrap) booted by systemd-nspawn; `make bench`: GNU
 # time (a child's own peak memory).
-DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev libstdc++-12-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 dnsmasq-base prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 \
+DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev libstdc++-12-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 dnsmasq-base prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 tayga unbound \
                debhelper dpkg-dev jq mmdebstrap systemd-container lintian man-db time
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc

@@ -168,6 +168,8 @@ uri = b"https://capport.example/api"
 units = (2 + len(uri) + 7) // 8
 seed("netlink", "nduseropt-captive-portal", nduseropt(bytes([37, units]) + uri + b"\0" * (units * 8 - 2 - len(uri))))
 seed("netlink", "nduseropt-rdnss", nduseropt(bytes([25, 3, 0, 0, 0, 0, 0, 60]) + socket.inet_pton(socket.AF_INET6, "2001:db8::53")))
+# PREF64 (RFC 8781): 64:ff9b::/96 for 600 s (scaled lifetime 75, prefix length code 0).
+seed("netlink", "nduseropt-pref64", nduseropt(bytes([38, 2]) + struct.pack("!H", 600) + socket.inet_pton(socket.AF_INET6, "64:ff9b::")[:12]))
 
 # --- rtnetlink datagrams from this kernel -------------------------------------------------
 NLM_F_REQUEST, NLM_F_DUMP = 1, 0x300

@@ -42,7 +42,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .certificates:
             _ = try? CertificateLoader.certificates(in: bytes)
         case .netlink:
-            _ = RtnetlinkDatagram.decode(bytes)
+            // Router-advertisement options are read further when they are used: read them so here too.
+            for case let .routerOption(option) in RtnetlinkDatagram.decode(bytes).messages { _ = (option.captivePortalURI, option.pref64) }
         case .helperMessages:
             let decoder = JSONDecoder()
             let data = Data(bytes)

@@ -39,9 +39,10 @@ public struct Path: Codable, Sendable, Equatable {
         /// them only when DAD ends, so listing them would depend on when one looked.
         public var addresses: [String]
         /// This way out's own verdict (docs/connectivity.md, "Every way out"): the probe's
-        /// answer over this interface alone — for the path's own interface, the path's
-        /// connectivity. nil where nothing judged it: no probe is configured, it is a tunnel,
-        /// the path goes through a VPN, or the document is not reachd's.
+        /// answer over this interface alone. nil for the path's own interface (its verdict is
+        /// the path's `connectivity`: ``Path/connectivity(of:)`` says either), and where nothing
+        /// judged it: no probe is configured, it is a tunnel, the path goes through a VPN, or
+        /// the document is not reachd's.
         public var connectivity: Connectivity?
 
         /// One interface's state, as the monitor reports it.

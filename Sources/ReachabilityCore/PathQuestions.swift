@@ -26,9 +26,7 @@ extension Path {
     /// the path goes through, the interface that carries it, then wired, Wi-Fi, cellular
     /// and tunnels, each by index. ``interfaces`` holds the same entries in index order.
     public var availableInterfaces: [InterfaceState] {
-        func verdict(_ entry: InterfaceState) -> Int {
-            -((entry.index == vpn?.index ? connectivity : entry.connectivity)?.rank ?? 0)
-        }
+        func verdict(_ entry: InterfaceState) -> Int { -(connectivity(of: entry)?.rank ?? 0) }
         func rank(_ entry: InterfaceState) -> Int {
             if entry.index == vpn?.index { return 0 }
             if entry.index == interface?.index { return 1 }
@@ -42,6 +40,12 @@ extension Path {
         return interfaces.enumerated().sorted {
             (verdict($0.element), rank($0.element), $0.offset) < (verdict($1.element), rank($1.element), $1.offset)
         }.map(\.element)
+    }
+
+    /// An available interface's verdict: the path's `connectivity` for the interface that
+    /// carries the path (and its tunnel), the interface's own elsewhere (nil: not judged).
+    public func connectivity(of entry: InterfaceState) -> Connectivity? {
+        entry.index == interface?.index || entry.index == vpn?.index ? connectivity : entry.connectivity
     }
 
     /// Another interface whose own verdict is better than the path's connectivity, when the

@@ -17,9 +17,10 @@ enum PathText {
         lines.append(field("expensive", path.expensive ? "yes" : "no"))
         lines.append(field("connectivity", path.connectivity.rawValue))
         if let portal = path.portal { lines.append(field("portal", portal)) }
-        let judged = path.availableInterfaces.filter { $0.connectivity != nil }
-        if !judged.isEmpty {
-            lines.append(field("ways out", judged.map { "\($0.name) \($0.connectivity!.rawValue)" }.joined(separator: ", ")))
+        // Where other ways out were judged: each with its verdict, best first.
+        if path.interfaces.contains(where: { $0.connectivity != nil }) {
+            let judged = path.availableInterfaces.compactMap { entry in path.connectivity(of: entry).map { "\(entry.name) \($0.rawValue)" } }
+            lines.append(field("ways out", judged.joined(separator: ", ")))
         }
         if let better = path.betterWayOut { lines.append(field("better", "\(better): its own probe does better than the path's")) }
         if let dns = path.dns { lines.append(field("dns", dnsText(dns))) }

@@ -171,11 +171,9 @@ final class Daemon: ReachabilityObjectDelegate {
             // page; not captive leaves the probe to decide, so it never makes a failing path full.
             if let announced = path.capport, announced.captive == true { (path.connectivity, path.portal) = (.portal, announced.userPortalURL) }
         }
-        // Each available interface's own verdict (docs/connectivity.md, "Every way out"): the path's own is the path's.
-        let probed = connectivity.schedule.probe != nil
-        for position in path.interfaces.indices {
-            let index = path.interfaces[position].index
-            path.interfaces[position].connectivity = index == path.interface?.index ? (probed ? path.connectivity : nil) : waysOut.verdict(of: index)
+        // Each other way out's own verdict (docs/connectivity.md, "Every way out"); the path's own interface's is `connectivity`.
+        for position in path.interfaces.indices where path.interfaces[position].index != path.interface?.index {
+            path.interfaces[position].connectivity = waysOut.verdict(of: path.interfaces[position].index)
         }
         guard let path = path.succeeding(current) else { return false }
         let before = current?.connectivity

@@ -71,11 +71,21 @@ struct NAT64PrefixTests {
         #expect(RouterAdvertisementOption(interfaceIndex: 2, router: nil, type: 37, body: Self.pref64(600, "64:ff9b::").body).pref64 == nil)
     }
 
+    @Test("an RTM_NEWNDUSEROPT message carrying PREF64, as the kernel sends it (the fuzzer's seed), decodes to the prefix")
+    func pref64Message() throws {
+        let seed = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("FuzzTesting/Corpus/netlink/nduseropt-pref64")
+        let messages = RtnetlinkDatagram.decode(Array(try Data(contentsOf: seed))).messages
+        guard case let .routerOption(option)? = messages.first else { Issue.record("not a router option: \(messages)"); return }
+        #expect(option.interfaceIndex == 2 && option.router == IPAddress("fe80::1"))
+        #expect(option.pref64?.prefix == NAT64Prefix("64:ff9b::/96") && option.pref64?.lifetime == .seconds(600))
+    }
+
     @Test("the document: ipv4-via for each kind of IPv4, clat and nat64 written and read back")
     func document() throws {
         var path = PathDocumentTests.sample
         #expect(path.ipv4Via == .native)
-        #expect(path.jsonString().hasSuffix(#","ipv4-via":"native","clat":null,"nat64":null}"#))
+        #expect(path.jsonString().hasSuffix(#","ipv4-via":"native","clat":null,"nat64":null,"better-way-out":null}"#))
         path.clat = .init(name: "clat", index: 5, kind: .tunnel)
         path.nat64 = .init(prefix: "64:ff9b::/96", source: .routerAdvertisement, interface: "eth0", lifetime: 600)
         path.routes[0].nat64 = "64:ff9b::c629:4"
@@ -90,6 +100,25 @@ struct NAT64PrefixTests {
         #expect(path.ipv4Via == .nat64)
         path.nat64 = nil
         #expect(path.ipv4Via == .none)
+    }
+
+    @Test("every way out: availableInterfaces by verdict, then preference; better-way-out only when the path's known verdict is beaten")
+    func waysOut() throws {
+        var path = PathDocumentTests.sample
+        path.interfaces.append(.init(name: "wlan0", index: 3, kind: .wifi, operstate: "up", up: true, carrier: true, addresses: ["10.0.0.2/24"]))
+        path.interfaces.append(.init(name: "usb0", index: 4, kind: .cellular, operstate: "up", up: true, carrier: true, addresses: ["10.1.0.2/24"]))
+        #expect(path.availableInterfaces.map(\.name) == ["eth0", "wlan0", "usb0"] && path.betterWayOut == nil)
+        path.connectivity = .portal
+        path.interfaces[1].connectivity = .limited
+        path.interfaces[2].connectivity = .full
+        #expect(path.availableInterfaces.map(\.name) == ["usb0", "eth0", "wlan0"])
+        #expect(path.betterWayOut == "usb0" && path.connectivity(of: path.interfaces[0]) == .portal)
+        #expect(path.jsonString().contains(#""better-way-out":"usb0""#) && path.jsonString().contains(#""addresses":["10.1.0.2/24"],"connectivity":"full"}"#))
+        #expect(try Path(json: path.jsonString()) == path)
+        path.connectivity = .unknown
+        #expect(path.betterWayOut == nil, "not while the path's own verdict is unknown")
+        path.connectivity = .full
+        #expect(path.betterWayOut == nil)
     }
 
     @Test("[monitor] nat64-prefix: taken, or refused with the line and what a prefix must be")

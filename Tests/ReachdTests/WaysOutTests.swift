@@ -13,7 +13,8 @@ struct WaysOutTests {
     }
 
     static func verdict(_ path: Path?, _ name: String) -> Connectivity? {
-        path?.interfaces.first { $0.name == name }?.connectivity
+        guard let path, let entry = path.interfaces.first(where: { $0.name == name }) else { return nil }
+        return path.connectivity(of: entry)
     }
 
     @Test("each interface's own verdict, the order, the better way out; a flap of either", .timeLimit(.minutes(3)))
@@ -41,6 +42,7 @@ struct WaysOutTests {
                 let both = try #require(Self.path(daemon))
                 #expect(both.interface?.name == "eth0" && both.connectivity == .portal)
                 #expect(Self.verdict(both, "eth0") == .portal && Self.verdict(both, "eth1") == .full)
+                #expect(both.interfaces.first { $0.name == "eth0" }?.connectivity == nil, "the path's own verdict is the path's connectivity")
                 #expect(both.availableInterfaces.map(\.name) == ["eth1", "eth0"], "by verdict, then the kernel's preference")
                 let status = try host.exec([DaemonProcess.reachctl, "status", "--bus", daemon.socket]).output
                 #expect(status.contains("ways out:     eth1 full, eth0 portal") && status.contains("better:       eth1"), "\(status)")
@@ -49,7 +51,7 @@ struct WaysOutTests {
 
                 // The full one loses carrier: it is no way out any more, and nothing is better.
                 try open.ip("link set dev up0 down")
-                #expect(await eventually { Self.path(daemon).map { $0.betterWayOut == nil && Self.verdict($0, "eth1") == nil } == true },
+                #expect(await eventually { Self.path(daemon).map { $0.betterWayOut == nil && !$0.interfaces.contains { $0.name == "eth1" } } == true },
                         "\(daemon.log)")
                 // Back: judged again (no sooner than an interval after its last probe).
                 try open.ip("link set dev up0 up")
