@@ -113,7 +113,7 @@ examples: deps
 ## doc comment (scripts/check-doc-coverage.py).
 DOC_TARGETS = Reachability ReachabilityCore ReachabilityClient ReachabilityCompat ServerTrust TrustVocabulary
 api-docs: deps
-	rm -rf $(DOCS)/api
+	rm -rf $(DOCS)/api && mkdir -p $(DOCS)
 	$(SWIFT) package --allow-writing-to-directory $(DOCS)/api generate-documentation \
 	  $(foreach target,$(DOC_TARGETS),--target $(target)) --enable-experimental-combined-documentation \
 	  --warnings-as-errors --transform-for-static-hosting --output-path $(DOCS)/api

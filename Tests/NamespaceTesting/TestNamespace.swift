@@ -87,12 +87,18 @@ extension TestNamespace {
     /// unless `defaultRoute` is false. Carrier follows the peer, as with a cable.
     public func addUplink(_ device: String = "eth0", subnet: String = "10.1.0", router: TestNamespace,
                           peer: String = "up0", defaultRoute: Bool = true) throws {
+        try addVeth(device, "\(subnet).2/24", to: router, peer, "\(subnet).1/24", defaultRoute: defaultRoute ? "\(subnet).1" : nil)
+    }
+
+    /// Veth `device` with `address`, its peer in `router` with `routerAddress`, a default route via `gateway`.
+    private func addVeth(_ device: String, _ address: String, to router: TestNamespace, _ peer: String, _ routerAddress: String,
+                         defaultRoute gateway: String?) throws {
         try ip("link add name \(device) type veth peer name \(peer) netns \(router.name)")
-        try ip("addr add \(subnet).2/24 dev \(device)")
+        try ip("addr add \(address) dev \(device)")
         try ip("link set dev \(device) up")
-        try router.ip("addr add \(subnet).1/24 dev \(peer)")
+        try router.ip("addr add \(routerAddress) dev \(peer)")
         try router.ip("link set dev \(peer) up")
-        if defaultRoute { try ip("route add default via \(subnet).1 dev \(device)") }
+        if let gateway { try ip("route add default via \(gateway) dev \(device)") }
         try waitUntilOperational(device)
     }
 
@@ -156,13 +162,8 @@ extension TestNamespace {
     /// advertisements are then the way to one). No IPv4 at all.
     public func addIPv6OnlyUplink(_ device: String = "eth0", prefix: String = "2001:db8:1", router: TestNamespace,
                                   peer: String = "up0", defaultRoute: Bool = true) throws {
-        try ip("link add name \(device) type veth peer name \(peer) netns \(router.name)")
-        try ip("addr add \(prefix)::2/64 dev \(device) nodad")
-        try ip("link set dev \(device) up")
-        try router.ip("addr add \(prefix)::1/64 dev \(peer) nodad")
-        try router.ip("link set dev \(peer) up")
-        if defaultRoute { try ip("route add default via \(prefix)::1 dev \(device)") }
-        try waitUntilOperational(device)
+        // Duplicate address detection is off in test namespaces: the addresses are usable at once.
+        try addVeth(device, "\(prefix)::2/64", to: router, peer, "\(prefix)::1/64", defaultRoute: defaultRoute ? "\(prefix)::1" : nil)
     }
 
     /// A CLAT as clatd and tayga set one up: tun `device` held open (carrier), RFC 7335's
