@@ -290,8 +290,15 @@ package final class PathEngine {
 
     /// When the next announced NAT64 prefix ends, unless announced again: the path is
     /// evaluated then, so that a prefix whose router went silent is not published for ever.
-    package var nextNAT64Expiry: ContinuousClock.Instant? {
-        announcedNAT64.values.lazy.flatMap(\.values).map(\.expires).min()
+    /// Those that ended are forgotten, on every interface.
+    package func nextNAT64Expiry() -> ContinuousClock.Instant? {
+        guard !announcedNAT64.isEmpty else { return nil }
+        let now = ContinuousClock.now
+        announcedNAT64 = announcedNAT64.compactMapValues { announced in
+            let standing = announced.filter { $0.value.expires > now }
+            return standing.isEmpty ? nil : standing
+        }
+        return announcedNAT64.values.lazy.flatMap(\.values).map(\.expires).min()
     }
 
     /// The NAT64 on interface `index` for the document: the config's wins (the operator's

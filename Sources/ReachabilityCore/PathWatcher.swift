@@ -68,7 +68,7 @@ package final class PathWatcher {
     /// looked at again when its lifetime ends, whether or not the kernel says anything.
     package func evaluateNow() {
         offer(evaluate(engine))
-        if let expiry = engine.nextNAT64Expiry, !rechecks.contains(expiry) {
+        if let expiry = engine.nextNAT64Expiry(), !rechecks.contains(expiry) {
             rechecks.append(expiry)
             rechecks.sort()
             armTimer()

@@ -202,7 +202,7 @@ struct IPv6OnlyPathTests {
         }
     }
 
-    @Test("PREF64 from router advertisements: learnt, replaced, withdrawn by a lifetime of 0; a bad prefix length ignored",
+    @Test("PREF64 from router advertisements: learnt, replaced, withdrawn by a lifetime of 0 and with its router; a bad prefix length ignored",
           .timeLimit(.minutes(2)))
     func pref64FromRouterAdvertisements() async throws {
         try await withScratch { directory in
@@ -232,6 +232,15 @@ struct IPv6OnlyPathTests {
                 try advertiser.set(lifetime: 1800, uri: "", options: CaptivePortalNetwork.pref64("2001:db8:64::", code: 1, lifetime: 0))
                 path = try await waitForPath(monitor, "the prefix withdrawn") { $0.nat64 == nil }
                 #expect(path.ipv4Via == .none && path.status == .wired)
+
+                // A router that stops being one (router lifetime 0) takes its prefix with it, while
+                // another route (static, behind the router's) carries the path on.
+                try ns[0].ip("route add default via 2001:db8:1::1 dev eth0 metric 2048")
+                try advertiser.set(lifetime: 1800, uri: "", options: CaptivePortalNetwork.pref64("64:ff9b::", code: 0, lifetime: 600))
+                try await waitForPath(monitor, "the prefix announced again") { $0.nat64?.prefix == "64:ff9b::/96" }
+                try advertiser.set(lifetime: 0, uri: "", options: CaptivePortalNetwork.pref64("64:ff9b::", code: 0, lifetime: 600))
+                path = try await waitForPath(monitor, "the prefix gone with its router") { $0.gateway == "2001:db8:1::1" }
+                #expect(path.nat64 == nil && path.status == .wired, "\(path.jsonString())")
             }
         }
     }
