@@ -289,7 +289,7 @@ struct PathEvaluator {
         guard let link = state.links[lookup.outputInterface] else { return .unusable(.noInterface) }
         if let problem = problem(with: link, family: lookup.destination.family, state: state) { return .unusable(problem) }
         let kind = kind(of: link)
-        if isCLAT(link, state: state) {
+        if kind == .tunnel, lookup.destination.family == .v4, isCLAT(link, state: state) {
             return translated(lookup.destination, by: link, state: state, query: query)
         }
         if kind.isTunnel {
@@ -301,7 +301,8 @@ struct PathEvaluator {
                 return .usable(Usable(medium: .wired, carrier: link, gateway: lookup.gateway, vpn: link))
             }
             // A VPN whose IPv4 rides on a CLAT rides on the CLAT's IPv6 uplink.
-            if isCLAT(carrier, state: state), case var .usable(through) = translated(lookup.destination, by: carrier, state: state, query: query) {
+            if lookup.destination.family == .v4, isCLAT(carrier, state: state),
+               case var .usable(through) = translated(lookup.destination, by: carrier, state: state, query: query) {
                 through.vpn = link
                 return .usable(through)
             }

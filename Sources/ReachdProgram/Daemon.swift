@@ -339,17 +339,17 @@ final class Daemon: ReachabilityObjectDelegate {
 
     /// The host woke up: what was found before it slept may belong to another network.
     /// Links and addresses are read again, connectivity and the captive-portal API's
-    /// answer are forgotten and asked again (`unknown` meanwhile, never the old verdict),
-    /// the DNS64 is asked again, and the pins are re-validated.
+    /// answer, every way out's and the trust verdict are forgotten and asked again
+    /// (`unknown` meanwhile, never the old verdict), and the DNS64 is asked again.
     private func resumed() {
         Log.notice("resumed from sleep: reading links and addresses again, probing, asking the captive-portal API, re-validating pins")
         connectivity.schedule.forgetVerdict()
         capport.schedule.forgetAnswer()
         waysOut.forgetVerdicts()
+        trust.resumed()
         nat64.askAgain()
         watcher.rereadState()
         republish()
-        trust.schedule.requestRound("resumed from sleep")
     }
 
     private func metricsFamilies() -> [MetricFamily] {

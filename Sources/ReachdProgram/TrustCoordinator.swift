@@ -218,6 +218,17 @@ final class TrustCoordinator {
         announce()
     }
 
+    /// The host woke up: the verdict, and what validated, may be another network's. Both
+    /// are forgotten (`unknown`, never the old verdict) until the round this starts completes.
+    func resumed() {
+        validated = false
+        if round != nil {
+            round = nil
+            announce()
+        }
+        schedule.requestRound("resumed from sleep")
+    }
+
     /// The verdict changed: the log, TrustChanged and the metrics. The path
     /// document carries the verdict too: the daemon republishes it (`finished`).
     private func announce() {

@@ -69,7 +69,7 @@ struct IPv6OnlyNetworkTests {
         }
     }
 
-    @Test("sleep and resume: PrepareForSleep(false) forgets the verdict (unknown meanwhile) and probes at once; a network changed while asleep is seen",
+    @Test("sleep and resume: PrepareForSleep(false) forgets connectivity and trust (unknown meanwhile), probes and re-validates at once; a network changed while asleep is seen",
           .timeLimit(.minutes(2)))
     func sleepAndResume() async throws {
         try await withScratch { scratch in
@@ -79,13 +79,18 @@ struct IPv6OnlyNetworkTests {
                 try ns[0].addUplink(router: ns[1])
                 let http = try await HTTPProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "204")
                 defer { http.stop() }
-                let config = scratch.appendingPathComponent("reachd.toml")
-                try "[connectivity]\nuri = \"http://10.1.0.1/\"\ninterval = \"1h\"\n".write(to: config, atomically: true, encoding: .utf8)
+                try PinnedServer.makePKI(in: scratch)
+                let tls = try await PinnedServer.serve(in: ns[1], from: scratch)
+                defer { stopServer(tls) }
+                let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
+                try (String(contentsOf: config, encoding: .utf8) + "\n[connectivity]\nuri = \"http://10.1.0.1/\"\ninterval = \"1h\"\n")
+                    .write(to: config, atomically: true, encoding: .utf8)
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("reachd"),
                                                arguments: ["--bus", bus.address, "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
-                #expect(await eventually { Self.path(daemon)?.connectivity == .full }, "\(daemon.log)")
+                #expect(await eventually(.seconds(20)) { Self.path(daemon).map { $0.connectivity == .full && $0.trust == .ok } == true },
+                        "\(daemon.log)")
                 let logind = try LogindStandIn(bus: bus.address)
                 defer { logind.stop() }
 
@@ -102,6 +107,10 @@ struct IPv6OnlyNetworkTests {
                 let after = log[resumed.upperBound...]
                 let unknown = try #require(after.range(of: "connectivity: unknown"), "nothing stale meanwhile: \(log)")
                 #expect(after[unknown.upperBound...].contains("connectivity: portal"), "\(log)")
+                // The pins are judged again: unknown at once, then the new round's verdict (the pinned
+                // server still validates: a portal lowers nothing that passes).
+                let untrusted = try #require(after.range(of: "trust: unknown"), "\(log)")
+                #expect(await eventually(.seconds(20)) { daemon.log[untrusted.upperBound...].contains("trust: ok") }, "\(daemon.log)")
             }
         }
     }
