@@ -312,7 +312,10 @@ struct PathEvaluator {
         if kind == .loopback {
             return .usable(Usable(medium: .wired, carrier: link, gateway: nil))
         }
-        return .usable(Usable(medium: medium(of: link, state: state), carrier: link, gateway: lookup.gateway))
+        // A CLAT in BPF on the uplink itself (NetworkManager's, networkd's) has no device of its
+        // own: the IPv4 leaves by the uplink from its RFC 7335 address.
+        let clatOnUplink = lookup.destination.family == .v4 && lookup.preferredSource.map(Self.isCLATAddress) == true
+        return .usable(Usable(medium: medium(of: link, state: state), carrier: link, gateway: lookup.gateway, clat: clatOnUplink ? link : nil))
     }
 
     // MARK: CLAT (464XLAT)

@@ -155,6 +155,17 @@ struct IPv6OnlyPathTests {
         }
     }
 
+    @Test("a CLAT in BPF on the uplink (no device of its own): IPv4 from an RFC 7335 address through the uplink")
+    func clatOnUplink() async throws {
+        try await withNamespaces("bpfclat", "router") { ns in
+            try ns[0].addIPv6OnlyUplink(router: ns[1])
+            try ns[0].ipBatch(["addr add 192.0.0.5/32 dev eth0", "route add default dev eth0 src 192.0.0.5"])
+            let path = try path(ns[0])
+            #expect(path.status == .wired && path.interface?.name == "eth0" && path.vpn == nil, "\(path.jsonString())")
+            #expect(path.clat?.name == "eth0" && path.ipv4Via == .clat)
+        }
+    }
+
     @Test("a VPN over a CLAT host stays a VPN, riding on the CLAT's uplink")
     func vpnOverCLAT() async throws {
         try await withNamespaces("vpnclat", "router") { ns in
