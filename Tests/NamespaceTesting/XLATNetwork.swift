@@ -27,7 +27,10 @@ public final class XLATNetwork {
 
     /// Builds the network; the host's resolver is the gateway's DNS64 (its
     /// /etc/netns resolv.conf, which `ip netns exec` mounts over /etc/resolv.conf).
-    public init(host: TestNamespace, gateway: TestNamespace, internet: TestNamespace, directory: URL) throws {
+    /// `realIPv6ForWellKnownName`: `ipv4only.arpa` has an IPv6 address of its own in the
+    /// zone, so the DNS64 answers with it instead of a synthesis (bad input for RFC 7050).
+    public init(host: TestNamespace, gateway: TestNamespace, internet: TestNamespace, directory: URL,
+                realIPv6ForWellKnownName: Bool = false) throws {
         self.host = host
         self.directory = directory
         resolvConf = URL(fileURLWithPath: "/etc/netns/\(host.name)")
@@ -49,7 +52,7 @@ public final class XLATNetwork {
             try gateway.exec(["tayga", "-c", nat64.path, "--mktun"])
             try gateway.ipBatch(["link set dev nat64 up", "route add 198.18.255.0/24 dev nat64", "route add \(Self.prefix) dev nat64"])
             processes.append(try start(in: gateway, ["tayga", "-c", nat64.path, "--nodetach"]))
-            try startResolver(in: gateway)
+            try startResolver(in: gateway, realIPv6ForWellKnownName: realIPv6ForWellKnownName)
             let site = directory.appendingPathComponent("www")
             try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
             try Self.page.write(to: site.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
@@ -65,7 +68,7 @@ public final class XLATNetwork {
     /// unbound with its dns64 module: `ipv4only.arpa` (RFC 7050) and the server's name
     /// have only A records, served from zones it reads as if from upstream, so that the
     /// dns64 module synthesises their AAAA.
-    private func startResolver(in gateway: TestNamespace) throws {
+    private func startResolver(in gateway: TestNamespace, realIPv6ForWellKnownName: Bool) throws {
         let arpa = try write("ipv4only.arpa.zone", """
             $ORIGIN ipv4only.arpa.
             @ 3600 IN SOA ns.ipv4only.arpa. hostmaster.ipv4only.arpa. 1 3600 600 86400 60
@@ -73,6 +76,7 @@ public final class XLATNetwork {
             @ 3600 IN A 192.0.0.170
             @ 3600 IN A 192.0.0.171
             ns 3600 IN A 192.0.2.53
+            \(realIPv6ForWellKnownName ? "@ 3600 IN AAAA 2001:db8:99::1" : "")
             """)
         let test = try write("test.zone", """
             $ORIGIN test.

@@ -69,6 +69,23 @@ struct IPv6OnlyNetworkTests {
         }
     }
 
+    @Test("a DNS64 whose answer for ipv4only.arpa is no synthesis gives no prefix, and the log says why", .timeLimit(.minutes(2)))
+    func dns64WithoutSynthesis() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("nosynth", "gateway", "internet") { ns in
+                let network = try XLATNetwork(host: ns[0], gateway: ns[1], internet: ns[2], directory: scratch, realIPv6ForWellKnownName: true)
+                defer { network.stop() }
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("reachd"), arguments: ["--bus", "none"])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                #expect(await eventually { daemon.log.contains("nat64: no DNS64 prefix (RFC 7050): ipv4only.arpa has no synthesised address (2001:db8:99::1)") },
+                        "\(daemon.log)")
+                let path = try #require(Self.path(daemon))
+                #expect(path.nat64 == nil && path.ipv4Via == Path.IPv4Via.none && path.status == .wired)
+            }
+        }
+    }
+
     @Test("sleep and resume: PrepareForSleep(false) forgets connectivity and trust (unknown meanwhile), probes and re-validates at once; a network changed while asleep is seen",
           .timeLimit(.minutes(2)))
     func sleepAndResume() async throws {
