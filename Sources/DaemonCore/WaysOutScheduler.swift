@@ -45,14 +45,19 @@ package final class WaysOutScheduler {
     /// verdict changed (one went away, or was forgotten because its way out moved).
     @discardableResult
     package func update(_ waysOut: [Path]) -> Bool {
+        // Every evaluation comes here: one that moves no way out costs no timer call.
+        guard !(waysOut.isEmpty && entries.isEmpty) else { return false }
         var changed = false
+        var moved = false
         let fresh = Dictionary(waysOut.compactMap { wayOut in wayOut.interface.map { (Int32($0.index), wayOut) } }) { first, _ in first }
         for (index, entry) in entries where fresh[index] == nil {
             entries[index] = nil
+            moved = true
             changed = changed || entry.verdict != nil
         }
         for (index, wayOut) in fresh {
             if let entry = entries[index], entry.wayOut.leavesTheSameWay(as: wayOut) { continue }
+            moved = true
             generation += 1
             changed = changed || entries[index]?.verdict != nil
             if !wayOut.status.isReachable {
@@ -62,7 +67,7 @@ package final class WaysOutScheduler {
             }
             entries[index] = Entry(wayOut: wayOut, verdict: nil, generation: generation, due: earliestStart(of: index))
         }
-        startDue()
+        if moved { startDue() }
         return changed
     }
 
