@@ -7,8 +7,10 @@ import SystemCalls
 /// and the config names none. `ipv4only.arpa` has only IPv4 addresses (192.0.0.170 and
 /// .171): an IPv6 answer for it is a DNS64's synthesis, and where the well-known address
 /// sits in it gives the prefix and its length. Asked through the system resolver (the
-/// path's own resolvers, as every application on the host asks), off the loop, when the
-/// way out changes on a path without IPv4 of its own, and after the host slept.
+/// path's own resolvers, as every application on the host asks), off the loop, once per
+/// network: when IPv6 leaves by another interface on a path without IPv4 of its own,
+/// after the link was lost (down, no carrier, no address: another network may follow),
+/// and after the host slept — not on every flap of a route.
 final class NAT64Discovery {
     private struct Answer: Sendable {
         var generation: Int
@@ -40,13 +42,13 @@ final class NAT64Discovery {
     /// A published path: asks when IPv6 leaves by another interface on a path without
     /// IPv4 of its own, and nothing better than DNS64 says where its NAT64 is.
     func observe(_ path: Path) {
-        let candidate = path.ipv6 && path.ipv4Via != .native && (path.nat64 == nil || path.nat64?.source == .dns64)
-        guard let interface = path.interface.map({ Int32($0.index) }), candidate else {
-            asked = nil
-            generation += 1
+        if let reason = path.reason, [.linkDown, .noCarrier, .noAddress, .noInterface].contains(reason) {
+            asked = nil  // the link was lost: the next one may be another network
             return
         }
-        if asked != interface { ask(on: interface) }
+        let candidate = path.ipv6 && path.ipv4Via != .native && (path.nat64 == nil || path.nat64?.source == .dns64)
+        guard candidate, let interface = path.interface.map({ Int32($0.index) }), asked != interface else { return }
+        ask(on: interface)
     }
 
     /// The host slept: the network may be another one; ask again on the current interface.
