@@ -275,16 +275,11 @@ package final class PathEngine {
     }
 
     /// The NAT64 prefix a router announced on interface `index` (RFC 8781), while it stands:
-    /// within its lifetime, from the interface's next hop (as for portals).
+    /// within its lifetime, from the interface's next hop (as for portals). What ended is
+    /// forgotten by `nextNAT64Expiry()`, after every evaluation.
     private func announcedNAT64(on index: Int32) -> (prefix: NAT64Prefix, lifetime: Int)? {
-        guard var announced = announcedNAT64[index] else { return nil }
-        let now = ContinuousClock.now
-        announced = announced.filter { $0.value.expires > now }
-        guard let router = standingRouter(on: index), let entry = announced[router] else {
-            announcedNAT64[index] = announced.isEmpty ? nil : announced
-            return nil
-        }
-        announcedNAT64[index] = announced
+        guard announcedNAT64[index] != nil, let router = standingRouter(on: index),
+              let entry = announcedNAT64[index]?[router], entry.expires > .now else { return nil }
         return (entry.prefix, entry.lifetime)
     }
 
@@ -397,11 +392,12 @@ package final class PathEngine {
     }
 
     /// Every way out (docs/connectivity.md, "Every way out"): each available interface that
-    /// is no tunnel as a path of its own to the probes, for the daemon to judge one by one.
-    package func waysOut() -> [Path] {
+    /// is no tunnel but `excluded` (the path's own) as a path of its own to the probes, for
+    /// the daemon to judge one by one.
+    package func waysOut(excluding excluded: Int?) -> [Path] {
         guard isSynchronized else { return [] }
         refresh()
-        return evaluator.waysOut(to: [options.probeAddresses.v4, options.probeAddresses.v6], state: state, query: query)
+        return evaluator.waysOut(to: [options.probeAddresses.v4, options.probeAddresses.v6], excluding: excluded, state: state, query: query)
     }
 
     // MARK: Interfaces

@@ -184,12 +184,12 @@ struct PathEvaluator {
 
     // MARK: Every way out
 
-    /// Each available interface that is no tunnel, as a path of its own to `probes`: the
+    /// Each available interface that is no tunnel (nor `excluded`), as a path of its own to `probes`: the
     /// families it has a real route for (a FIB-match lookup restricted to it, as an app
     /// bound to it would leave) and its next hop. One with no route is `unreachable`.
-    mutating func waysOut(to probes: [IPAddress], state: NetworkState, query: RtnetlinkQuery) -> [Path] {
+    mutating func waysOut(to probes: [IPAddress], excluding excluded: Int?, state: NetworkState, query: RtnetlinkQuery) -> [Path] {
         availableInterfaces().compactMap { entry -> Path? in
-            guard !entry.kind.isTunnel, let link = state.links[Int32(entry.index)] else { return nil }
+            guard !entry.kind.isTunnel, entry.index != excluded, let link = state.links[Int32(entry.index)] else { return nil }
             let routes = probes.map { probe -> RouteLookup? in
                 guard problem(with: link, family: probe.family, state: state) == nil,
                       case let .success(match) = query.lookupRoute(to: probe, outputInterface: link.index, matchingFIBEntry: true),

@@ -145,7 +145,7 @@ final class Daemon: ReachabilityObjectDelegate {
         connectivity.observe(path)
         capport.observe(path, engine: engine)
         nat64.observe(path)
-        waysOut.observe(path) { engine.waysOut() }
+        waysOut.observe(path) { engine.waysOut(excluding: $0) }
         let before = current
         let published = publish(path)
         if published, let before, !before.leavesTheSameWay(as: path) { queries.resolveAgain() }

@@ -46,13 +46,11 @@ final class WaysOutChecker {
     /// This way out's own verdict.
     func verdict(of index: Int) -> Connectivity? { schedule.verdict(of: index) }
 
-    /// The ways out of a freshly evaluated path, the path's own left out; none while no
-    /// probe is configured or the path goes through a VPN (no probe leaves outside the
-    /// tunnel). Returns whether a published verdict changed.
-    @discardableResult
-    func observe(_ path: Path, waysOut: () -> [Path]) -> Bool {
-        guard configured.probe != nil, path.vpn == nil else { return schedule.update([]) }
-        return schedule.update(waysOut().filter { $0.interface?.index != path.interface?.index })
+    /// The ways out of a freshly evaluated path (`waysOut` leaves the path's own interface
+    /// out); none while no probe is configured or the path goes through a VPN (no probe
+    /// leaves outside the tunnel). The document composed next carries what changed.
+    func observe(_ path: Path, waysOut: (_ excluding: Int?) -> [Path]) {
+        schedule.update(configured.probe != nil && path.vpn == nil ? waysOut(path.interface?.index) : [])
     }
 
     /// A reload changed `[connectivity]`: what was found no longer holds.
