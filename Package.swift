@@ -1,5 +1,20 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
+
+// What an app pays for is what it uses (docs/swift-libraries.md, "Use it in your package"): the TLS
+// packages and swift-argument-parser are dependencies only under a trait, so an app that turns the
+// traits off (`traits: []`) fetches and builds swift-system beside Reachability, ReachabilityClient and
+// ReachabilityCompat, and nothing else. Both traits are on by default: this package's own programs,
+// and an app that names no traits, build as they always did.
+let serverTrust: TargetDependencyCondition? = .when(traits: ["ServerTrust"])
+let programs: TargetDependencyCondition? = .when(traits: ["Programs"])
+
+/// A product of another package that only the `ServerTrust` trait brings in.
+func tls(_ name: String, _ package: String) -> Target.Dependency {
+    .product(name: name, package: package, condition: serverTrust)
+}
+
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser", condition: programs)
 
 let package = Package(
     name: "reachd",
@@ -16,6 +31,18 @@ let package = Package(
         .executable(name: "reachd-multicall", targets: ["reachd-multicall"]),
         // For FuzzTesting/ (a package of its own: libFuzzer needs its own build flags).
         .library(name: "ParserFuzzing", targets: ["ParserFuzzing"]),
+    ],
+    traits: [
+        .trait(
+            name: "ServerTrust",
+            description: "The ServerTrust library: TLS pins and validation on swift-nio, swift-nio-ssl, swift-crypto and swift-certificates."
+        ),
+        .trait(
+            name: "Programs",
+            description: "reachd, reachctl and reachd-trust: swift-argument-parser, and ServerTrust for reachd-trust.",
+            enabledTraits: ["ServerTrust"]
+        ),
+        .default(enabledTraits: ["ServerTrust", "Programs"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -69,16 +96,16 @@ let package = Package(
                 "TrustVocabulary",
                 "CLinuxShim",
                 .product(name: "SystemPackage", package: "swift-system"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                tls("X509", "swift-certificates"),
+                tls("SwiftASN1", "swift-asn1"),
+                tls("Crypto", "swift-crypto"),
+                tls("_CryptoExtras", "swift-crypto"),
+                tls("NIOCore", "swift-nio"),
+                tls("NIOPosix", "swift-nio"),
+                tls("NIOConcurrencyHelpers", "swift-nio"),
+                tls("NIOTLS", "swift-nio"),
+                tls("NIOHTTP1", "swift-nio"),
+                tls("NIOSSL", "swift-nio-ssl"),
             ]
         ),
         // The D-Bus side: the sd-event loop, connections, interfaces declared once (BusInterface), one
@@ -113,23 +140,23 @@ let package = Package(
         // reachctl's output and error format, and the help texts of `reachctl trust`.
         .target(
             name: "ReachctlSupport",
-            dependencies: ["TOML", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: ["TOML", argumentParser, .product(name: "SystemPackage", package: "swift-system")]
         ),
         // `reachctl trust check|verify|pin|diagnose`: TLS, so they run in reachd-trust.
         .target(
             name: "TrustCommands",
             dependencies: [
                 "ServerTrust", "ReachctlSupport",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                tls("X509", "swift-certificates"),
+                tls("NIOCore", "swift-nio"),
+                tls("NIOSSL", "swift-nio-ssl"),
+                argumentParser,
             ]
         ),
         // reachd-trust as a library: the TLS side, a process of its own for each round.
         .target(
             name: "ReachdTrustProgram",
-            dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachabilityCore", "ReachdVersion", .product(name: "X509", package: "swift-certificates")]
+            dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachabilityCore", "ReachdVersion", tls("X509", "swift-certificates")]
         ),
         .executableTarget(name: "reachd-trust", dependencies: ["ReachdTrustProgram"]),
         // reachctl as a library: no TLS code (the trust commands that need it run in reachd-trust).
@@ -137,7 +164,7 @@ let package = Package(
             name: "ReachctlProgram",
             dependencies: [
                 "ReachabilityCore", "ReachabilityClient", "ReachctlSupport", "Libexec", "ReachdVersion",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                argumentParser,
             ]
         ),
         .executableTarget(name: "reachctl", dependencies: ["ReachctlProgram"]),
@@ -154,13 +181,13 @@ let package = Package(
             name: "reachability-bench",
             dependencies: [
                 "ReachabilityCore", "ReachabilityBus", "ReachabilityClient", "Netlink", "SystemCalls", "NamespaceTesting", "ServerTrust",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                tls("X509", "swift-certificates"),
+                tls("Crypto", "swift-crypto"),
+                tls("SwiftASN1", "swift-asn1"),
+                tls("NIOCore", "swift-nio"),
+                tls("NIOPosix", "swift-nio"),
+                tls("NIOTLS", "swift-nio"),
+                tls("NIOSSL", "swift-nio-ssl"),
             ]
         ),
 
@@ -186,15 +213,15 @@ let package = Package(
                 "SystemCalls",
                 "TestTraits",
                 "TOML",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                tls("X509", "swift-certificates"),
+                tls("Crypto", "swift-crypto"),
+                tls("SwiftASN1", "swift-asn1"),
+                tls("NIOCore", "swift-nio"),
+                tls("NIOPosix", "swift-nio"),
+                tls("NIOSSL", "swift-nio-ssl"),
+                tls("NIOTLS", "swift-nio"),
+                tls("NIOHTTP1", "swift-nio"),
+                tls("NIOConcurrencyHelpers", "swift-nio"),
             ]
         ),
     ],
