@@ -85,6 +85,7 @@ extension ReachabilityClient {
                     delay = client.reconnectDelays.first
                 } catch {
                     // The daemon is not (or no longer) there: try again later.
+                    if case .paths = mode { client.connectionChanged(to: .noDaemon(reason: "\(error)")) }
                     sleep(for: delay)
                     delay = min(delay * 2, client.reconnectDelays.last)
                 }
@@ -181,6 +182,7 @@ extension ReachabilityClient {
                     refresh = method != nil
                 }
             }
+            if case .paths = mode { client.connectionChanged(to: .connected(to: session.endpoint)) }
             if method == "Describe" {
                 answered = serial
                 try answer(document)

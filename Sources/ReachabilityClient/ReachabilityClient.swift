@@ -63,6 +63,8 @@ public final class ReachabilityClient: Sendable {
     /// Why the daemon could not answer.
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let description: String
+        /// No daemon answered at all (rather than one that answered with an error).
+        public var isNoDaemon = false
     }
 
     static let name = "io.reachd.Reachability1"
@@ -79,6 +81,8 @@ public final class ReachabilityClient: Sendable {
         let connection: BusConnection
         let destination = ReachabilityClient.name
         let signalSender: String?
+        /// Where the daemon answered, as ``ConnectionState/connected(to:)`` says it.
+        let endpoint: String
     }
 
     /// Tries the endpoints in order; the first that answers Describe wins. Returns
@@ -99,7 +103,7 @@ public final class ReachabilityClient: Sendable {
                 if case let .address(address) = endpoint, address.hasPrefix("unix:path=") {
                     try PrivateSocket.verifyOwnDirectory(of: String(address.dropFirst("unix:path=".count)))
                 }
-                let session = Session(connection: try BusConnection.connect(endpoint), signalSender: sender)
+                let session = Session(connection: try BusConnection.connect(endpoint), signalSender: sender, endpoint: "\(endpoint)")
                 try subscribe(session)
                 let (document, serial) = try session.connection.callWithSerial("Describe", destination: Self.name, timeout: .seconds(5))
                 return (session, document ?? "", serial)
@@ -107,7 +111,7 @@ public final class ReachabilityClient: Sendable {
                 reasons.append("\(endpoint): \(error)")
             }
         }
-        throw Failure(description: "no reachd answers (\(reasons.joined(separator: "; ")))")
+        throw Failure(description: "no reachd answers (\(reasons.joined(separator: "; ")))", isNoDaemon: true)
     }
 
     static func decode(_ document: String) throws(Failure) -> Path {
@@ -118,32 +122,6 @@ public final class ReachabilityClient: Sendable {
         }
     }
 
-    /// The daemon's current path.
-    public func currentPath() throws(Failure) -> Path {
-        try Self.decode(try connect().document)
-    }
-
-    /// Every interface the daemon sees, in index order: the inventory of
-    /// `reachctl status --interfaces` (the path lists only the available ones).
-    public func interfaces() throws(Failure) -> [InterfaceChange] {
-        let document = try call("Interfaces")
-        do {
-            return try InterfaceChange.decodeArray(document)
-        } catch {
-            throw Failure(description: "the daemon's interfaces do not parse: \(error)")
-        }
-    }
-
-    /// The daemon's path to a host name or address (like `reachctl route`).
-    public func route(to destination: String) throws(Failure) -> Path {
-        try Self.decode(try call("Route", destination))
-    }
-
-    /// The latest trust round: the overall verdict, each host's verdict and reason.
-    public func trustStatus() throws(Failure) -> TrustStatus {
-        try Self.decodeTrust(try trustStatusDocument())
-    }
-
     static func decodeTrust(_ document: String) throws(Failure) -> TrustStatus {
         do {
             return try TrustStatus(json: document)
@@ -152,38 +130,11 @@ public final class ReachabilityClient: Sendable {
         }
     }
 
-    /// Asks the daemon for a trust round now. Any user may, at most once per 10 s
-    /// (root always); a round starts 2 s after the one before at the earliest. The
-    /// verdict arrives on ``trustChanges`` (and in the path's `trust`).
-    public func recheckTrust() throws(Failure) {
-        _ = try call("RecheckTrust")
-    }
-
-    /// The same as JSON, as the daemon wrote it (what `reachctl trust status --json` prints).
-    public func trustStatusDocument() throws(Failure) -> String {
-        try call("TrustStatus")
-    }
-
-    /// Asks the daemon to probe connectivity now (at most once per 10 s) and returns the
-    /// state it published after the probe. Fails when no `[connectivity] uri` is configured.
-    public func checkConnectivity() throws(Failure) -> Connectivity {
-        let answer = try call("CheckConnectivity")
-        guard let state = Connectivity(rawValue: answer) else {
-            throw Failure(description: "the daemon answered CheckConnectivity with \"\(answer)\"")
-        }
-        return state
-    }
-
-    /// Asks the daemon to re-read its config (root only).
-    public func reload() throws(Failure) {
-        _ = try call("Reload")
-    }
-
-    /// Calls a method of the daemon's object.
-    func call(_ member: String, _ arguments: String...) throws(Failure) -> String {
+    /// Calls a method of the daemon's object, waiting at most `timeout` for its answer.
+    func call(_ member: String, _ arguments: String..., timeout: Duration = .seconds(25)) throws(Failure) -> String {
         let (session, _, _) = try connect()
         do {
-            return try session.connection.callWithSerial(member, arguments, destination: session.destination).answer ?? ""
+            return try session.connection.callWithSerial(member, arguments, destination: session.destination, timeout: timeout).answer ?? ""
         } catch {
             throw Failure(description: error.remoteMessage ?? "\(error)")
         }
@@ -194,11 +145,13 @@ public final class ReachabilityClient: Sendable {
     private struct Subscribers {
         var streams: [Int: AsyncStream<Path>.Continuation] = [:]
         var callbacks: [Int: (DispatchQueue, @Sendable (Path) -> Void)] = [:]
+        var connectionStreams: [Int: AsyncStream<ConnectionState>.Continuation] = [:]
         var nextID = 0
         var watcher: Watcher?
         /// The path last delivered: a subscriber that joins a running watcher starts with it.
         var current: Path?
-        var isEmpty: Bool { streams.isEmpty && callbacks.isEmpty }
+        var connection = ConnectionState.looking
+        var isEmpty: Bool { streams.isEmpty && callbacks.isEmpty && connectionStreams.isEmpty }
 
         /// Adds a subscriber; it is handed the current path at once (marked initial), if there is one.
         mutating func add(stream: AsyncStream<Path>.Continuation? = nil, callback: (DispatchQueue, @Sendable (Path) -> Void)? = nil) -> Int {
@@ -339,8 +292,9 @@ public final class ReachabilityClient: Sendable {
         let stopping = subscribers.withLock { subscribers -> Watcher? in
             subscribers.streams[id] = nil
             subscribers.callbacks[id] = nil
+            subscribers.connectionStreams[id] = nil
             guard subscribers.isEmpty else { return nil }
-            defer { subscribers.watcher = nil; subscribers.current = nil }
+            defer { subscribers.watcher = nil; subscribers.current = nil; subscribers.connection = .looking }
             return subscribers.watcher
         }
         stopping?.stop()
@@ -353,6 +307,58 @@ public final class ReachabilityClient: Sendable {
             subscribers.watcher = watcher
             watcher.start()
         }
+    }
+
+    // MARK: The connection
+
+    /// Whether a daemon answers this client's subscriptions.
+    public enum ConnectionState: Sendable, Equatable, CustomStringConvertible {
+        /// Nothing is subscribed, or the first attempt to reach a daemon is under way.
+        case looking
+        /// A daemon answers there: `the system bus`, `the session bus`, or a D-Bus address (`unix:path=/run/reachd/bus`).
+        case connected(to: String)
+        /// No daemon answers, and the client tries again with back-off: why the last attempt failed.
+        /// The path streams are silent meanwhile — which is not the network being down.
+        case noDaemon(reason: String)
+
+        public var description: String {
+            switch self {
+            case .looking: "looking for reachd"
+            case let .connected(endpoint): "connected to reachd on \(endpoint)"
+            case let .noDaemon(reason): "no reachd: \(reason)"
+            }
+        }
+    }
+
+    /// Whether a daemon answers the client's path subscriptions (``paths``, ``onChange(queue:_:)``,
+    /// ``connectionStates``): `looking` while none is running.
+    public var connectionState: ConnectionState { subscribers.withLock { $0.connection } }
+
+    /// The connection's state now, then each change: connected to a daemon, looking,
+    /// or no daemon answering (and why) — what tells "no daemon" from "offline", since
+    /// the path streams are silent in both. Subscribing follows the daemon's path, as
+    /// ``paths`` does (one connection for both). Ends when the consuming task is cancelled.
+    public var connectionStates: AsyncStream<ConnectionState> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let id = subscribers.withLock { subscribers in
+                subscribers.nextID += 1
+                subscribers.connectionStreams[subscribers.nextID] = continuation
+                continuation.yield(subscribers.connection)
+                return subscribers.nextID
+            }
+            continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+            startWatcherIfNeeded()
+        }
+    }
+
+    /// Called by the path subscriptions' watcher when it connects or loses the daemon.
+    func connectionChanged(to state: ConnectionState) {
+        let streams = subscribers.withLock { subscribers -> [AsyncStream<ConnectionState>.Continuation] in
+            guard subscribers.connection != state else { return [] }
+            subscribers.connection = state
+            return Array(subscribers.connectionStreams.values)
+        }
+        for stream in streams { stream.yield(state) }
     }
 
     /// Delivers to every subscriber; the first delivery to each is the path marked initial.

@@ -104,6 +104,8 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     private let host: String?
     private let options: MonitorOptions
     private let endpoint: ReachabilityClient.Endpoint?
+    /// How long a read of `status` waits for `host` to resolve.
+    public let resolutionTimeout: Duration
 
     private struct State {
         var listener: Listener?
@@ -130,23 +132,38 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     ///   - host: Host used to evaluate network reachability. Must *not* include the scheme (e.g. `https`).
     ///     nil when it is neither a host name nor an IP address.
     public convenience init?(host: String) {
-        guard IPAddress(host) != nil || HostResolver.isHostName(host) else { return nil }
-        self.init(host: host, options: MonitorOptions(), endpoint: .automatic)
+        self.init(host: host, endpoint: .automatic)
     }
 
     /// Creates an instance that monitors the default path (Alamofire's address 0.0.0.0:
     /// the general routing status of the device, both IPv4 and IPv6).
     public convenience init?() {
-        self.init(host: nil, options: MonitorOptions(), endpoint: .automatic)
+        self.init(host: nil, endpoint: .automatic)
     }
 
-    /// A manager of `host`'s path (nil: the default path), asking the daemon at
-    /// `endpoint` (nil: never) before monitoring in process with `options`.
-    package init(host: String?, options: MonitorOptions, endpoint: ReachabilityClient.Endpoint?) {
+    /// A manager that asks the reachd daemon at `endpoint` (reachd's own addition to
+    /// Alamofire's API): `ReachabilityClient.Endpoint("/run/user/1000/reachd/bus")` for a
+    /// daemon run by a user, `nil` to monitor in this process only.
+    ///
+    /// - Parameters:
+    ///   - host: The host whose path is watched, without a scheme; nil for the default path.
+    ///     The manager is nil when it is neither a host name nor an IP address.
+    ///   - endpoint: Where to ask the daemon first; nil: never ask one.
+    ///   - options: What an in-process monitor watches, when no daemon answers.
+    ///   - resolutionTimeout: How long a read of ``status`` may wait for `host` to resolve
+    ///     (a resolver that gets no answer takes 5 s per server): past it, `.unknown`.
+    public init?(host: String? = nil, endpoint: ReachabilityClient.Endpoint?, options: MonitorOptions = MonitorOptions(),
+                 resolutionTimeout: Duration = NetworkReachabilityManager.defaultResolutionTimeout) {
+        if let host, IPAddress(host) == nil, !HostResolver.isHostName(host) { return nil }
         self.host = host
         self.options = options
         self.endpoint = endpoint
+        self.resolutionTimeout = resolutionTimeout
     }
+
+    /// How long a read of ``status`` waits for a host name to resolve unless the manager was
+    /// made with another `resolutionTimeout`: 2 s.
+    public static let defaultResolutionTimeout = Duration.seconds(2)
 
     deinit {
         stopListening()
@@ -229,7 +246,7 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     private func subscribe() -> (AsyncStream<Path>, Backend, @Sendable () -> Void)? {
         if let endpoint {
             let client = ReachabilityClient(endpoint: endpoint)
-            if (try? client.currentPath()) != nil {
+            if (try? client.blocking.currentPath()) != nil {
                 let paths = host.map { client.paths(to: $0) } ?? client.paths
                 return (paths, .daemon, {})
             }
@@ -240,16 +257,26 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         return (paths, .inProcess, { monitor.stop() })
     }
 
-    /// The path now, from the daemon when it answers, else from netlink; `unknown` when neither can say.
+    /// The path now, from the daemon when it answers, else from netlink; `unknown` when neither
+    /// can say — a host name that does not resolve within `resolutionTimeout` included.
     private func currentPath() -> Path {
         if let endpoint {
-            let client = ReachabilityClient(endpoint: endpoint)
-            if let path = try? (host.map { try client.route(to: $0) } ?? client.currentPath()) {
+            let client = ReachabilityClient(endpoint: endpoint).blocking
+            do throws(ReachabilityClient.Failure) {
+                let path = if let host { try client.route(to: host, timeout: resolutionTimeout) } else { try client.currentPath() }
                 state.withLock { $0.backend = .daemon }
                 return path
+            } catch {
+                // A daemon that answered, or took longer than the caller allows, has said what it knows:
+                // asking netlink would only resolve the name again.
+                if !error.isNoDaemon {
+                    state.withLock { $0.backend = .daemon }
+                    return .unknown()
+                }
             }
         }
         state.withLock { $0.backend = .inProcess }
-        return (try? ReachabilityMonitor.path(to: host.map { .host($0) } ?? .defaultPath, options: options)) ?? .unknown()
+        let target = host.map { ReachabilityMonitor.Target.host($0) } ?? .defaultPath
+        return (try? ReachabilityMonitor.path(to: target, options: options, resolutionTimeout: resolutionTimeout)) ?? .unknown()
     }
 }

@@ -276,21 +276,37 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     /// Computes the path once, without watching: what `reachctl status --direct` prints.
-    /// - Throws: when netlink cannot be opened, or a `.host` name does not resolve
-    ///   (a running monitor reports that as `unknown` instead, and keeps trying).
+    /// - Throws: when netlink cannot be opened, or a `.host` name does not resolve within
+    ///   `resolutionTimeout` (a running monitor reports that as `unknown` instead, and keeps trying).
     /// - Parameters:
     ///   - target: The default path, or one host's.
     ///   - options: Probe addresses, ignored and metered interfaces, the namespace, the resolv.conf.
     ///   - allowedInterfaceTypes: The interface types the path may leave by.
+    ///   - resolutionTimeout: How long the calling thread may wait for the system resolver
+    ///     to resolve a host name (one that gets no answer takes 5 s per configured server).
     public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions(),
-                            allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)) throws -> Path {
+                            allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases),
+                            resolutionTimeout: Duration = .seconds(5)) throws -> Path {
         let engine = try PathEngine(options: options)
         engine.dnsServers = options.resolvConf.map { DNSServers.read(resolvConf: $0) }
         var addresses: [IPAddress] = []
-        if case let .host(host) = target { addresses = try HostResolver.resolve(host) }
+        if case let .host(host) = target { addresses = try HostResolver.resolve(host, timeout: resolutionTimeout) }
         var path = MonitorLoop.evaluate(engine, target: target, addresses: addresses, allowed: allowedInterfaceTypes)
         path.initial = true
         return path
+    }
+
+    /// The path to one host name or address, once, without watching: `path(to: .host(host))`.
+    /// - Throws: when netlink cannot be opened, or the name does not resolve within `resolutionTimeout`.
+    /// - Parameters:
+    ///   - host: A host name or an IP address.
+    ///   - options: Probe addresses, ignored and metered interfaces, the namespace, the resolv.conf.
+    ///   - allowedInterfaceTypes: The interface types the path may leave by.
+    ///   - resolutionTimeout: How long the calling thread may wait for the system resolver.
+    public static func path(to host: String, options: MonitorOptions = MonitorOptions(),
+                            allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases),
+                            resolutionTimeout: Duration = .seconds(5)) throws -> Path {
+        try path(to: .host(host), options: options, allowedInterfaceTypes: allowedInterfaceTypes, resolutionTimeout: resolutionTimeout)
     }
 
     /// Reads every interface once, without watching: what `reachctl status --interfaces --direct` prints.

@@ -64,7 +64,7 @@ struct CommonOptions: ParsableArguments {
 
     /// The daemon's path when one answers, else the path computed here.
     func currentPath() throws -> Path {
-        if let client, let path = try? client.currentPath() { return path }
+        if let client, let path = try? client.blocking.currentPath() { return path }
         return try readHere { try ReachabilityMonitor.path(options: $0) }
     }
 
@@ -89,8 +89,8 @@ struct CommonOptions: ParsableArguments {
             let monitor = try startMonitor()
             return (monitor.paths, { monitor.stop() })
         }
-        if bus != nil || (try? client.currentPath()) != nil {
-            if bus != nil, (try? client.currentPath()) == nil {
+        if bus != nil || (try? client.blocking.currentPath()) != nil {
+            if bus != nil, (try? client.blocking.currentPath()) == nil {
                 write(line: "reachctl: no reachd answers at \(bus!) yet: waiting for it", to: STDERR_FILENO)
             }
             return (client.paths, { Glibc.exit(0) })
@@ -122,14 +122,14 @@ struct CommonOptions: ParsableArguments {
     /// The interfaces, then each change: from the daemon when one answers (or `--bus` names it),
     /// else from a monitor here, which `source` keeps running.
     func interfaceChanges() throws -> (InterfaceChangeStream, source: AnyObject) {
-        if let client, bus != nil || (try? client.currentPath()) != nil { return (client.interfaceChanges, client) }
+        if let client, bus != nil || (try? client.blocking.currentPath()) != nil { return (client.interfaceChanges, client) }
         let monitor = try startMonitor()
         return (monitor.interfaceChanges, monitor)
     }
 
     /// Every interface: the daemon's inventory when one answers, else the kernel's read here.
     func interfaces() throws -> [InterfaceChange] {
-        if let client, let inventory = try? client.interfaces() { return inventory }
+        if let client, let inventory = try? client.blocking.interfaces() { return inventory }
         return try readHere { try ReachabilityMonitor.interfaces(options: $0) }
     }
 

@@ -15,7 +15,7 @@ struct ReloadCommand: ParsableCommand {
     func run() throws {
         let client = ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic)
         do {
-            try client.reload()
+            try client.blocking.reload()
         } catch {
             throw fail("reload", error)
         }

@@ -18,7 +18,7 @@ struct RouteCommand: ParsableCommand {
     func run() throws {
         let path: Path
         do {
-            if let client = common.client, let answered = try? client.route(to: destination) {
+            if let client = common.client, let answered = try? client.blocking.route(to: destination, timeout: .seconds(25)) {
                 path = answered
             } else {
                 path = try ReachabilityMonitor.path(to: .host(destination), options: try common.monitorOptions())

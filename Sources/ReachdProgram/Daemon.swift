@@ -182,7 +182,7 @@ final class Daemon: ReachabilityObjectDelegate {
         compat?.publish(path)
         metrics.pathChanges += 1
         metricsOutputs.changed()
-        let line = path.statusLine
+        let line = path.description
         // Changes of the available interfaces publish a document too; the log says when the status line moves.
         if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
         lastLoggedLine = line

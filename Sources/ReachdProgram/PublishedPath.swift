@@ -2,7 +2,7 @@ import ReachabilityBus
 import ReachabilityCore
 
 /// How a published path appears outside the document: the bus object's properties
-/// (docs/api.md) and the one-line summary the log and `systemctl status` show.
+/// (docs/api.md); the one-line summary the log and `systemctl status` show is its `description`.
 extension Path {
     var busProperties: ReachabilityObject.Properties {
         var properties = ReachabilityObject.Properties()
@@ -34,15 +34,5 @@ extension Path {
             properties.canExtendSession = capport.canExtendSession ?? false
         }
         return properties
-    }
-
-    /// "wifi dev wlan0", "unreachable (no-route)", "wired dev eth0 vpn wg0".
-    var statusLine: String {
-        var text = status.rawValue
-        if let reason { text += " (\(reason.rawValue))" }
-        if let interface { text += " dev \(interface.name)" }
-        if let vpn { text += " vpn \(vpn.name)" }
-        if let clat { text += " clat \(clat.name)" }
-        return text
     }
 }

@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,5 +63,26 @@ package enum HostResolver {
         }
         let ordered = found.filter { $0.family == .v4 } + found.filter { $0.family == .v6 }
         return Array(ordered.prefix(limit))
+    }
+
+    /// `resolve(_:family:limit:)`, waiting at most `timeout` for the resolver: past it the
+    /// lookup goes on, on a thread of the global pool (`getaddrinfo` cannot be cancelled),
+    /// and the caller has its failure. For a caller's thread that must not wait the
+    /// resolver's own time (5 s per server that does not answer, per resolv.conf(5)).
+    package static func resolve(_ host: String, family: IPAddress.Family? = nil, limit: Int = 8, timeout: Duration) throws -> [IPAddress] {
+        if let literal = IPAddress(host) { return [literal] }
+        final class Answer: Sendable { let result = Mutex<Result<[IPAddress], any Error>?>(nil) }
+        let answer = Answer()
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            answer.result.withLock { $0 = Result { try resolve(host, family: family, limit: limit) } }
+            done.signal()
+        }
+        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        guard done.wait(timeout: .now() + .nanoseconds(Int(clamping: max(0, nanoseconds)))) == .success,
+              let result = answer.result.withLock({ $0 }) else {
+            throw Failure(host: host, reason: "no answer within \(timeout)")
+        }
+        return try result.get()
     }
 }

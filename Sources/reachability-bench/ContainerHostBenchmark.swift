@@ -55,7 +55,7 @@ struct ContainerHostBenchmark {
         let (daemon, socket) = try site.startDaemon(reachd, logLevel: "info")
         defer { stopProcess(daemon) }
         let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
-        while (try? client.currentPath()) == nil {
+        while (try? client.blocking.currentPath()) == nil {
             guard now() - started < 30_000_000_000 else { throw BenchmarkError("reachd did not answer within 30 s") }
             usleep(1_000)
         }

@@ -52,7 +52,7 @@ struct SubscriberLatencyBenchmark {
         defer { stopProcess(daemon) }
         let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
         // reachctl watch would watch on its own if no daemon answered yet.
-        for _ in 0 ..< 400 where (try? client.currentPath()) == nil { usleep(25_000) }
+        for _ in 0 ..< 400 where (try? client.blocking.currentPath()) == nil { usleep(25_000) }
         // Only what is watched runs: on two cores an idle listener still wakes for every change.
         let signal = watching.contains("reachd StatusChanged") ? try SignalSubscriber(socket: socket) : nil
         let clientWaiter = watching.contains("ReachabilityClient") ? PathWaiter() : nil

@@ -16,7 +16,7 @@ struct NetworkReachabilityManagerTests {
 
     /// A manager in `namespace`'s network, never asking a daemon.
     static func manager(_ namespace: TestNamespace, host: String? = nil) throws -> NetworkReachabilityManager {
-        NetworkReachabilityManager(host: host, options: try MonitorOptions(networkNamespace: namespace.path), endpoint: nil)
+        NetworkReachabilityManager(host: host, endpoint: nil, options: try MonitorOptions(networkNamespace: namespace.path))!
     }
 
     /// Every status a listener was called with, in order.

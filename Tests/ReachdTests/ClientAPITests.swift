@@ -166,8 +166,8 @@ struct ClientAPITests {
     @Test("ReachabilityCompat asks the daemon when one answers: the listener follows the daemon's path")
     func compatThroughTheDaemon() async throws {
         try await Self.withDaemon("rdcompat") { ns, daemon, _ in
-            let manager = NetworkReachabilityManager(host: nil, options: MonitorOptions(), endpoint: .address(daemon.address))
-            let host = NetworkReachabilityManager(host: "10.2.0.1", options: MonitorOptions(), endpoint: .address(daemon.address))
+            let manager = NetworkReachabilityManager(endpoint: .address(daemon.address))!
+            let host = NetworkReachabilityManager(host: "10.2.0.1", endpoint: .address(daemon.address))!
             #expect(manager.status == .reachable(.ethernetOrWiFi))
             #expect(manager.backend == .daemon)
             let listened = Mutex<[NetworkReachabilityManager.NetworkReachabilityStatus]>([])

@@ -12,7 +12,7 @@ import Glibc
 @Suite("reachd's connectivity probe", .serialized, .needsRoot, .ownThreads)
 struct ConnectivityTests {
     static func path(_ daemon: DaemonProcess) -> Path? {
-        try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
+        try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath()
     }
 
     static func connectivity(uri: String, interval: String = "5m", timeout: String = "1s") -> String {
@@ -149,7 +149,7 @@ struct ConnectivityTests {
                 try bounce()
                 #expect(await eventually(.seconds(30)) { Self.path(daemon)?.trust == .ok && delivered().count == 2 }, "\(daemon.log)")
                 #expect(delivered().filter { $0.contains("\"captive-portal\"") }.count == 1, "\(delivered())")
-                #expect(await eventually { (try? client.trustStatus().reportsPending) == 0 }, "the delivery pass ended")
+                #expect(await eventually { (try? client.blocking.trustStatus().reportsPending) == 0 }, "the delivery pass ended")
             }
         }
     }

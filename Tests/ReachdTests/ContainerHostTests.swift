@@ -66,7 +66,7 @@ struct ContainerHostTests {
     /// its first port (the kernel's link watch): real changes, to be over before the churn.
     static func bridgeSettled(_ daemon: DaemonProcess) async -> Bool {
         await eventually {
-            let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath())?.interfaces.first { $0.name == "cni0" }
+            let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath())?.interfaces.first { $0.name == "cni0" }
             return bridge?.addresses.count == 2 && bridge?.operstate == "up"
         }
     }

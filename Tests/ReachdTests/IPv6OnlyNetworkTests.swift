@@ -12,7 +12,7 @@ import Glibc
 @Suite("Networks as they are under reachd: 464XLAT, DNS64, sleep and resume", .needsRoot, .ownThreads)
 struct IPv6OnlyNetworkTests {
     static func path(_ daemon: DaemonProcess) -> Path? {
-        try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
+        try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath()
     }
 
     static func reachctl(_ namespace: TestNamespace, _ daemon: DaemonProcess, _ arguments: String...) throws -> String {

@@ -56,7 +56,7 @@ struct LocalUserLimitsTests {
                                                         attributes: [.posixPermissions: 0o755])
                 let impostor = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--socket", "\(directory)/bus"])
                 defer { Task { await impostor.stop() } }
-                #expect(await eventually { (try? ReachabilityClient(endpoint: .address("unix:path=\(directory)/bus")).currentPath()) != nil },
+                #expect(await eventually { (try? ReachabilityClient(endpoint: .address("unix:path=\(directory)/bus")).blocking.currentPath()) != nil },
                         "\(impostor.log)")
                 let asUser = ["ip", "netns", "exec", ns[0].name, "setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups", "env", "-i"]
 
@@ -288,7 +288,7 @@ struct LocalUserLimitsTests {
                 try ns[0].exec(["/usr/bin/python3", flap.path, "eth0", "10000"])
                 let flapping = started.duration(to: .now)
                 try ns[0].ip("address add 10.9.0.7/32 dev eth0")  // the last change: the final document has it
-                let final = { (try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()) }
+                let final = { (try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath()) }
                 #expect(await eventually(.seconds(60)) {
                     watchers.allSatisfy { lines($0.1).last?.contains("10.9.0.7/32") == true }
                 }, "\(daemon.log.suffix(2000))")

@@ -72,7 +72,7 @@ struct TrustHelperOutputTests {
                     anchors = ["\(fifo)"]
                     """.write(to: config, atomically: true, encoding: .utf8)
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
-                #expect(throws: ReachabilityClient.Failure.self) { try client.reload() }
+                #expect(throws: ReachabilityClient.Failure.self) { try client.blocking.reload() }
                 #expect(daemon.log.contains("it is a FIFO"), "\(daemon.log.suffix(800))")
                 #expect(await (try? client.currentPath()) != nil, "the daemon still answers")
             }

@@ -278,7 +278,7 @@ struct TrustWiringTests {
             var unjudged: TrustStatus?
             var scrape = ""
             #expect(await eventually(.seconds(30)) {
-                guard let status = try? client.trustStatus(), status.overall == .unknown else { return false }
+                guard let status = try? client.blocking.trustStatus(), status.overall == .unknown else { return false }
                 (unjudged, scrape) = (status, ns[0].scrapeMetrics())
                 return true
             }, "\(daemon.log)")

@@ -9,7 +9,7 @@ import Testing
 @Suite("Every way out judged: two uplinks, a portal and a full one", .needsRoot, .ownThreads)
 struct WaysOutTests {
     static func path(_ daemon: DaemonProcess) -> Path? {
-        try? ReachabilityClient(endpoint: .address(daemon.address)).currentPath()
+        try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath()
     }
 
     static func verdict(_ path: Path?, _ name: String) -> Connectivity? {

@@ -19,7 +19,7 @@ struct TrustStatusCommand: ParsableCommand {
         let client = ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic)
         let document: String
         do {
-            document = try client.trustStatusDocument()
+            document = try client.blocking.trustStatusDocument()
         } catch {
             throw fail("asking the daemon for the trust status", error)
         }
