@@ -288,6 +288,24 @@ public final class ReachabilityClient: Sendable {
     /// Ends a callback subscription.
     public func cancel(_ token: Int) { unsubscribe(token) }
 
+    /// Calls `handler` on the main actor with the current path (marked initial), then every
+    /// change — for UI code, whose state Swift 6 lets only main-actor code touch:
+    /// `reachd.onMainActorChange { path in label.text = path.status.description }`.
+    /// The main actor runs under a UI toolkit's loop or `dispatchMain()`.
+    /// - Returns: the subscription; it lasts until cancelled.
+    @discardableResult
+    public func onMainActorChange(_ handler: @escaping @MainActor (Path) -> Void) -> PathChangeSubscription {
+        PathChanges.deliverOnMainActor(paths, to: handler)
+    }
+
+    /// Calls `handler` on the main actor with the current value of `keyPath`, then each time it changes.
+    /// - Returns: the subscription; it lasts until cancelled.
+    @discardableResult
+    public func onMainActorChange<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable,
+                                                               _ handler: @escaping @MainActor (Value) -> Void) -> PathChangeSubscription {
+        PathChanges.deliverOnMainActor(changes(of: keyPath), to: handler)
+    }
+
     private func unsubscribe(_ id: Int) {
         let stopping = subscribers.withLock { subscribers -> Watcher? in
             subscribers.streams[id] = nil

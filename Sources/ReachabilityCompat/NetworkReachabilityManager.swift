@@ -69,12 +69,7 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     public static let `default` = NetworkReachabilityManager()
 
     /// Where the answers come from (reachd's own addition to Alamofire's API).
-    public enum Backend: Sendable, Equatable {
-        /// The reachd daemon answered.
-        case daemon
-        /// No daemon answered: a monitor in this process.
-        case inProcess
-    }
+    public typealias Backend = ReachabilityBackend
 
     // MARK: - Properties
 
@@ -184,24 +179,26 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     open func startListening(onQueue queue: DispatchQueue = .main,
                              onUpdatePerforming listener: @escaping Listener) -> Bool {
         stopListening()
-        guard let (paths, backend, stopBackend) = subscribe() else { return false }
+        guard let feed = PathFeed.open(host: host, interfaceTypes: Set(InterfaceType.allCases), options: options, endpoint: endpoint) else {
+            return false
+        }
         // The listener is in place before the first path can arrive: that path is its first call.
         let generation = state.withLock { state in
             state.generation += 1
             state.listenerQueue = queue
             state.listener = listener
-            state.backend = backend
+            state.backend = feed.backend
             return state.generation
         }
         let task = Task { [weak self] in
-            for await path in paths {
+            for await path in feed.paths {
                 guard let self else { return }
                 reachabilityQueue.async { self.notifyListener(path, generation: generation) }
             }
         }
         let stop: @Sendable () -> Void = {
             task.cancel()
-            stopBackend()
+            feed.stop()
         }
         let stillListening = state.withLock { state in
             guard state.generation == generation else { return false }
@@ -240,21 +237,6 @@ open class NetworkReachabilityManager: @unchecked Sendable {
             let listener = state.listener
             state.listenerQueue?.async { listener?(newStatus) }
         }
-    }
-
-    /// The daemon's stream when it answers, else an in-process monitor's.
-    private func subscribe() -> (AsyncStream<Path>, Backend, @Sendable () -> Void)? {
-        if let endpoint {
-            let client = ReachabilityClient(endpoint: endpoint)
-            if (try? client.blocking.currentPath()) != nil {
-                let paths = host.map { client.paths(to: $0) } ?? client.paths
-                return (paths, .daemon, {})
-            }
-        }
-        let monitor = ReachabilityMonitor(options: options, target: host.map { .host($0) } ?? .defaultPath)
-        let paths = monitor.paths
-        guard (try? monitor.start()) != nil else { return nil }
-        return (paths, .inProcess, { monitor.stop() })
     }
 
     /// The path now, from the daemon when it answers, else from netlink; `unknown` when neither

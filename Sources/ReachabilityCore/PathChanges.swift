@@ -45,7 +45,18 @@ package enum PathChanges {
     }
 }
 
-/// A callback subscription made with `onChange(of:queue:_:)`: it lasts until
+extension PathChanges {
+    /// Calls `handler` on the main actor with each value of `values`, in order: for UI code,
+    /// whose state is main-actor isolated (a closure on `DispatchQueue.main` is not, to Swift 6).
+    package static func deliverOnMainActor<Value: Sendable>(_ values: AsyncStream<Value>,
+                                                            to handler: @escaping @MainActor (Value) -> Void) -> PathChangeSubscription {
+        PathChangeSubscription(Task { @MainActor in
+            for await value in values { handler(value) }
+        })
+    }
+}
+
+/// A callback subscription made with `onChange(of:queue:_:)` or `onMainActorChange(_:)`: it lasts until
 /// ``cancel()`` (or until its monitor stops), whether or not the caller keeps it.
 public final class PathChangeSubscription: Sendable {
     private let task: Task<Void, Never>
@@ -78,5 +89,22 @@ extension ReachabilityMonitor {
                                                       queue: DispatchQueue = DispatchQueue(label: "io.reachd.Reachability.changes"),
                                                       _ handler: @escaping @Sendable (Value) -> Void) -> PathChangeSubscription {
         PathChanges.deliver(changes(of: keyPath), on: queue, to: handler)
+    }
+
+    /// Calls `handler` on the main actor with the current path (marked initial), then every
+    /// change — for UI code: `monitor.onMainActorChange { label.text = $0.status.description }`.
+    /// The main actor runs under a UI toolkit's loop or `dispatchMain()`, not in a plain `main.swift` that returns.
+    /// - Returns: the subscription; it lasts until cancelled (or until the monitor stops).
+    @discardableResult
+    public func onMainActorChange(_ handler: @escaping @MainActor (Path) -> Void) -> PathChangeSubscription {
+        PathChanges.deliverOnMainActor(paths, to: handler)
+    }
+
+    /// Calls `handler` on the main actor with the current value of `keyPath`, then each time it changes.
+    /// - Returns: the subscription; it lasts until cancelled (or until the monitor stops).
+    @discardableResult
+    public func onMainActorChange<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable,
+                                                               _ handler: @escaping @MainActor (Value) -> Void) -> PathChangeSubscription {
+        PathChanges.deliverOnMainActor(changes(of: keyPath), to: handler)
     }
 }
