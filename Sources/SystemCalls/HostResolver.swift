@@ -9,6 +9,10 @@ package enum HostResolver {
     package struct Failure: Error, CustomStringConvertible, Sendable {
         package let host: String
         package let reason: String
+        package init(host: String, reason: String) {
+            self.host = host
+            self.reason = reason
+        }
         package var description: String { "cannot resolve \(host): \(reason)" }
     }
 
@@ -69,13 +73,16 @@ package enum HostResolver {
     /// lookup goes on, on a thread of the global pool (`getaddrinfo` cannot be cancelled),
     /// and the caller has its failure. For a caller's thread that must not wait the
     /// resolver's own time (5 s per server that does not answer, per resolv.conf(5)).
-    package static func resolve(_ host: String, family: IPAddress.Family? = nil, limit: Int = 8, timeout: Duration) throws -> [IPAddress] {
+    /// `lookup` is the resolver (tests give one that takes its time).
+    package static func resolve(_ host: String, family: IPAddress.Family? = nil, limit: Int = 8, timeout: Duration,
+                                lookup: (@Sendable (String) throws -> [IPAddress])? = nil) throws -> [IPAddress] {
         if let literal = IPAddress(host) { return [literal] }
+        let lookup = lookup ?? { try resolve($0, family: family, limit: limit) }
         final class Answer: Sendable { let result = Mutex<Result<[IPAddress], any Error>?>(nil) }
         let answer = Answer()
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            answer.result.withLock { $0 = Result { try resolve(host, family: family, limit: limit) } }
+            answer.result.withLock { $0 = Result { try lookup(host) } }
             done.signal()
         }
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000

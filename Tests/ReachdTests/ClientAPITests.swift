@@ -182,4 +182,50 @@ struct ClientAPITests {
             #expect(await eventually { host.status == .notReachable })
         }
     }
+
+    @Test("connectionStates says connected; wait(for: .online) without a probe gives up saying connectivity is unknown")
+    func connectionAndWaitReasons() async throws {
+        try await Self.withDaemon("rdreason") { ns, daemon, client in
+            let states = Collected(client.connectionStates)
+            defer { states.cancel() }
+            #expect(await eventually { states.all.last == .connected(to: daemon.address) }, "\(states.all)")
+            #expect(client.connectionState == .connected(to: daemon.address))
+            await #expect { try await client.wait(for: .online, timeout: .milliseconds(500)) } throws: { error in
+                guard case let .connectivityUnknown(last)? = error as? ReachabilityClient.WaitFailure else { return false }
+                return last.status == .wired
+            }
+            await #expect { try await client.wait(for: .cellular, timeout: .milliseconds(300)) } throws: { error in
+                guard case let .timedOut(last)? = error as? ReachabilityClient.WaitFailure else { return false }
+                return last.status == .wired
+            }
+            let met = try await client.wait(for: .reachable, timeout: .seconds(5))
+            #expect(met.status == .wired)
+        }
+    }
+
+    @Test("NWPathMonitor through the daemon: satisfied on wired, then on Wi-Fi when the wired link goes")
+    func nwPathMonitorThroughTheDaemon() async throws {
+        try await Self.withDaemon("rdnwpath") { ns, daemon, _ in
+            let monitor = NWPathMonitor(endpoint: .address(daemon.address))
+            let paths = Mutex<[NWPath]>([])
+            monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+            monitor.start(queue: DispatchQueue(label: "nwpath"))
+            defer { monitor.cancel() }
+            #expect(await eventually { paths.withLock { $0.first?.usesInterfaceType(.wiredEthernet) == true } })
+            #expect(monitor.backend == .daemon)
+            try ns[0].ip("link set dev eth0 down")
+            #expect(await eventually { paths.withLock { $0.last?.usesInterfaceType(.wifi) == true } })
+            #expect(paths.withLock { $0.allSatisfy { $0.status == .satisfied } })
+        }
+    }
+
+    @Test("ReachabilityCompat: a host that does not resolve reads as unknown within the manager's resolution timeout")
+    func compatUnresolvableHost() async throws {
+        try await Self.withDaemon("rdnohost") { ns, daemon, _ in
+            let manager = NetworkReachabilityManager(host: "nonexistent.invalid", endpoint: .address(daemon.address),
+                                                     resolutionTimeout: .milliseconds(500))!
+            #expect(manager.status == .unknown)
+            #expect(manager.backend == .daemon)
+        }
+    }
 }
