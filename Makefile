@@ -99,24 +99,29 @@ package-check: deb
 	cd .build/source && dpkg-source --build reachd-$(VERSION) >/dev/null
 	lintian --fail-on warning,error --display-info $(DEB) .build/source/reachd_$(VERSION).dsc
 
-## Examples/, a package of its own that uses this one by path as an app would:
-## it must build, and the Swift of the README's tour and of the DocC articles
-## must be excerpts of it.
+## Examples/, a package of its own that uses this one by path as an app would: it
+## must build, with every Swift block of the README, docs/ and DocC compiled as
+## written, as top-level code and in a function, in Swift 6 mode (scripts/check-doc-snippets.py);
+## and a fresh package made as docs/swift-libraries.md says builds and runs each product.
 examples: deps
-	cd Examples && $(SWIFT) build
-	scripts/check-doc-examples.py README.md Sources/*/*.docc/*.md
+	SWIFT=$(SWIFT) scripts/check-doc-snippets.py
+	SWIFT=$(SWIFT) scripts/check-fresh-package.sh
 
 ## The DocC documentation of the library products (Reachability with the
 ## ReachabilityCore it re-exports, ReachabilityClient, ReachabilityCompat, ServerTrust), one combined
-## site for static hosting in $(DOCS)/api. Fails on any DocC warning (a broken
+## site for static hosting in $(DOCS)/api, and each target's on its own as the Swift
+## Package Index builds it (.spi.yml). Fails on any DocC warning (a broken
 ## symbol link, an undocumented parameter) and on any public symbol without a
 ## doc comment (scripts/check-doc-coverage.py).
 DOC_TARGETS = Reachability ReachabilityCore ReachabilityClient ReachabilityCompat ServerTrust TrustVocabulary
 api-docs: deps
-	rm -rf $(DOCS)/api && mkdir -p $(DOCS)
+	rm -rf $(DOCS)/api $(DOCS)/alone && mkdir -p $(DOCS)
 	$(SWIFT) package --allow-writing-to-directory $(DOCS)/api generate-documentation \
 	  $(foreach target,$(DOC_TARGETS),--target $(target)) --enable-experimental-combined-documentation \
 	  --warnings-as-errors --transform-for-static-hosting --output-path $(DOCS)/api
+	for target in $(DOC_TARGETS); do \
+	  $(SWIFT) package --allow-writing-to-directory $(DOCS)/alone generate-documentation --target $$target \
+	    --warnings-as-errors --output-path $(DOCS)/alone/$$target || exit 1; done
 	scripts/check-doc-coverage.py $(DOC_TARGETS)
 
 ## The manual pages, linted (man --warnings), and checked against the code: every

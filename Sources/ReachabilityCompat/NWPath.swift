@@ -2,7 +2,7 @@ import FoundationEssentials
 import ReachabilityClient
 import SystemCalls
 
-/// Apple's `NWPath` (the Network framework), made from a reachd ``Path``: the same
+/// Apple's `NWPath` (the Network framework), made from a reachd `Path`: the same
 /// properties and methods, so code written for `NWPathMonitor` compiles with
 /// `import ReachabilityCompat` (docs/swift-libraries.md, "NWPathMonitor"). Where
 /// Linux differs, it says so here.

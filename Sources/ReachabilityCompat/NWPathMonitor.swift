@@ -7,6 +7,9 @@ import Synchronization
 /// in place of `import Network`.
 ///
 /// ```swift
+/// import Dispatch
+/// import ReachabilityCompat
+///
 /// let monitor = NWPathMonitor()
 /// monitor.pathUpdateHandler = { path in
 ///     print(path.status == .satisfied ? "online" : "offline", path.availableInterfaces.map(\.name))

@@ -1,5 +1,5 @@
 import Dispatch
-import ReachabilityClient
+@_exported import ReachabilityClient
 import SystemCalls
 import Synchronization
 
@@ -9,6 +9,8 @@ import Synchronization
 /// SystemConfiguration is missing).
 ///
 /// ```swift
+/// import ReachabilityCompat
+///
 /// let manager = NetworkReachabilityManager.default
 /// manager?.startListening(onQueue: .main) { status in
 ///     print("Network Status Changed: \(status)")

@@ -6,6 +6,8 @@ import Synchronization
 /// Watches the kernel's network state and publishes the path every time it changes.
 ///
 /// ```swift
+/// import Reachability
+///
 /// let monitor = ReachabilityMonitor()
 /// try monitor.start()
 /// for await path in monitor.paths {

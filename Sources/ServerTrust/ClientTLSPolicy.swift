@@ -10,9 +10,12 @@ import X509
 /// its client.
 ///
 /// ```swift
+/// import AsyncHTTPClient
+/// import ServerTrust
+///
 /// let trust = try TrustConfiguration.load(contentsOf: "/etc/reachd/reachd.toml")
 /// let policy = try ClientTLSPolicy(configuration: trust, host: "api.example.com", anchorsOnly: true)
-/// for gap in policy.notEnforced { log.warning("TLS for api.example.com: \(gap)") }
+/// for gap in policy.notEnforced { print("TLS for api.example.com: \(gap)") }
 /// let client = HTTPClient(configuration: .init(tlsConfiguration: policy.tlsConfiguration))
 /// ```
 ///

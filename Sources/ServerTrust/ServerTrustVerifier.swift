@@ -9,9 +9,12 @@ import X509
 /// `[[trust.host]]` entry, pin expiry, report-only pin sets.
 ///
 /// ```swift
+/// import NIOSSL
+/// import ServerTrust
+///
 /// let trust = try TrustConfiguration.load(contentsOf: "/etc/reachd/reachd.toml")
 /// let verifier = ServerTrustVerifier(configuration: trust, host: "api.example.com") { result in
-///     if result.verdict != .trusted { log("TLS: \(result.verdict.rawValue): \(result.reason)") }
+///     if result.verdict != .trusted { print("TLS: \(result.verdict.rawValue): \(result.reason)") }
 /// }
 /// var tls = TLSConfiguration.makeClientConfiguration()
 /// ServerTrustVerifier.applyTLSBaseline(to: &tls)
