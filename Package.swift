@@ -88,10 +88,14 @@ let package = Package(
         .target(name: "ReachabilityCore", dependencies: ["HTTPWire", "Netlink", "SystemCalls", "TOML", "TrustVocabulary"]),
         // The library product: the core, plus NotificationCenter (full Foundation) for apps.
         .target(name: "Reachability", dependencies: ["ReachabilityCore"]),
+        // Says, before anything of ServerTrust compiles, that it needs its trait: built without it, the
+        // TLS packages are missing and the compiler would stop at the first import, naming only the module.
+        .target(name: "ServerTraitCheck"),
         // TLS trust: certificates, pins, chain and host validation.
         .target(
             name: "ServerTrust",
             dependencies: [
+                "ServerTraitCheck",
                 "TOML",
                 "TrustVocabulary",
                 "CLinuxShim",

@@ -84,6 +84,15 @@ mode = "public-key"
 pins = ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]
 TOML
 
+# ServerTrust asked for with `traits: []`: the build stops saying which trait it needs.
+missing=$scratch/missing-trait
+mkdir -p "$missing/Sources/my-app"
+sed 's/product(name: "ReachabilityClient"/product(name: "ServerTrust"/' <<<"$manifest" >"$missing/Package.swift"
+echo 'import ServerTrust' >"$missing/Sources/my-app/main.swift"
+if (cd "$missing" && "$SWIFT" build >"$scratch/build.log" 2>&1); then fail "ServerTrust built without its trait"; fi
+grep -q "error: ServerTrust needs reachd's ServerTrust trait" "$scratch/build.log" || { tail -20 "$scratch/build.log"; fail "ServerTrust without its trait did not say why"; }
+echo "check-fresh-package: ServerTrust without its trait: $(grep -m1 -o "error: ServerTrust needs.*" "$scratch/build.log")"
+
 for app in "$light" "$trust"; do
     (cd "$app" && "$SWIFT" package resolve >/dev/null 2>&1) || fail "$(basename "$app") does not resolve"
     fetched=$(ls "$app/.build/checkouts" | tr '\n' ' ')

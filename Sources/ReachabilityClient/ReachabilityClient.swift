@@ -64,7 +64,12 @@ public final class ReachabilityClient: Sendable {
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let description: String
         /// No daemon answered at all (rather than one that answered with an error).
-        public var isNoDaemon = false
+        public let isNoDaemon: Bool
+
+        init(description: String, isNoDaemon: Bool = false) {
+            self.description = description
+            self.isNoDaemon = isNoDaemon
+        }
     }
 
     static let name = "io.reachd.Reachability1"
