@@ -115,7 +115,7 @@ examples: deps
 ## doc comment (scripts/check-doc-coverage.py).
 DOC_TARGETS = Reachability ReachabilityCore ReachabilityClient ReachabilityCompat ServerTrust TrustVocabulary
 api-docs: deps
-	rm -rf $(DOCS)/api $(DOCS)/alone && mkdir -p $(DOCS)
+	rm -rf $(DOCS)/api $(DOCS)/alone && mkdir -p $(DOCS)/alone
 	$(SWIFT) package --allow-writing-to-directory $(DOCS)/api generate-documentation \
 	  $(foreach target,$(DOC_TARGETS),--target $(target)) --enable-experimental-combined-documentation \
 	  --warnings-as-errors --transform-for-static-hosting --output-path $(DOCS)/api
