@@ -303,9 +303,11 @@ struct LocalUserLimitsTests {
                 #expect(resident > 0 && resident < 24 * 1024, "reachd's RSS: \(resident) kB")
                 print("limits: 10,000 address changes in \(flapping): \(counts[0] - 1) and \(counts[1] - 1) delivered to two watchers, the silent one dropped; reachd RSS \(resident) kB")
                 // How many of the 10,000 are published one by one depends on the machine's
-                // load (7,273 idle, 4,295 beside two fuzzers); what the test needs is far
-                // more than the silent peer can hold (256 KiB of socket buffer and one message).
-                #expect(counts[0] > 1000, "\(counts[0] - 1) published")
+                // load (7,273 idle, 4,295 beside two fuzzers, 988 beside a build and 2,000
+                // gdbus calls); what the test needs is far more than the silent peer can hold:
+                // 256 KiB of socket buffer and one message, about 250 documents of this size.
+                let held = 256 * 1024 / max(1, lines(watchers[0].1).last?.utf8.count ?? 1)
+                #expect(counts[0] > 2 * held, "\(counts[0] - 1) published; the silent peer holds about \(held)")
             }
         }
     }
