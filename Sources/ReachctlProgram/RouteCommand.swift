@@ -21,7 +21,8 @@ struct RouteCommand: ParsableCommand {
             if let client = common.client, let answered = try? client.blocking.route(to: destination, timeout: .seconds(25)) {
                 path = answered
             } else {
-                path = try ReachabilityMonitor.path(to: .host(destination), options: try common.monitorOptions())
+                // A command line waits for the resolver as long as it would wait for the daemon (25 s), not an app's 5 s.
+                path = try ReachabilityMonitor.path(to: destination, options: try common.monitorOptions(), resolutionTimeout: .seconds(25))
             }
         } catch let exit as ExitCode {
             throw exit
