@@ -90,7 +90,6 @@ package final class PrivateSocket {
                        log: @escaping (String) -> Void) throws(BusError) {
         let admission = Admission(limits: limits, descriptorLimit: limits.raiseDescriptorLimit(), log: log)
         admission.sweep = try loop.timer { admission.dropUnauthenticated() }
-        admission.afterIteration = try loop.afterEachIteration { admission.processAuthenticated() }
         object.limits = limits
         object.log = log
         try loop.onReadable(descriptor) { [descriptor] in
