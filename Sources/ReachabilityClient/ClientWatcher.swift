@@ -85,7 +85,7 @@ extension ReachabilityClient {
                     delay = client.reconnectDelays.first
                 } catch {
                     // The daemon is not (or no longer) there: try again later.
-                    if case .paths = mode { client.connectionChanged(to: .noDaemon(reason: "\(error)")) }
+                    if case .paths = mode { client.connectionChanged(to: .noDaemon(reason: "\(error)"), by: self) }
                     sleep(for: delay)
                     delay = min(delay * 2, client.reconnectDelays.last)
                 }
@@ -182,7 +182,7 @@ extension ReachabilityClient {
                     refresh = method != nil
                 }
             }
-            if case .paths = mode { client.connectionChanged(to: .connected(to: session.endpoint)) }
+            if case .paths = mode { client.connectionChanged(to: .connected(to: session.endpoint), by: self) }
             if method == "Describe" {
                 answered = serial
                 try answer(document)

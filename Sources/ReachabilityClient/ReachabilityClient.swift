@@ -374,10 +374,11 @@ public final class ReachabilityClient: Sendable {
         }
     }
 
-    /// Called by the path subscriptions' watcher when it connects or loses the daemon.
-    func connectionChanged(to state: ConnectionState) {
+    /// Called by the path subscriptions' watcher when it connects or loses the daemon. A watcher
+    /// already stopped (the last subscriber left) may still say so from its thread: it is not heard.
+    func connectionChanged(to state: ConnectionState, by watcher: Watcher) {
         let streams = subscribers.withLock { subscribers -> [AsyncStream<ConnectionState>.Continuation] in
-            guard subscribers.connection != state else { return [] }
+            guard subscribers.watcher === watcher, subscribers.connection != state else { return [] }
             subscribers.connection = state
             return Array(subscribers.connectionStreams.values)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import NamespaceTesting
 import ReachabilityClient
 import ReachabilityCompat
 import Testing
@@ -24,8 +25,7 @@ struct ClientWithoutDaemonTests {
         #expect(seen.first == .looking)
         guard case let .noDaemon(reason)? = seen.last else { Issue.record("no noDaemon in \(seen)"); return }
         #expect(reason.contains("reachd-nobody-serves"), "the reason names where it looked: \(reason)")
-        try? await Task.sleep(for: .milliseconds(100))
-        #expect(client.connectionState == .looking)
+        #expect(await eventually { client.connectionState == .looking }, "\(client.connectionState)")
     }
 
     @Test("wait(for:timeout:) gives up saying no daemon; the blocking call fails as no daemon; the async one too")
