@@ -103,32 +103,41 @@ public final class NWPathMonitor: @unchecked Sendable {
     /// Where the paths come from, once started: the daemon or this process (reachd's own addition).
     public var backend: ReachabilityBackend? { state.withLock { $0.backend } }
 
-    /// Starts watching: `pathUpdateHandler` runs on `queue`. Ignored on a monitor already
-    /// started or cancelled. With neither a daemon nor netlink, the path stays `.requiresConnection`.
+    /// Starts watching, and returns at once: `pathUpdateHandler` runs on `queue`. Ignored on a
+    /// monitor already started or cancelled. With neither a daemon nor netlink, the path stays `.requiresConnection`.
     public func start(queue: DispatchQueue) {
         let starting = state.withLock { state -> Bool in
             guard state.queue == nil, !state.cancelled else { return false }
             state.queue = queue
             return true
         }
-        guard starting, let feed = PathFeed.open(host: nil, interfaceTypes: interfaceTypes, options: options, endpoint: endpoint) else { return }
-        let task = Task { [weak self] in
-            for await path in feed.paths {
-                guard let self else { return }
-                deliver(NWPath(path))
+        guard starting else { return }
+        // Choosing where the paths come from asks the daemon (a connect and a Describe()):
+        // off the caller's thread, as Apple's start returns at once.
+        Task.detached { [weak self, interfaceTypes, options, endpoint] in
+            guard let feed = PathFeed.open(host: nil, interfaceTypes: interfaceTypes, options: options, endpoint: endpoint) else { return }
+            guard let self, state.withLock({ state -> Bool in
+                guard !state.cancelled else { return false }
+                state.backend = feed.backend
+                return true
+            }) else { return feed.stop() }
+            let task = Task { [weak self] in
+                for await path in feed.paths {
+                    guard let self else { return }
+                    deliver(NWPath(path))
+                }
             }
+            let stop: @Sendable () -> Void = {
+                task.cancel()
+                feed.stop()
+            }
+            let running = state.withLock { state -> Bool in
+                guard !state.cancelled else { return false }
+                state.stop = stop
+                return true
+            }
+            if !running { stop() }
         }
-        let stop: @Sendable () -> Void = {
-            task.cancel()
-            feed.stop()
-        }
-        let running = state.withLock { state -> Bool in
-            guard !state.cancelled else { return false }
-            state.backend = feed.backend
-            state.stop = stop
-            return true
-        }
-        if !running { stop() }
     }
 
     /// Stops watching for good: the handler is not called again.
