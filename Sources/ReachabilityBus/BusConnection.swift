@@ -84,6 +84,13 @@ package final class BusConnection {
         try check(sd_bus_set_fd(bus, descriptor, descriptor), "serving a peer")
         try check(sd_bus_set_server(bus, 1, id), "serving a peer")
         try check(sd_bus_start(bus), "serving a peer")
+        var filter: OpaquePointer?
+        // The connection owns the slot and frees it before itself: the filter never outlives it.
+        try check(sd_bus_add_filter(bus, &filter, { _, userdata, _ in
+            Unmanaged<BusConnection>.fromOpaque(userdata!).takeUnretainedValue().hasSpoken = true
+            return 0
+        }, Unmanaged.passUnretained(connection).toOpaque()), "serving a peer")
+        connection.slots.append(filter!)
         // sd-bus forces 8 MiB socket buffers each way: a peer that never reads would
         // hold 8 MiB of kernel memory before its queue even starts to grow here.
         var size = Int32(peerSocketBuffer)
@@ -112,9 +119,30 @@ package final class BusConnection {
         return sd_bus_get_n_queued_write(bus, &count) >= 0 ? Int(clamping: count) : 0
     }
 
-    /// Nothing waits in sd-bus's queue for it: what is sent now goes straight to
-    /// the kernel. A message is queued in user space only when the socket is full.
-    package var canTakeMore: Bool { isReady && queuedOutgoing == 0 }
+    /// Nothing waits in sd-bus's queue for it, and it may be sent what it did not
+    /// ask for: what is sent now goes straight to the kernel. A message is queued
+    /// in user space only when the socket is full.
+    package var canTakeMore: Bool { isReady && mayBeSentUnasked && queuedOutgoing == 0 }
+
+    /// A peer of the private socket has had a message of its own processed.
+    private(set) var hasSpoken = false
+    /// When the private socket saw the peer authenticated (`PrivateSocket.Admission`).
+    var authenticatedAt: ContinuousClock.Instant?
+    /// How long a peer that says nothing waits for signals after authenticating.
+    static let silentPeerGrace: Duration = .milliseconds(500)
+
+    /// Whether a signal may go to the connection now. A client that says Hello
+    /// (busctl, dbus-send, sd-bus, GDBus on a bus address) drops the connection
+    /// when anything but Hello's reply comes first — and it writes Hello only once
+    /// the server has answered its authentication, a round trip after the peer
+    /// counts as authenticated here. So a peer of the private socket is sent
+    /// nothing unasked before its first message was processed (Hello's reply is
+    /// then the first thing it receives), or — a peer that only listens —
+    /// `silentPeerGrace` after it authenticated. A bus needs no such care.
+    package var mayBeSentUnasked: Bool {
+        guard isPeerToPeer, !hasSpoken else { return true }
+        return authenticatedAt.map { $0.duration(to: .now) >= Self.silentPeerGrace } ?? false
+    }
 
     /// Closes the connection now (its descriptor too); the object goes when unreferenced.
     package func close() { sd_bus_close(bus) }

@@ -118,13 +118,16 @@ package final class EventLoop {
     /// Calls `body` after every loop iteration that dispatched something, while
     /// switched on (it starts off): the moment to look at what the iteration's
     /// handlers did, such as a connection that has written out its queue.
-    package func afterEachIteration(_ body: @escaping () -> Void) throws(BusError) -> Switch {
-        Switch(source: try addSwitchedOff("adding a post-iteration source", keep(Handler(body))) { source, handler in
+    /// `first`: before the other post-iteration sources.
+    package func afterEachIteration(first: Bool = false, _ body: @escaping () -> Void) throws(BusError) -> Switch {
+        let source = try addSwitchedOff("adding a post-iteration source", keep(Handler(body))) { source, handler in
             sd_event_add_post(event, source, { _, userdata in
                 Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
                 return 0
             }, handler)
-        })
+        }
+        if first { try check(sd_event_source_set_priority(source, Int64(SD_EVENT_PRIORITY_IMPORTANT)), "ordering a post-iteration source") }
+        return Switch(source: source)
     }
 
     package struct Switch {

@@ -90,6 +90,8 @@ package final class PrivateSocket {
                        log: @escaping (String) -> Void) throws(BusError) {
         let admission = Admission(limits: limits, descriptorLimit: limits.raiseDescriptorLimit(), log: log)
         admission.sweep = try loop.timer { admission.dropUnauthenticated() }
+        admission.afterIteration = try loop.afterEachIteration(first: true) { admission.processAuthenticated() }
+        admission.silentPeerGrace = try loop.timer {}
         object.limits = limits
         object.log = log
         try loop.onReadable(descriptor) { [descriptor] in

@@ -10,6 +10,13 @@ extension PrivateSocket {
         let descriptorLimit: Int
         let log: (String) -> Void
         var sweep: EventLoop.Timer?
+        /// Wakes the loop when a peer that said nothing may be sent signals (`BusConnection.mayBeSentUnasked`):
+        /// its handler does nothing, the iteration runs the catch-up of every object served.
+        var silentPeerGrace: EventLoop.Timer?
+        /// On while a peer is authenticating: see `processAuthenticated()`.
+        var afterIteration: EventLoop.Switch?
+        /// The peers that had not finished authenticating at the last look.
+        private var authenticating: [BusConnection] = []
         /// Armed for the earliest authentication deadline; a new peer must not postpone it.
         private var sweepArmed = false
         private var peers: [(connection: BusConnection, accepted: ContinuousClock.Instant)] = []
@@ -50,10 +57,37 @@ extension PrivateSocket {
         func admit(_ connection: BusConnection) {
             peers.removeAll { !$0.connection.isOpen }
             peers.append((connection, .now))
+            authenticating.append(connection)
+            afterIteration?.turn(on: true)
             if !sweepArmed {
                 sweep?.arm(after: limits.authenticationTimeout)
                 sweepArmed = true
             }
+        }
+
+        /// Processes what each peer that has just authenticated sent with its `BEGIN`.
+        ///
+        /// sd-bus reads the authentication lines with whatever follows them, so a client
+        /// that writes `BEGIN` and its first messages at once (dbus-send, GDBus, a raw
+        /// client) leaves them in sd-bus's buffer, which sd-bus parses only when the
+        /// socket is readable again: never, for a client that waits for the answer (with
+        /// libsystemd 252, `dbus-send` hung 8 times in 10). After the loop iteration in
+        /// which a peer authenticated, its buffer is processed to the end — before the
+        /// objects' catch-up looks at it, so that Hello's reply is the first thing it is sent.
+        func processAuthenticated() {
+            var waiting: [BusConnection] = []
+            let now = ContinuousClock.now
+            for connection in authenticating where connection.isOpen {
+                guard connection.isReady else {
+                    waiting.append(connection)
+                    continue
+                }
+                connection.authenticatedAt = now
+                while (try? connection.process()) == true {}
+                if !connection.mayBeSentUnasked { silentPeerGrace?.arm(after: BusConnection.silentPeerGrace) }
+            }
+            authenticating = waiting
+            if waiting.isEmpty { afterIteration?.turn(on: false) }
         }
 
         /// Closes peers that have not finished authenticating in time.

@@ -143,7 +143,9 @@ package final class ReachabilityObject {
     /// Emits a signal that carries an event, not state, on every connection.
     package func emit(_ member: String, _ argument: String) {
         enforceLimits()
-        for subscriber in subscribers { _ = reachd_bus_emit(subscriber.connection.bus, nil, member, argument, nil) }
+        for subscriber in subscribers where subscriber.connection.mayBeSentUnasked {
+            _ = reachd_bus_emit(subscriber.connection.bus, nil, member, argument, nil)
+        }
     }
 
     /// Sends each connection that can take more what changed since it was last sent
