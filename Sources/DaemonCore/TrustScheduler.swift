@@ -16,9 +16,10 @@
 ///   advertisements flapping the path, `RecheckTrust` callers): one asked for
 ///   sooner runs when the spacing has passed, once;
 /// - waiting reports are retried 15 s after a new one arrives, doubling to an
-///   hour while they keep waiting, and on path changes — only while the owner
-///   says they may go (the path `full`, trust neither `compromised` nor
-///   `portal`: never over the path that failed them).
+///   hour while they keep waiting, on path changes, and at once after a round
+///   that wrote reports it could not send — while the owner says a pass may run
+///   (there is a way out; each collector's validation, and `ReportRoute` for
+///   plain-HTTP ones, decide what goes: docs/security.md).
 package final class TrustScheduler {
     /// What runs in reachd-trust.
     package enum Job: Equatable, Sendable {
@@ -165,7 +166,7 @@ package final class TrustScheduler {
 
     /// The job ended, whatever its outcome: the helper is free. Returns whether a
     /// round's result is current: false for one started before the config was reloaded.
-    /// Call `runWaitingRound(after:)` once the outcome is applied.
+    /// Call `runNext(after:reportsHeldBack:)` once the outcome is applied.
     @discardableResult
     package func finished(_ job: Job) -> Bool {
         running = nil
@@ -174,11 +175,16 @@ package final class TrustScheduler {
         return number == generation
     }
 
-    /// Starts the round asked for while `job` ran, if one was.
-    package func runWaitingRound(after job: Job) {
-        guard roundAgain else { return }
-        roundAgain = false
-        requestRound(job == .delivery ? "changed while delivering" : "changed while checking")
+    /// Starts the round asked for while `job` ran, if one was; else, after a round
+    /// that wrote reports it could not send (`reportsHeldBack`: its verdict or the path
+    /// kept it from delivering, docs/security.md), a delivery pass at once — it tries
+    /// the collectors whose own validation may let them take the reports.
+    package func runNext(after job: Job, reportsHeldBack: Bool = false) {
+        if roundAgain {
+            roundAgain = false
+            requestRound(job == .delivery ? "changed while delivering" : "changed while checking")
+        }
+        if reportsHeldBack { requestDelivery("after a round that could not deliver") }
     }
 
     /// The helper counted the waiting reports: re-arms the retry, sooner when a new

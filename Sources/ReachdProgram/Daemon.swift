@@ -199,7 +199,7 @@ final class Daemon: ReachabilityObjectDelegate {
     /// of one (the API now announces it, or contradicts the probe's redirect), re-judges trust.
     private func republish() {
         guard let path = current else { return }
-        let couldDeliver = mayDeliverReports
+        let couldUsePlainHTTP = plainHTTPReportsAllowed
         publish(path)
         let after = current ?? path
         queries.refresh()
@@ -207,13 +207,16 @@ final class Daemon: ReachabilityObjectDelegate {
         trust.schedule.connectivityPublished(portalChanged: wasPortal != isPortal,
                                              evidenceChanged: wasPortal && isPortal && path.capport?.captive != after.capport?.captive,
                                              connectivity: after.connectivity.rawValue)
-        if !couldDeliver && mayDeliverReports { trust.schedule.requestDelivery("connectivity full") }
+        // Logged in past a portal, or back to a clean path: what waited for that goes now.
+        if !couldUsePlainHTTP && plainHTTPReportsAllowed { trust.schedule.requestDelivery("connectivity full") }
     }
 
-    /// Reports go out only over a path that reaches the Internet unaltered: never
-    /// over the one that failed them, nor through a portal (docs/security.md).
-    private var mayDeliverReports: Bool {
-        current?.connectivity == .full && trust.summary != .compromised && trust.summary != .portal
+    /// A delivery pass may run whenever there is a way out: each collector's own
+    /// validation, and `ReportRoute` for plain-HTTP ones, decide what goes (docs/security.md).
+    private var mayDeliverReports: Bool { current?.status.isReachable == true }
+
+    private var plainHTTPReportsAllowed: Bool {
+        ReportRoute(connectivity: current?.connectivity.rawValue, trust: trust.summary).allowsPlainHTTP && mayDeliverReports
     }
 
     // MARK: The object's methods (docs/api.md)

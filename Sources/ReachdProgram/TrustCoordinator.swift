@@ -111,7 +111,7 @@ final class TrustCoordinator {
                                       runs: runs) { [unowned self] result in finishRound(job, result) }
             case .delivery:
                 Log.debug("trust: delivering \(schedule.reportsPending) waiting reports (\(reason))")
-                try helper.startDelivery(configFile, within: options.deliveryBudget(reports: schedule.reportsPending), runs: runs) {
+                try helper.startDelivery(configFile, route: (hooks.path().path?.connectivity ?? .none, summary), within: options.deliveryBudget(reports: schedule.reportsPending), runs: runs) {
                     [unowned self] result in finishDelivery(result)
                 }
             }
@@ -123,12 +123,17 @@ final class TrustCoordinator {
     }
 
     private func finishRound(_ job: TrustScheduler.Job, _ result: Result<TrustRound, TrustHelper.Failure>) {
+        var heldBack = false
         // A round started before a reload is stale.
         if schedule.finished(job) {
             switch result {
             case let .success(round):
                 validated = round.hosts.contains { $0.verdict.isValidated }
                 apply(round)
+                // The helper sends what waits only over an unaltered path (ReportRoute): else a pass
+                // follows for the new reports (those that waited before keep their retry's backoff).
+                heldBack = !round.reports.isEmpty
+                    && !ReportRoute(connectivity: hooks.path().path?.connectivity.rawValue, trust: round.overall).allowsPlainHTTP
             case let .failure(failure) where failure.timedOut:
                 validated = false
                 abandonRound(failure)
@@ -138,7 +143,7 @@ final class TrustCoordinator {
             }
             hooks.finished()
         }
-        schedule.runWaitingRound(after: job)
+        schedule.runNext(after: job, reportsHeldBack: heldBack)
     }
 
     private func finishDelivery(_ result: Result<TrustDelivery, TrustHelper.Failure>) {
@@ -152,7 +157,7 @@ final class TrustCoordinator {
             Log.error("trust: \(failure)")
             updateReportsPending(schedule.reportsPending)
         }
-        schedule.runWaitingRound(after: .delivery)
+        schedule.runNext(after: .delivery)
     }
 
     private func updateReportsPending(_ count: Int) {

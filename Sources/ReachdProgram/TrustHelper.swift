@@ -78,9 +78,9 @@ struct TrustHelper {
     }
 
     /// Starts a delivery pass over the report outbox, killed past `budget`; `completion` runs on the loop.
-    func startDelivery(_ file: String, within budget: Duration, runs: HelperRuns,
+    func startDelivery(_ file: String, route: (connectivity: Connectivity, trust: TrustSummary), within budget: Duration, runs: HelperRuns,
                        completion: @escaping (Result<TrustDelivery, Failure>) -> Void) throws(Failure) {
-        try start(["deliver", file], within: budget, runs: runs, completion: completion)
+        try start(["deliver", file, route.connectivity.rawValue, route.trust.rawValue], within: budget, runs: runs, completion: completion)
     }
 
     /// Queries a captive-portal API (RFC 8908) through interface `index` within `timeout`,

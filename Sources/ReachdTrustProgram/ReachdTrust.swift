@@ -17,13 +17,15 @@ import Glibc
 //       validates the [trust] table; prints TrustConfigurationSummary; exit 1 with file:line on stderr
 //   reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION [EVIDENCE [API [USER-PORTAL-URL]]]]]]]]
 //       re-validates every host; spools reports; delivers waiting ones when CONNECTIVITY
-//       is full and the round neither compromised nor portal; prints TrustRound.
+//       is full (or not given) and the round neither compromised nor portal; prints TrustRound.
 //       CONNECTIVITY portal: failed handshakes are judged `portal` (unless EVIDENCE is
 //       `contradicted`: the network's API said it is not captive), and a pinned host's
 //       failure is reported marked with the evidence: the probe's HTTP-STATUS and
 //       LOCATION, EVIDENCE (announced, redirect, contradicted), the API and its page
-//   reachd-trust deliver FILE
-//       sends the reports waiting in the outbox to their collectors; prints TrustDelivery
+//   reachd-trust deliver FILE [CONNECTIVITY TRUST]
+//       sends the reports waiting in the outbox to their collectors: https ones over any
+//       path, plain-HTTP ones only when CONNECTIVITY is full (or not given) and TRUST, the
+//       last verdict, neither compromised nor portal (ReportRoute); prints TrustDelivery
 //   reachd-trust capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR-FILE …]
 //       queries a captive-portal API (RFC 8908) through that interface, trusting the
 //       system's roots and the anchors; prints CaptivePortalAPIAnswer
@@ -75,7 +77,7 @@ package enum ReachdTrust {
             exit(0)
         }
         guard arguments.count >= 2, ["check-config", "check", "deliver"].contains(arguments[0]) else {
-            fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION [EVIDENCE [API [USER-PORTAL-URL]]]]]]]] | deliver FILE | capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …] | ctl COMMAND …")
+            fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION [EVIDENCE [API [USER-PORTAL-URL]]]]]]]] | deliver FILE [CONNECTIVITY TRUST] | capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …] | ctl COMMAND …")
         }
         let file = arguments[1]
         let configuration: TrustConfiguration
@@ -113,7 +115,9 @@ package enum ReachdTrust {
 
         if arguments[0] == "deliver" {
             // Collectors are judged as hosts are: the system's roots, the config's pins.
-            let delivery = await spool.outbox.deliver(timeout: configuration.timeout, judgedBy: checker)
+            let route = ReportRoute(connectivity: arguments.count > 2 ? arguments[2] : nil,
+                                    trust: arguments.count > 3 ? TrustSummary(rawValue: arguments[3]) ?? .unknown : .ok)
+            let delivery = await spool.outbox.deliver(timeout: configuration.timeout, judgedBy: checker, route: route)
             printLine(try json(TrustDelivery(delivered: delivery.delivered, dropped: delivery.dropped,
                                              reportsPending: delivery.pending, warnings: warnings + delivery.errors)))
             exit(0)
@@ -126,7 +130,7 @@ package enum ReachdTrust {
             ? CaptivePortalEvidence(kind: argument(7).flatMap(CaptivePortalEvidence.Kind.init(rawValue:)) ?? .redirect,
                                     httpStatus: argument(5).flatMap { Int($0) }, location: argument(6), api: argument(8), userPortalURL: argument(9))
             : nil
-        let round = await checker.checkAll(path: path, behindPortal: behindPortal, deliverReports: path["connectivity"] == "full")
+        let round = await checker.checkAll(path: path, behindPortal: behindPortal)
         let pinsEnforced = zip(configuration.probedHosts, round.hosts).filter { host, result in host.isPinned && result.enforced }.map(\.1)
         printLine(try json(TrustRound(overall: round.overall, hosts: round.hosts.map(\.status),
                                       reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },

@@ -122,10 +122,11 @@ public struct ReportOutbox: Sendable {
     public var pendingCount: Int { names().count }
 
     /// Sends every waiting report with `post` (which throws unless the collector
-    /// answered 2xx) to the collectors that do not have it yet, drops those older
-    /// past their time at `now` (``Entry/hasExpired(at:)``), and sets aside unreadable
-    /// entries as `.NAME.invalid`.
-    func deliver(now: Date, post: @escaping @Sendable (String, [UInt8]) async throws -> Void) async -> Delivery {
+    /// answered 2xx) to the collectors that do not have it yet and that `route` allows,
+    /// drops those older past their time at `now` (``Entry/hasExpired(at:)``), and sets
+    /// aside unreadable entries as `.NAME.invalid`. A pass in which no collector of an
+    /// entry could be tried is not an attempt of that entry.
+    func deliver(now: Date, route: ReportRoute, post: @escaping @Sendable (String, [UInt8]) async throws -> Void) async -> Delivery {
         var outcome = Delivery()
         var waiting: [(name: String, entry: Entry, body: [UInt8])] = []
         for name in names() {
@@ -146,7 +147,8 @@ public struct ReportOutbox: Sendable {
             }
         }
         // Every (report, collector) pair, a few at a time.
-        let attempts = waiting.indices.flatMap { index in waiting[index].entry.collectors.map { (index, $0) } }
+        let attempts = waiting.indices.flatMap { index in waiting[index].entry.collectors.filter(route.allows).map { (index, $0) } }
+        let tried = Set(attempts.map(\.0))
         var answered = [Set<String>](repeating: [], count: waiting.count)
         await withTaskGroup(of: (Int, String, String?).self) { group in
             var next = attempts.makeIterator()
@@ -181,8 +183,10 @@ public struct ReportOutbox: Sendable {
                     outcome.delivered += 1
                     continue
                 }
-                entry.attempts += 1
-                try DurableFile.write(try entry.json(), to: path)
+                if tried.contains(index) {
+                    entry.attempts += 1
+                    try DurableFile.write(try entry.json(), to: path)
+                }
             } catch {
                 outcome.errors.append("\(error)")
             }
@@ -196,9 +200,11 @@ public struct ReportOutbox: Sendable {
     /// policy (pins included) and `connect` address of the entry that matches its name,
     /// else the default evaluation — and a collector that fails is not sent the report:
     /// only the genuine collector may take it out of the outbox (docs/security.md).
-    /// Without, NIOSSL checks it against the system's roots.
-    public func deliver(now: Date = Date(), timeout: Duration, judgedBy checker: TrustChecker? = nil) async -> Delivery {
-        await deliver(now: now) { collector, body in
+    /// Without, NIOSSL checks it against the system's roots. `route`: which collectors
+    /// the path allows (plain-HTTP ones only over an unaltered path); the default allows all.
+    public func deliver(now: Date = Date(), timeout: Duration, judgedBy checker: TrustChecker? = nil,
+                        route: ReportRoute = ReportRoute(connectivity: nil, trust: .ok)) async -> Delivery {
+        await deliver(now: now, route: route) { collector, body in
             var post = HTTPExchange(url: collector, body: body, contentType: "application/json", timeout: timeout.timeAmount)
             if let checker {
                 post.judge = { host, chain in await checker.judgeCollector(host, chain: chain) }

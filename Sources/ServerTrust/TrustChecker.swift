@@ -68,9 +68,13 @@ public struct TrustChecker: Sendable {
     /// (docs/security.md). Evidence the network's API contradicts is not credible:
     /// failures are judged as they are, and their reports carry it.
     ///
-    /// `deliverReports`: the path is `full`, so waiting reports may be sent — and they
-    /// are, unless this round is `compromised` or `portal`: a report never goes out
-    /// over the path that failed it.
+    /// `deliverReports`: waiting reports (this round's and earlier ones) are sent at
+    /// the end of the round when the path reaches the Internet unaltered — `path`'s
+    /// connectivity `full` (or not given) and the round neither `compromised` nor
+    /// `portal` (``ReportRoute``). Otherwise they wait for a delivery pass
+    /// (``ReportOutbox/deliver(now:timeout:judgedBy:route:)``), which sends them to
+    /// their https collectors over any path: so a round's verdict is never held up by
+    /// a collector an interceptor blackholes.
     public func checkAll(path: [String: String] = [:], at time: Date? = nil, behindPortal: CaptivePortalEvidence? = nil,
                          deliverReports: Bool = true) async -> Round {
         let hosts = configuration.probedHosts
@@ -95,7 +99,7 @@ public struct TrustChecker: Sendable {
         }
         guard let spool else { return round }
         // New reports and those still waiting from earlier rounds, after they are on disk.
-        if deliverReports && round.overall != .compromised && round.overall != .portal {
+        if deliverReports, ReportRoute(connectivity: path["connectivity"], trust: round.overall).allowsPlainHTTP {
             let delivery = await spool.outbox.deliver(now: time ?? Date(), timeout: configuration.timeout, judgedBy: self)
             round.reportErrors += delivery.errors
             round.reportsPending = delivery.pending

@@ -56,9 +56,9 @@ struct TrustSchedulerTests {
         let job = harness.started[0].0
         #expect(harness.scheduler.finished(job))
         #expect(harness.roundTimer.isEmpty, "on-change: no interval round")
-        harness.scheduler.runWaitingRound(after: job)
+        harness.scheduler.runNext(after: job)
         #expect(harness.reasons == ["path change", "changed while checking"])
-        harness.scheduler.runWaitingRound(after: job)
+        harness.scheduler.runNext(after: job)
         #expect(harness.started.count == 2)
     }
 
@@ -117,10 +117,30 @@ struct TrustSchedulerTests {
         #expect(harness.started.last?.0 == .delivery)
         harness.scheduler.requestRound("path change")
         harness.scheduler.finished(.delivery)
-        harness.scheduler.runWaitingRound(after: .delivery)
+        harness.scheduler.runNext(after: .delivery)
         #expect(harness.reasons.last == "changed while delivering")
         harness.scheduler.reportsPending(0)
         #expect(harness.deliveryTimer.last == .some(nil), "none waiting: no retry")
+    }
+
+    @Test("a round that held its reports back (an intercepted host, a portal) is followed by a delivery pass at once; a round asked for meanwhile goes first")
+    func deliveryAfterHeldBackRound() {
+        let harness = Harness()
+        harness.scheduler.requestRound("start")
+        harness.scheduler.reportsPending(1)
+        _ = harness.scheduler.finished(harness.started[0].0)
+        harness.scheduler.runNext(after: harness.started[0].0, reportsHeldBack: true)
+        #expect(harness.reasons == ["start", "after a round that could not deliver"])
+        harness.scheduler.finished(.delivery)
+        harness.scheduler.requestRound("path change")
+        harness.scheduler.requestRound("RecheckTrust")
+        _ = harness.scheduler.finished(harness.started[2].0)
+        harness.scheduler.runNext(after: harness.started[2].0, reportsHeldBack: true)
+        #expect(harness.reasons.suffix(2) == ["path change", "changed while checking"], "the waiting round, not a delivery beside it")
+        harness.mayDeliver = false
+        _ = harness.scheduler.finished(harness.started[3].0)
+        harness.scheduler.runNext(after: harness.started[3].0, reportsHeldBack: true)
+        #expect(harness.started.count == 4, "no way out: nothing to deliver over")
     }
 
     @Test("without hosts no round runs; a helper that cannot start is not running")

@@ -100,9 +100,10 @@ struct TrustWiringTests {
         }
     }
 
-    /// An HTTP collector of pin-failure reports: each POST body one line of FILE, answered 204.
+    /// A collector of pin-failure reports: each POST body one line of FILE, answered 204;
+    /// over TLS with CERTIFICATE and KEY when given.
     static let collector = """
-        import http.server, sys
+        import http.server, ssl, sys
         class Collector(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -110,8 +111,94 @@ struct TrustWiringTests {
                 self.send_response(204)
                 self.end_headers()
             def log_message(self, *arguments): pass
-        http.server.HTTPServer((sys.argv[1], int(sys.argv[2])), Collector).serve_forever()
+        server = http.server.HTTPServer((sys.argv[1], int(sys.argv[2])), Collector)
+        if len(sys.argv) > 5:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(sys.argv[4], sys.argv[5])
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+        server.serve_forever()
         """
+
+    /// `collector` in `router` on 10.1.0.1:`port`, writing what it receives to `received`, once it listens.
+    static func startCollector(in router: TestNamespace, script: URL, port: Int, received: URL, tls: (certificate: URL, key: URL)? = nil) async throws -> Process {
+        let collector = Process()
+        collector.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        collector.arguments = ["ip", "netns", "exec", router.name, "/usr/bin/python3", script.path, "10.1.0.1", String(port), received.path]
+            + (tls.map { [$0.certificate.path, $0.key.path] } ?? [])
+        collector.standardError = FileHandle.nullDevice
+        try collector.run()
+        try await router.waitUntilListening("sport = :\(port)", server: collector)
+        return collector
+    }
+
+    @Test("one host intercepted throughout: its reports still reach the genuine https collector — kept while a portal or an interceptor answers for the collector, delivered by the pass that follows once the genuine one answers",
+          .timeLimit(.minutes(3)))
+    func interceptedHostReportsDelivered() async throws {
+        try await withScratch { scratch in
+            try PinnedServer.makePKI(in: scratch)
+            // collector.test under the config's CA (the genuine one), and self-signed (whoever intercepts it).
+            try run(["/bin/sh", "-c", """
+                set -e
+                cd '\(scratch.path)'
+                openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout collector.key -out collector.csr -subj /CN=collector.test 2>/dev/null
+                printf 'subjectAltName=DNS:collector.test\\nextendedKeyUsage=serverAuth\\nbasicConstraints=critical,CA:FALSE\\n' > collector.ext
+                openssl x509 -req -in collector.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 10 -extfile collector.ext -out collector.pem 2>/dev/null
+                openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout rogue.key -out rogue.pem -days 5 \
+                  -subj /CN=collector.test -addext subjectAltName=DNS:collector.test 2>/dev/null
+                """])
+            // pinned.test's pins name neither its key nor its CA's: intercepted, for good.
+            let config = try PinnedServer.config(pins: ["sha256/" + String(repeating: "A", count: 43) + "=", "sha256/" + String(repeating: "B", count: 43) + "="],
+                                                 in: scratch)
+            try (String(contentsOf: config, encoding: .utf8) + """
+
+                report-uri = ["https://collector.test:9443/pins"]
+
+                [[trust.host]]
+                match = "collector.test"
+                port = 9443
+                connect = "10.1.0.1"
+                anchors = ["ca.pem"]
+                """ + ConnectivityTests.connectivity(uri: "http://10.1.0.1/generate_204")).write(to: config, atomically: true, encoding: .utf8)
+            let script = scratch.appendingPathComponent("collector.py")
+            try Self.collector.write(to: script, atomically: true, encoding: .utf8)
+            let (received, intercepted) = (scratch.appendingPathComponent("received.jsonl"), scratch.appendingPathComponent("intercepted.jsonl"))
+            func lines(_ file: URL) -> Int { ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n").count }
+            try await withNamespaces("rdreport", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let probe = try await HTTPProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "redirect")
+                defer { probe.stop() }
+                let server = try await PinnedServer.serve(in: ns[1], from: scratch)
+                defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+                // Behind the portal, someone answers for the collector (the portal's own TLS, an interceptor).
+                let rogue = try await Self.startCollector(in: ns[1], script: script, port: 9443, received: intercepted,
+                                                          tls: (scratch.appendingPathComponent("rogue.pem"), scratch.appendingPathComponent("rogue.key")))
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                func status() -> String { (try? daemon.busctl(["call"] + object + ["TrustStatus"]).output) ?? "" }
+
+                // 1. A portal, and the collector intercepted: the report is spooled and kept.
+                #expect(await eventually(.seconds(30)) { daemon.log.contains("collector.test is not trusted") }, "\(daemon.log)")
+                #expect(lines(intercepted) == 0, "an interceptor of the collector is sent nothing")
+                #expect(status().contains(#"\"reports-pending\":1"#), "\(status())")
+
+                // 2. Logged in; pinned.test stays intercepted (compromised) while the genuine collector
+                // answers: the pass that follows the round delivers — the verdict holds nothing back.
+                kill(rogue.processIdentifier, SIGKILL)
+                rogue.waitUntilExit()
+                let genuine = try await Self.startCollector(in: ns[1], script: script, port: 9443, received: received,
+                                                            tls: (scratch.appendingPathComponent("collector.pem"), scratch.appendingPathComponent("collector.key")))
+                defer { kill(genuine.processIdentifier, SIGKILL); genuine.waitUntilExit() }
+                try probe.set("204")
+                let login = ContinuousClock.now
+                try daemon.busctl(["call"] + object + ["CheckConnectivity"])
+                #expect(await eventually(.seconds(20)) { status().contains(#"\"trust\":\"compromised\""#) }, "\(status())")
+                #expect(await eventually(.seconds(30)) { status().contains(#"\"reports-pending\":0"#) }, "\(status())\n\(daemon.log)")
+                print("reports: delivered \(login.duration(to: .now)) after the login, over a compromised path")
+                #expect(lines(received) >= 1 && lines(intercepted) == 0)
+                #expect(daemon.log.contains("waiting reports delivered"), "\(daemon.log)")
+            }
+        }
+    }
 
     @Test("a report whose collector is down waits in the outbox: counted, retried within 30 s, delivered after a restart (report-only pins, the path full: nothing held back)",
           .timeLimit(.minutes(3)))

@@ -52,6 +52,27 @@ struct ReportOutboxTests {
         #expect(spool.outbox.pendingCount == 0)
     }
 
+    @Test("plain-HTTP collectors only over an unaltered path (ReportRoute); a pass that tries nothing is not an attempt")
+    func plainHTTPOnlyOverUnalteredPath() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = ReportSpool(directory: directory)
+        let collector = try await TestReportCollector()
+        defer { Task { await collector.close() } }
+        let now = Date()
+        try #require(try spool.write(try report(at: now), deliverTo: [collector.url]) != nil)
+        for (connectivity, trust) in [("full", TrustSummary.compromised), ("portal", .portal), ("limited", .ok), ("full", .portal)] {
+            let route = ReportRoute(connectivity: connectivity, trust: trust)
+            #expect(!route.allowsPlainHTTP && route.allows("https://c.example/r") && !route.allows("HTTP://c.example/r"))
+            let held = await spool.outbox.deliver(now: now, timeout: .seconds(30), route: route)
+            #expect(held.pending == 1 && held.errors.isEmpty && collector.bodies.isEmpty, "\(connectivity), \(trust): \(held)")
+        }
+        let name = try #require(entries(spool).first)
+        let entry = try ReportOutbox.Entry(reading: Array(try Data(contentsOf: URL(fileURLWithPath: "\(spool.outbox.directory)/\(name)"))))
+        #expect(entry.attempts == 0, "passes that could try no collector are not attempts")
+        let clean = await spool.outbox.deliver(now: now, timeout: .seconds(30), route: ReportRoute(connectivity: "full", trust: .degraded))
+        #expect(clean.delivered == 1 && collector.bodies.count == 1, "\(clean)")
+    }
+
     @Test("a clock stepped forward drops nothing: a report goes only after 168 failed passes and 7 days; one dated in the future goes too, then; an unreadable entry is set aside, not retried forever")
     func expiryAndGarbage() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }

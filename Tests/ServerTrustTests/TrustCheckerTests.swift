@@ -242,6 +242,37 @@ struct TrustCheckerTests {
         #expect(round.reportsPending == 1, "waiting for the genuine collector at the other address")
     }
 
+    @Test("one host intercepted for good: its round holds no delivery (the verdict is not held up), and a delivery pass over that path gives the report to the genuine https collector, not to an interceptor of it",
+          .timeLimit(.minutes(1)))
+    func interceptedHostDoesNotHoldBackReports() async throws {
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        let genuine = try await TestReportCollector(chain: [try intermediate.leaf(["collector.test"], key: Certificate.PrivateKey(key)),
+                                                            intermediate.certificate], key: key)
+        defer { Task { await genuine.close() } }
+        // An interceptor of the collector: its own CA, which nobody trusts.
+        let rogueKey = P256.Signing.PrivateKey()
+        let rogueCA = try TestAuthority.root("Interceptor CA")
+        let rogue = try await TestReportCollector(chain: [try rogueCA.leaf(["collector.test"], key: Certificate.PrivateKey(rogueKey))], key: rogueKey)
+        defer { Task { await rogue.close() } }
+        var intercepted = try entry("api.test", port: server.port, pins: [wrong, backup])
+        intercepted.reportURIs = [genuine.url(host: "collector.test"), rogue.url(host: "collector.test")]
+        // Its entry reaches collector.test on 127.0.0.1, under the test's roots.
+        var collector = try entry("collector.test", port: genuine.channel.localAddress!.port!)
+        collector.reportURIs = []
+        let checker = try checker([intercepted, collector], timeout: .seconds(10))
+        let round = await checker.checkAll(path: ["connectivity": "full"], at: TestAuthority.now)
+        #expect(round.overall == .compromised && round.reportsPending == 1 && genuine.bodies.isEmpty, "\(round)")
+
+        let pass = await checker.spool!.outbox.deliver(now: Date(), timeout: .seconds(10), judgedBy: checker,
+                                                       route: ReportRoute(connectivity: "full", trust: round.overall))
+        #expect(genuine.bodies.count == 1, "\(pass.errors)")
+        #expect(rogue.bodies.isEmpty)
+        #expect(pass.errors.contains { $0.contains("collector.test is not trusted") }, "\(pass.errors)")
+        #expect(pass.pending == 1, "kept for the collector the interceptor answered for")
+    }
+
     @Test("none without hosts; unknown when no host can be reached")
     func noneAndUnknown() async throws {
         #expect(try await checker([]).checkAll().overall == .none)
