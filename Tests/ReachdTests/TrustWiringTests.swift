@@ -225,13 +225,8 @@ struct TrustWiringTests {
                 defer { probe.stop() }
                 let server = try await PinnedServer.serve(in: ns[1], from: scratch)
                 defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-                func startCollector() throws -> Process {
-                    let collector = Process()
-                    collector.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                    collector.arguments = ["ip", "netns", "exec", ns[1].name, "/usr/bin/python3", script.path, "10.1.0.1", "8080", received.path]
-                    collector.standardError = FileHandle.nullDevice
-                    try collector.run()
-                    return collector
+                func startCollector() async throws -> Process {
+                    try await Self.startCollector(in: ns[1], script: script, port: 8080, received: received)
                 }
                 func reports() -> Int { ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n").count }
                 func pending(_ daemon: DaemonProcess) -> String {
@@ -247,7 +242,7 @@ struct TrustWiringTests {
                 #expect(waiting() == 1)
 
                 // It comes back: the next retry (15 s after the report) delivers.
-                var collector = try startCollector()
+                var collector = try await startCollector()
                 let back = ContinuousClock.now
                 #expect(await eventually(.seconds(30)) { reports() == 1 }, "\(daemon.log)")
                 print("outbox: delivered \(back.duration(to: .now)) after the collector came back")
@@ -262,7 +257,7 @@ struct TrustWiringTests {
                 daemon.signal(SIGHUP)
                 #expect(await eventually(.seconds(20)) { waiting() == 1 }, "\(daemon.log)")
                 await daemon.stop()
-                collector = try startCollector()
+                collector = try await startCollector()
                 defer { kill(collector.processIdentifier, SIGKILL); collector.waitUntilExit() }
                 try await Task.sleep(for: .milliseconds(300))
                 daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
