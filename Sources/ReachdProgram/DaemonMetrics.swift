@@ -20,12 +20,14 @@ final class DaemonMetrics {
     var roundsKilled = 0
     /// Reports evicted to keep the spool and the outbox within their capacity.
     var reportsEvicted = 0
+    var reportFailures = 0
 
     func count(_ round: TrustRound) {
         for host in round.hosts { trustChecks[host.host, default: 0] += 1 }
         for host in round.pinFailures { pinFailures[host, default: 0] += 1 }
         for host in round.pinFailuresBehindPortal { pinFailuresBehindPortal[host, default: 0] += 1 }
         reportsEvicted += round.evicted.count
+        reportFailures += round.reportFailures
         let hosts = Set(round.hosts.map(\.host))
         trustChecks = trustChecks.filter { hosts.contains($0.key) }
         pinFailures = pinFailures.filter { hosts.contains($0.key) }
@@ -131,6 +133,9 @@ final class DaemonMetrics {
                    Double(state.reportsPending)),
             .counter("reachd_reports_evicted_total", help: "Pin-failure reports evicted to keep the spool and the outbox within their capacity.",
                      reportsEvicted),
+            .counter("reachd_report_failures_total",
+                     help: "Pin-failure reports lost or unaccounted for: not built, not written, set aside unreadable, or a spool that cannot be listed.",
+                     reportFailures),
         ]
     }
 }

@@ -151,7 +151,11 @@ final class TrustCoordinator {
         switch result {
         case let .success(delivery):
             if delivery.delivered > 0 { Log.notice("trust: \(delivery.delivered) waiting reports delivered") }
-            for warning in delivery.warnings { Log.info("trust: \(warning)") }
+            // A collector that did not answer is retried; a report lost or unaccounted for is not.
+            for warning in delivery.warnings {
+                if delivery.reportFailures > 0 { Log.warning("trust: \(warning)") } else { Log.info("trust: \(warning)") }
+            }
+            metrics.reportFailures += delivery.reportFailures
             updateReportsPending(delivery.reportsPending)
         case let .failure(failure):
             Log.error("trust: \(failure)")

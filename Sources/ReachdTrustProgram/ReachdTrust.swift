@@ -90,14 +90,25 @@ package enum ReachdTrust {
         let spool = ReportSpool(directory: configuration.reports)
 
         if arguments[0] == "check-config" {
-            for host in configuration.probedHosts where host.policy.mode == .disabled {
-                printLine("reachd-trust: trust evaluation is DISABLED for \(host.pattern): any certificate is accepted", to: STDERR_FILENO)
+            // One line, however many: at every start and reload, 400 lines would bury the rest of the journal.
+            let disabled = configuration.hosts.entries.filter { $0.value.policy.mode == .disabled }.map(\.pattern.description)
+            if !disabled.isEmpty {
+                let named = disabled.prefix(3).joined(separator: ", ") + (disabled.count > 3 ? " and \(disabled.count - 3) more" : "")
+                printLine("reachd-trust: trust evaluation is DISABLED for \(disabled.count == 1 ? "" : "\(disabled.count) entries: ")\(named): any certificate is accepted",
+                          to: STDERR_FILENO)
             }
             for collector in configuration.plainHTTPReportURIs {
                 printLine("reachd-trust: report-uri \(collector) is plain HTTP (allow-http-report-uri = true): anyone on the path reads its reports and can answer for it", to: STDERR_FILENO)
             }
+            let reportsPending: Int
+            do {
+                reportsPending = try spool.outbox.countPending()
+            } catch {
+                printLine("reachd-trust: \(error): its waiting reports are not counted", to: STDERR_FILENO)
+                reportsPending = 0
+            }
             printLine(try json(TrustConfigurationSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
-                                                         probed: configuration.probedHosts.map { .init(host: $0.pattern.domain, port: $0.port) }, reportsPending: spool.outbox.pendingCount,
+                                                         probed: configuration.probedHosts.map { .init(host: $0.pattern.domain, port: $0.port) }, reportsPending: reportsPending,
                                                          timeoutMilliseconds: Int64(configuration.timeout / .milliseconds(1)),
                                                          collectors: Set(configuration.hosts.entries.flatMap(\.value.reportURIs)).count)))
             exit(0)
@@ -119,7 +130,8 @@ package enum ReachdTrust {
                                     trust: arguments.count > 3 ? TrustSummary(rawValue: arguments[3]) ?? .unknown : .ok)
             let delivery = await spool.outbox.deliver(timeout: configuration.timeout, judgedBy: checker, route: route)
             printLine(try json(TrustDelivery(delivered: delivery.delivered, dropped: delivery.dropped,
-                                             reportsPending: delivery.pending, warnings: warnings + delivery.errors)))
+                                             reportsPending: delivery.pending, warnings: warnings + delivery.errors,
+                                             reportFailures: delivery.failures)))
             exit(0)
         }
 
@@ -138,7 +150,7 @@ package enum ReachdTrust {
                                       reportsPending: round.reportsPending,
                                       pinFailures: pinsEnforced.filter(\.verdict.isInterception).map(\.host),
                                       pinFailuresBehindPortal: pinsEnforced.filter { $0.verdict == .portal }.map(\.host),
-                                      evicted: round.evicted)))
+                                      evicted: round.evicted, reportFailures: round.reportFailures)))
     }
 
     /// `capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …]`: the API's document, parsed, or why there is none.

@@ -81,14 +81,15 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
     }
 
     /// What makes two reports "identical" for de-duplication: everything but when,
-    /// and the path it was seen on.
-    var identity: String {
+    /// and the path it was seen on. A report that cannot be encoded has none (it
+    /// could not be written either): it throws rather than share one with every other.
+    func identity() throws -> String {
         var copy = self
         copy.dateTime = Date(timeIntervalSince1970: 0)
         copy.path = [:]
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let bytes = (try? encoder.encode(copy)) ?? Data()
+        let bytes = try encoder.encode(copy)
         let digits = Array("0123456789abcdef")
         return String(SHA256.hash(data: bytes).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
     }

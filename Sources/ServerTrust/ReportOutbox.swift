@@ -94,6 +94,9 @@ public struct ReportOutbox: Sendable {
         public var pending = 0
         /// Why a collector did not take a report, why one was dropped.
         public var errors: [String] = []
+        /// Reports lost or unaccounted for: dropped unreadable, an entry that could not be
+        /// updated, an outbox that could not be listed (each also in ``errors``).
+        public var failures = 0
 
         /// Nothing delivered yet.
         public init() {}
@@ -102,7 +105,7 @@ public struct ReportOutbox: Sendable {
     /// Queues `entry`; the entries evicted to make room (their names), to be said.
     func add(_ entry: Entry, name: String) throws -> [String] {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let waiting = names()
+        let waiting = try names()
         var evicted: [String] = []
         if waiting.count >= Self.capacity {
             // Names end in the report's time: the oldest first once sorted by it.
@@ -116,10 +119,13 @@ public struct ReportOutbox: Sendable {
     }
 
     /// The entry files.
-    func names() -> [String] { ReportSpool.names(in: directory) }
+    func names() throws -> [String] { try ReportSpool.names(in: directory) }
 
-    /// How many reports wait.
-    public var pendingCount: Int { names().count }
+    /// How many reports wait; 0 when the outbox cannot be read (``countPending()`` says why).
+    public var pendingCount: Int { (try? countPending()) ?? 0 }
+
+    /// How many reports wait, or why that cannot be known.
+    public func countPending() throws -> Int { try names().count }
 
     /// Sends every waiting report with `post` (which throws unless the collector
     /// answered 2xx) to the collectors that do not have it yet and that `route` allows,
@@ -129,7 +135,15 @@ public struct ReportOutbox: Sendable {
     func deliver(now: Date, route: ReportRoute, post: @escaping @Sendable (String, [UInt8]) async throws -> Void) async -> Delivery {
         var outcome = Delivery()
         var waiting: [(name: String, entry: Entry, body: [UInt8])] = []
-        for name in names() {
+        let names: [String]
+        do {
+            names = try self.names()
+        } catch {
+            outcome.errors.append("\(error)")
+            outcome.failures += 1
+            return outcome
+        }
+        for name in names {
             let path = "\(directory)/\(name)"
             do {
                 let entry = try Entry(reading: try DurableFile.read(path, limit: Self.maximumEntrySize))
@@ -143,6 +157,7 @@ public struct ReportOutbox: Sendable {
             } catch {
                 rename(path, "\(directory)/.\(name).invalid")
                 outcome.dropped += 1
+                outcome.failures += 1
                 outcome.errors.append("outbox/\(name): \(error); set aside as .\(name).invalid")
             }
         }
@@ -189,6 +204,7 @@ public struct ReportOutbox: Sendable {
                 }
             } catch {
                 outcome.errors.append("\(error)")
+                outcome.failures += 1
             }
             outcome.pending += 1
         }

@@ -57,9 +57,9 @@ public struct ReportSpool: Sendable {
     /// repeat of a report nobody will send.
     public func write(_ report: PinFailureReport, deliverTo collectors: [String] = []) throws -> Written? {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let spooled = Self.names(in: directory)
-        let queued = collectors.isEmpty ? [] : outbox.names()
-        let identity = report.identity
+        let spooled = try Self.names(in: directory)
+        let queued = collectors.isEmpty ? [] : try outbox.names()
+        let identity = try report.identity()
         let host = Self.hostTag(report)
         let name = "\(host)-\(identity)-\(Int(report.dateTime.timeIntervalSince1970)).json"
         let repeatSince = report.dateTime.addingTimeInterval(-repeatInterval)
@@ -84,15 +84,29 @@ public struct ReportSpool: Sendable {
     }
 
     /// The report files of `directory`, the spool's or the outbox's (temporary and
-    /// set-aside files start with a dot).
-    static func names(in directory: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }
+    /// set-aside files start with a dot); none when it does not exist yet. One that
+    /// cannot be read throws: listed as empty, it would hide every report from the
+    /// repeat check, eviction and the pending count.
+    static func names(in directory: String) throws -> [String] {
+        var status = stat()
+        if lstat(directory, &status) != 0 && errno == ENOENT { return [] }
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }
+        } catch {
+            throw SpoolUnreadable(directory: directory, reason: "\(error)")
+        }
+    }
+
+    /// A spool or outbox directory that cannot be listed.
+    public struct SpoolUnreadable: Error, CustomStringConvertible {
+        public let directory: String
+        public let reason: String
+        public var description: String { "cannot list \(directory): \(reason)" }
     }
 
     /// Removes the oldest reports while more than `capacity` or `byteCapacity` are kept; their names.
     func evictSpool(capacity: Int = Self.capacity, byteCapacity: Int = Self.byteCapacity) throws -> [String] {
-        let spooled = Self.names(in: directory).map { name -> (name: String, size: Int) in
+        let spooled = try Self.names(in: directory).map { name -> (name: String, size: Int) in
             var status = stat()
             return (name, stat("\(directory)/\(name)", &status) == 0 ? Int(status.st_size) : 0)
         }.sorted { Self.time(of: $0.name) < Self.time(of: $1.name) }

@@ -55,6 +55,9 @@ public struct TrustChecker: Sendable {
         public var reportsPending = 0
         /// Reports evicted to keep the spool and the outbox within their capacity.
         public var evicted: [String] = []
+        /// Reports lost or unaccounted for: not built, not written, the outbox not readable
+        /// (each also in ``reportErrors``, beside the collectors that did not answer).
+        public var reportFailures = 0
     }
 
     /// Checks every exact host of the table. `path` goes into pin-failure reports
@@ -88,13 +91,15 @@ public struct TrustChecker: Sendable {
         }.map { behindPortal?.isCredible == true ? $0.judgedBehindPortal() : $0 }
         var round = Round(overall: TrustSummary(outcomes.map(\.result)), hosts: outcomes.map(\.result), reports: [], reportErrors: [])
         for (host, outcome) in zip(hosts, outcomes) {
-            guard let spool, let report = outcome.report(for: host, path: path, behindPortal: behindPortal) else { continue }
+            guard let spool else { break }
             do {
-                guard let written = try spool.write(report, deliverTo: host.reportURIs) else { continue }
+                guard let report = try outcome.report(for: host, path: path, behindPortal: behindPortal),
+                      let written = try spool.write(report, deliverTo: host.reportURIs) else { continue }
                 round.reports.append(report)
                 round.evicted += written.evicted
             } catch {
-                round.reportErrors.append("\(host.pattern): \(error)")
+                round.reportErrors.append("\(host.pattern): a pin-failure report was not written: \(error)")
+                round.reportFailures += 1
             }
         }
         guard let spool else { return round }
@@ -102,9 +107,15 @@ public struct TrustChecker: Sendable {
         if deliverReports, ReportRoute(connectivity: path["connectivity"], trust: round.overall).allowsPlainHTTP {
             let delivery = await spool.outbox.deliver(now: time ?? Date(), timeout: configuration.timeout, judgedBy: self)
             round.reportErrors += delivery.errors
+            round.reportFailures += delivery.failures
             round.reportsPending = delivery.pending
         } else {
-            round.reportsPending = spool.outbox.pendingCount
+            do {
+                round.reportsPending = try spool.outbox.countPending()
+            } catch {
+                round.reportErrors.append("\(error)")
+                round.reportFailures += 1
+            }
         }
         return round
     }
@@ -143,9 +154,10 @@ public struct TrustChecker: Sendable {
             return judged
         }
 
-        func report(for host: HostTrustConfiguration, path: [String: String], behindPortal: CaptivePortalEvidence?) -> PinFailureReport? {
+        /// The report this outcome calls for (nil: none); throws when it cannot be built.
+        func report(for host: HostTrustConfiguration, path: [String: String], behindPortal: CaptivePortalEvidence?) throws -> PinFailureReport? {
             guard host.isPinned, failure.isInterception else { return nil }
-            return try? PinFailureReport(
+            return try PinFailureReport(
                 dateTime: result.checkedAt, hostname: result.host, port: result.port,
                 notedHostname: host.pattern.domain, includeSubdomains: host.pattern.kind != .exact,
                 enforcePinning: result.enforced, served: served, validated: validated,

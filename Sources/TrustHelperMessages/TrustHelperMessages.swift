@@ -87,9 +87,11 @@ public struct TrustRound: Codable, Sendable {
     public var pinFailuresBehindPortal: [String]
     /// Reports evicted to keep the spool and the outbox within their capacity.
     public var evicted: [String]
+    /// Reports lost or unaccounted for (not built, not written, the outbox unreadable): in `warnings` too.
+    public var reportFailures: Int
 
     public init(overall: TrustSummary, hosts: [TrustStatus.Host], reports: [String], warnings: [String], reportsPending: Int,
-                pinFailures: [String] = [], pinFailuresBehindPortal: [String] = [], evicted: [String]) {
+                pinFailures: [String] = [], pinFailuresBehindPortal: [String] = [], evicted: [String], reportFailures: Int = 0) {
         self.overall = overall
         self.hosts = hosts
         self.reports = reports
@@ -98,6 +100,7 @@ public struct TrustRound: Codable, Sendable {
         self.pinFailures = pinFailures
         self.pinFailuresBehindPortal = pinFailuresBehindPortal
         self.evicted = evicted
+        self.reportFailures = reportFailures
     }
 }
 
@@ -111,12 +114,15 @@ public struct TrustDelivery: Codable, Sendable, Equatable {
     public var reportsPending: Int
     /// For the daemon's log: which collector failed, and why.
     public var warnings: [String]
+    /// Reports lost or unaccounted for (set aside unreadable, an entry not updated, the outbox unreadable).
+    public var reportFailures: Int
 
-    public init(delivered: Int, dropped: Int, reportsPending: Int, warnings: [String]) {
+    public init(delivered: Int, dropped: Int, reportsPending: Int, warnings: [String], reportFailures: Int = 0) {
         self.delivered = delivered
         self.dropped = dropped
         self.reportsPending = reportsPending
         self.warnings = warnings
+        self.reportFailures = reportFailures
     }
 }
 

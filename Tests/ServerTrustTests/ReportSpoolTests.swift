@@ -47,6 +47,22 @@ struct ReportSpoolTests {
         #expect(!files.contains { $0.hasSuffix(".tmp") }, "no temporary file is left behind")
     }
 
+    @Test("a spool or outbox that cannot be listed is an error, never an empty list: no report written as if the repeat check passed, no pending count of 0, a delivery pass that says so")
+    func unreadableSpool() async throws {
+        // A file where the directory should be: what a permission error is to root, which CI runs as.
+        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: "\(parent)/outbox", contents: Data("not a directory".utf8)))
+        let spool = ReportSpool(directory: parent)
+        #expect(throws: ReportSpool.SpoolUnreadable.self) { try spool.write(try report(at: TestAuthority.now), deliverTo: ["https://c.example/r"]) }
+        #expect(throws: ReportSpool.SpoolUnreadable.self) { try spool.outbox.countPending() }
+        let pass = await spool.outbox.deliver(timeout: .seconds(1))
+        #expect(pass.failures == 1 && pass.errors.first?.contains("cannot list \(parent)/outbox") == true, "\(pass)")
+        // Not there yet is not an error: nothing was ever written.
+        #expect(try ReportSpool(directory: "\(parent)/never").outbox.countPending() == 0)
+    }
+
     @Test("bounded by count and by size: past either the oldest reports go, and each eviction is said")
     func bounded() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID())").path

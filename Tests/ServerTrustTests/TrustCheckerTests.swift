@@ -273,6 +273,19 @@ struct TrustCheckerTests {
         #expect(pass.pending == 1, "kept for the collector the interceptor answered for")
     }
 
+    @Test("a report that cannot be written is counted and said in the round, not dropped in silence", .timeLimit(.minutes(1)))
+    func unwritableReportCounted() async throws {
+        defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
+        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
+        defer { Task { await server.close() } }
+        // The spool's place is taken by a file.
+        #expect(FileManager.default.createFile(atPath: spoolDirectory, contents: Data("in the way".utf8)))
+        let round = await try checker([try entry("api.test", port: server.port, pins: [wrong, backup])]).checkAll(at: TestAuthority.now)
+        #expect(round.overall == .compromised && round.reports.isEmpty)
+        #expect(round.reportFailures == 2, "the report, then the outbox's count: \(round.reportErrors)")
+        #expect(round.reportErrors.first?.hasPrefix("api.test: a pin-failure report was not written") == true, "\(round.reportErrors)")
+    }
+
     @Test("none without hosts; unknown when no host can be reached")
     func noneAndUnknown() async throws {
         #expect(try await checker([]).checkAll().overall == .none)
