@@ -156,13 +156,16 @@ package final class CaptivePortalAPIScheduler {
         return fresh != before
     }
 
-    /// When to ask again after `found`.
+    /// When to ask again after `found` (docs/connectivity.md): a session with more
+    /// than `expiryWarning` left — give or take the 2 s an answer's own count may be
+    /// off — is asked a minute before its end; one with less, 1 s after its end
+    /// (the answer a minute before the end lands here too). Never later than `interval`.
     private func nextQuery(_ found: Path.CaptivePortal) -> Duration {
         guard found.captive == false else { return backoffStep() }
         backoff = .seconds(1)
         guard let remaining = found.secondsRemaining(at: now()) else { return interval }
         let warning = Self.expiryWarning
-        let next: Int64 = remaining > 2 * warning ? remaining - warning : remaining + 1
+        let next: Int64 = remaining > warning + 2 ? remaining - warning : remaining + 1
         return min(interval, .seconds(next))
     }
 

@@ -73,6 +73,15 @@ struct CaptivePortalAPISchedulerTests {
         #expect(harness.scheduler.state?.expires == nil && harness.scheduler.state?.captive == true)
     }
 
+    @Test("sessions of every length: more than a minute (and 2 s) left, asked a minute before the end; less, 1 s after it — never after the interval",
+          arguments: [(30, 31), (60, 61), (62, 63), (63, 3), (119, 59), (90, 30), (120, 60), (121, 61), (300, 240), (400, 300)])
+    func sessionLengths(remaining: Int, next: Int) {
+        let harness = Harness()
+        harness.scheduler.select(Self.api)
+        harness.answer(#"{"captive": false, "seconds-remaining": \#(remaining), "can-extend-session": true}"#)
+        #expect(harness.timer.last == .seconds(next), "a session of \(remaining) s")
+    }
+
     @Test("an answer to an earlier API or path is dropped; a malformed one is published as an error and counted; a URI that is not https is never asked")
     func staleMalformedRefused() {
         let harness = Harness()
