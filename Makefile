@@ -7,17 +7,20 @@ PREFIX      ?= /usr
 # user (the limits tests) and as test servers, dnsmasq as a DHCP server announcing a
 # captive portal, tayga (NAT64 and CLAT) and unbound (DNS64) as a real 464XLAT network,
 # and for the system test
-# a Debian 12 root file system (mmdebstrap) booted by systemd-nspawn; `make bench`: GNU
+# Debian 12 and 13 root file systems (mmdebstrap) booted by systemd-nspawn; `make bench`: GNU
 # time (a child's own peak memory).
 DEB_PACKAGES = libnl-3-dev libnl-route-3-dev libsystemd-dev libstdc++-12-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 dnsmasq-base prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 tayga unbound dbus-bin libglib2.0-bin \
                debhelper dpkg-dev jq mmdebstrap systemd-container lintian man-db time
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
+GENERATORDIR ?= $(PREFIX)/lib/systemd/system-generators
 # The one version (package, --version): written in Sources/ReachdVersion only.
 VERSION     := $(shell sed -n 's/^public let reachdVersion = "\(.*\)"$$/\1/p' Sources/ReachdVersion/ReachdVersion.swift)
 ARCH         = $(shell dpkg --print-architecture)
 DEB          = .build/deb/reachd_$(VERSION)_$(ARCH).deb
+# The Debian releases `make systemtest` boots: 12 (systemd 252) and 13 (systemd 257).
+SYSTEST_SUITES ?= bookworm trixie
 DOCS         = .build/docs
 # Dates in the manual and the changelog: the last commit's, so a rebuild is the same.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
@@ -81,8 +84,8 @@ unittest: deps
 	fi; \
 	exit $$status
 
-## The Debian package installed into a booted Debian 12 (systemd-nspawn), driven
-## from outside as an operator would: install, reload, watchdog, purge.
+## The Debian package installed into a booted Debian 12, then 13 (systemd-nspawn),
+## driven from outside as an operator would: install, reload, watchdog, purge.
 ## The package's budget (BENCHMARKS.md §11) and lintian on the .deb and the source
 ## package: fails above the budget, or on any lintian tag not overridden in debian/.
 # Installed-Size is in KiB (dpkg's "KB"); the .deb budget is 7 MiB in the same units.
@@ -130,7 +133,7 @@ man-check: manual
 	scripts/check-man-pages.sh $(DOCS)/man
 
 systemtest: deb
-	Tests/System/package-test.sh $(DEB)
+	for suite in $(SYSTEST_SUITES); do REACHD_SYSTEST_SUITE=$$suite Tests/System/package-test.sh $(DEB) || exit 1; done
 
 ## The libFuzzer driver (FuzzTesting/, a package of its own), with ASan.
 fuzz-build: deps
@@ -212,6 +215,7 @@ install-files:
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd.service > $(DESTDIR)$(UNITDIR)/reachd.service
 	sed 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/reachd-wait-online.service > $(DESTDIR)$(UNITDIR)/reachd-wait-online.service
+	install -D -m 0755 systemd/reachd-generator $(DESTDIR)$(GENERATORDIR)/reachd-generator
 	install -D -m 0644 systemd/io.reachd.Reachability1.conf $(DESTDIR)$(PREFIX)/share/dbus-1/system.d/io.reachd.Reachability1.conf
 	install -D -m 0644 systemd/io.reachd.NetworkManagerCompat.conf $(DESTDIR)$(PREFIX)/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf
 	install -D -m 0644 systemd/reachd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/reachd.conf

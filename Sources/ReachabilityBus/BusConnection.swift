@@ -86,8 +86,14 @@ package final class BusConnection {
         try check(sd_bus_start(bus), "serving a peer")
         var filter: OpaquePointer?
         // The connection owns the slot and frees it before itself: the filter never outlives it.
-        try check(sd_bus_add_filter(bus, &filter, { _, userdata, _ in
-            Unmanaged<BusConnection>.fromOpaque(userdata!).takeUnretainedValue().hasSpoken = true
+        try check(sd_bus_add_filter(bus, &filter, { message, userdata, _ in
+            let connection = Unmanaged<BusConnection>.fromOpaque(userdata!).takeUnretainedValue()
+            // sd-bus synthesises Disconnected when the peer goes (or it closes the connection itself).
+            if sd_bus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") > 0 {
+                connection.onDisconnect()
+            } else {
+                connection.hasSpoken = true
+            }
             return 0
         }, Unmanaged.passUnretained(connection).toOpaque()), "serving a peer")
         connection.slots.append(filter!)
@@ -126,6 +132,9 @@ package final class BusConnection {
 
     /// A peer of the private socket has had a message of its own processed.
     private(set) var hasSpoken = false
+    /// Called, inside sd-bus's processing of this connection, when a peer of the private
+    /// socket went away: its owners must let it go only after (`PrivateSocket.Admission`).
+    var onDisconnect: () -> Void = {}
     /// When the private socket saw the peer authenticated (`PrivateSocket.Admission`).
     var authenticatedAt: ContinuousClock.Instant?
     /// How long a peer that says nothing waits for signals after authenticating.

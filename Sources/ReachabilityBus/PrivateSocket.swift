@@ -90,7 +90,7 @@ package final class PrivateSocket {
                        log: @escaping (String) -> Void) throws(BusError) {
         let admission = Admission(limits: limits, descriptorLimit: limits.raiseDescriptorLimit(), log: log)
         admission.sweep = try loop.timer { admission.dropUnauthenticated() }
-        admission.afterIteration = try loop.afterEachIteration(first: true) { admission.processAuthenticated() }
+        admission.afterIteration = try loop.afterEachIteration(first: true) { admission.afterEachIteration(object) }
         admission.silentPeerGrace = try loop.timer {}
         object.limits = limits
         object.log = log
@@ -110,6 +110,7 @@ package final class PrivateSocket {
                 do {
                     let connection = try BusConnection.serve(acceptedSocket: peer)
                     connection.peerUID = uid
+                    connection.onDisconnect = { admission.disconnected() }
                     try connection.attach(to: loop)
                     try object.serve(on: connection)
                     admission.admit(connection)

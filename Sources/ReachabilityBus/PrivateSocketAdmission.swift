@@ -13,8 +13,10 @@ extension PrivateSocket {
         /// Wakes the loop when a peer that said nothing may be sent signals (`BusConnection.mayBeSentUnasked`):
         /// its handler does nothing, the iteration runs the catch-up of every object served.
         var silentPeerGrace: EventLoop.Timer?
-        /// On while a peer is authenticating: see `processAuthenticated()`.
+        /// On while a peer is authenticating or has gone: see `afterEachIteration(_:)`.
         var afterIteration: EventLoop.Switch?
+        /// A peer went away since the last iteration.
+        private var anyDisconnected = false
         /// The peers that had not finished authenticating at the last look.
         private var authenticating: [BusConnection] = []
         /// Armed for the earliest authentication deadline; a new peer must not postpone it.
@@ -74,7 +76,7 @@ extension PrivateSocket {
         /// libsystemd 252, `dbus-send` hung 8 times in 10). After the loop iteration in
         /// which a peer authenticated, its buffer is processed to the end — before the
         /// objects' catch-up looks at it, so that Hello's reply is the first thing it is sent.
-        func processAuthenticated() {
+        private func processAuthenticated() {
             var waiting: [BusConnection] = []
             let now = ContinuousClock.now
             for connection in authenticating where connection.isOpen {
@@ -87,7 +89,26 @@ extension PrivateSocket {
                 if !connection.mayBeSentUnasked { silentPeerGrace?.arm(after: BusConnection.silentPeerGrace) }
             }
             authenticating = waiting
-            if waiting.isEmpty { afterIteration?.turn(on: false) }
+        }
+
+        /// A peer went away (called inside sd-bus's processing of its connection).
+        func disconnected() {
+            anyDisconnected = true
+            afterIteration?.turn(on: true)
+        }
+
+        /// After each loop iteration while needed: what came with a peer's `BEGIN` is
+        /// processed, and peers that went away are let go at once — not at the next
+        /// change of the path, which may never come: each holds sd-bus's buffers (a
+        /// client connecting and leaving 2,737 times grew reachd by 26 MiB before).
+        func afterEachIteration(_ object: ReachabilityObject) {
+            processAuthenticated()
+            if anyDisconnected {
+                anyDisconnected = false
+                peers.removeAll { !$0.connection.isOpen }
+                object.forgetClosedConnections()
+            }
+            if authenticating.isEmpty { afterIteration?.turn(on: false) }
         }
 
         /// Closes peers that have not finished authenticating in time.

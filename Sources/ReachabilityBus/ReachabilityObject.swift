@@ -207,7 +207,11 @@ package final class ReachabilityObject {
             connection.close()
             log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that does not read (\(why))")
         }
-        // Connections whose peer went away, or just dropped.
+        forgetClosedConnections()
+    }
+
+    /// Forgets connections whose peer went away, or that were just dropped, and what they watched.
+    package func forgetClosedConnections() {
         let closed = subscribers.contains { !$0.connection.isOpen }
         subscribers.removeAll { !$0.connection.isOpen }
         if closed {

@@ -9,7 +9,8 @@ public final class TestSystemBus: @unchecked Sendable {
     let process = Process()
     /// Where clients connect (`DBUS_SYSTEM_BUS_ADDRESS`).
     public let address: String
-    private let socket: String
+    /// The socket the broker listens on.
+    public let socket: String
     private let config: URL
     private let standIns: [String]
 

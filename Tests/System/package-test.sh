@@ -399,8 +399,23 @@ expect "resolved forgets eth0's servers (resolvectl revert)" inside resolvectl r
 eventually 10 "the path's dns follows: the global server alone, usable again; connectivity no longer limited" \
     output_has '"connectivity":"unknown".*"dns":\{"source":"resolved","servers":\["10.77.0.1"\],"usable":\["10.77.0.1"\]\}' inside reachctl status --json
 
+log "the user namespace: PrivateUsers=identity where systemd has it (257, Debian 13), none before"
+systemd_version=$(inside systemctl --version | sed -n '1s/^systemd \([0-9][0-9]*\).*/\1/p')
+reachd_userns=$(inside readlink "/proc/$(main_pid)/ns/user")
+if [ "${systemd_version:-0}" -ge 257 ]; then
+    expect "systemd $systemd_version: the generator's drop-in is in force" \
+        output_has 'PrivateUsers=identity' inside systemctl cat reachd.service
+    expect "reachd runs in a user namespace of its own" [ "$reachd_userns" != "$(inside readlink /proc/1/ns/user)" ]
+else
+    expect "systemd $systemd_version: no drop-in, reachd in the system's user namespace" \
+        not output_has 'PrivateUsers=identity' inside systemctl cat reachd.service
+    expect "no warning about the unit's PrivateUsers= from systemd" \
+        not output_has 'PrivateUsers' inside journalctl --no-pager -b _PID=1
+fi
+
 log "per-user limits count users: two ordinary users on the private socket"
-# Under PrivateUsers=yes both would read as 65534 inside reachd: one budget for all.
+# Under PrivateUsers=yes both would read as 65534 inside reachd: one budget for all;
+# under PrivateUsers=identity (systemd 257) each is still itself.
 inside useradd --no-create-home --shell /usr/sbin/nologin reachd-alice
 inside useradd --no-create-home --shell /usr/sbin/nologin reachd-bob
 alice=$(inside id -u reachd-alice)

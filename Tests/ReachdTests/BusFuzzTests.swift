@@ -1,0 +1,107 @@
+import Foundation
+import NamespaceTesting
+import TestTraits
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every local user can reach reachd over D-Bus: `BusFuzzer`'s bad input, from a fixed
+/// seed, on the private socket and on a system bus with the NetworkManager surface.
+/// reachd must not crash, must not grow, and must go on answering another user.
+/// The long run of BENCHMARKS.md is this test with `REACHD_BUS_FUZZ_MESSAGES` (and
+/// `REACHD_BUS_FUZZ_SEED`) set.
+@Suite("bad input over the bus", .serialized, .needsRoot, .ownThreads)
+struct BusFuzzTests {
+    static let environment = ProcessInfo.processInfo.environment
+    static let messages = Int(environment["REACHD_BUS_FUZZ_MESSAGES"] ?? "") ?? 10_000
+    static let seed = UInt64(environment["REACHD_BUS_FUZZ_SEED"] ?? "") ?? 0x7265_6163_6864
+
+    struct Footprint: CustomStringConvertible {
+        let residentKiB: Int
+        let descriptors: Int
+        var description: String { "RSS \(residentKiB) KiB, \(descriptors) descriptors" }
+    }
+
+    static func footprint(_ daemon: DaemonProcess) -> Footprint {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.process.processIdentifier)/fd").count) ?? -1
+        return Footprint(residentKiB: daemon.residentKilobytes, descriptors: descriptors)
+    }
+
+    /// Whether an ordinary user (nobody) is answered `Describe()` within 5 s on `address`.
+    static func anotherUserServed(_ address: String, destination: String = "io.reachd.Reachability1") -> Bool {
+        let call = try? run(["timeout", "5", "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "busctl", "--address=\(address)",
+                             "call", destination, "/io/reachd/Reachability1", "io.reachd.Reachability1", "Describe"], check: false)
+        return call?.status == 0 && call?.output.contains("status") == true
+    }
+
+    /// Fuzzes `socket`, checking ten times along the way and once at the end.
+    static func fuzz(_ daemon: DaemonProcess, socket: String, isBus: Bool, surface: BusFuzzer.Surface, served address: String,
+                     label: String) async throws {
+        #expect(surface.methods.count >= 10 && surface.properties.count >= 20, "\(surface.methods.map(\.name)) \(surface.properties.count)")
+        let fuzzer = BusFuzzer(socket: socket, isBus: isBus, surface: surface, seed: seed)
+        var warm: Footprint?
+        let started = ContinuousClock.now
+        try await fuzzer.fuzz(messages: messages, every: max(1, messages / 10)) { sent in
+            #expect(daemon.process.isRunning, "reachd exited after \(sent) messages: \(daemon.log.suffix(2000))")
+            #expect(anotherUserServed(address), "another user was not answered after \(sent) messages")
+            let now = footprint(daemon)
+            print("bus fuzz (\(label)): \(sent) messages, \(now)")
+            if warm == nil { warm = now }
+        }
+        let elapsed = started.duration(to: .now)
+        try await Task.sleep(for: .seconds(1))  // the connections left open are closed by now
+        let end = footprint(daemon)
+        print("bus fuzz (\(label), seed \(seed)): \(fuzzer.tally) in \(elapsed); after the first tenth \(warm.map(String.init(describing:)) ?? "?"), at the end \(end)")
+        #expect(daemon.process.isRunning && anotherUserServed(address))
+        if let warm {
+            #expect(end.descriptors <= warm.descriptors + 2, "descriptors grew: \(warm) → \(end)")
+            #expect(end.residentKiB - warm.residentKiB < 4096, "memory grew: \(warm) → \(end)")
+        }
+    }
+
+    @Test("the private socket: malformed authentication, corrupted and truncated messages, every method and property with wrong and absurd arguments, floods of watches, connections that never read — no crash, nothing kept, another user answered throughout",
+          .timeLimit(.minutes(10)))
+    func privateSocket() async throws {
+        try await withScratch { scratch in
+            try await withNamespaces("rdfuzz", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", "/dev/null"])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                let surface = try BusFuzzer.Surface.discover(address: daemon.address, destination: "io.reachd.Reachability1",
+                                                             paths: ["/io/reachd/Reachability1"])
+                try await Self.fuzz(daemon, socket: daemon.socket, isBus: false, surface: surface, served: daemon.address, label: "private socket")
+            }
+        }
+    }
+
+    @Test("a system bus with the NetworkManager surface: every method and property of both, wrong and absurd arguments, floods — no crash, nothing kept, another user answered throughout",
+          .timeLimit(.minutes(10)))
+    func systemBus() async throws {
+        try await withScratch { scratch in
+            let config = scratch.appendingPathComponent("reachd.toml")
+            try NetworkManagerCompatTests.config(probe: false).write(to: config, atomically: true, encoding: .utf8)
+            let bus = try TestSystemBus(directory: scratch, networkManagerCompat: true)
+            defer { bus.stop() }
+            try await withNamespaces("rdfuzzbus", "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", bus.address, "--config", config.path])
+                defer { Task { await daemon.stop() } }
+                try await daemon.waitUntilServing()
+                #expect(await eventually { (try? NetworkManagerCompatTests.nameHasOwner(bus)) == true }, "\(daemon.log)")
+                let nmName = NetworkManagerCompatTests.nmName
+                let nmPaths = try run(["busctl", "--address=\(bus.address)", "tree", "--list", nmName]).output
+                    .split(separator: "\n").map(String.init).filter { $0.hasPrefix("/org/freedesktop/NetworkManager") }
+                var surface = try BusFuzzer.Surface.discover(address: bus.address, destination: "io.reachd.Reachability1",
+                                                             paths: ["/io/reachd/Reachability1"])
+                let nm = try BusFuzzer.Surface.discover(address: bus.address, destination: nmName, paths: nmPaths)
+                #expect(nm.properties.count >= 10, "\(nmPaths)")
+                surface.methods += nm.methods
+                surface.properties += nm.properties
+                try await Self.fuzz(daemon, socket: bus.socket, isBus: true, surface: surface, served: bus.address, label: "system bus")
+                #expect((try? NetworkManagerCompatTests.nameHasOwner(bus)) == true, "reachd still owns the NetworkManager name")
+            }
+        }
+    }
+}
