@@ -99,8 +99,11 @@ public struct ReportSpool: Sendable {
 
     /// A spool or outbox directory that cannot be listed.
     public struct SpoolUnreadable: Error, CustomStringConvertible {
+        /// The directory.
         public let directory: String
+        /// Why it cannot be listed, as the system said.
         public let reason: String
+        /// `cannot list DIRECTORY: REASON`.
         public var description: String { "cannot list \(directory): \(reason)" }
     }
 
