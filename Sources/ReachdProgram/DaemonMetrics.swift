@@ -20,6 +20,7 @@ final class DaemonMetrics {
     var roundsKilled = 0
     /// Reports evicted to keep the spool and the outbox within their capacity.
     var reportsEvicted = 0
+    /// Reports lost or unaccounted for, as rounds and delivery passes counted them.
     var reportFailures = 0
 
     func count(_ round: TrustRound) {

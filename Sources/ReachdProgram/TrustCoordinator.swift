@@ -111,7 +111,8 @@ final class TrustCoordinator {
                                       runs: runs) { [unowned self] result in finishRound(job, result) }
             case .delivery:
                 Log.debug("trust: delivering \(schedule.reportsPending) waiting reports (\(reason))")
-                try helper.startDelivery(configFile, route: (hooks.path().path?.connectivity ?? .none, summary), within: options.deliveryBudget(reports: schedule.reportsPending), runs: runs) {
+                try helper.startDelivery(configFile, route: (hooks.path().path?.connectivity ?? .none, summary),
+                                         within: options.deliveryBudget(reports: schedule.reportsPending), runs: runs) {
                     [unowned self] result in finishDelivery(result)
                 }
             }

@@ -11,7 +11,7 @@ import Glibc
 /// surface. reachd must not crash, must not keep anything, and must go on answering another user.
 /// The long run of BENCHMARKS.md is this test with `REACHD_BUS_FUZZ_MESSAGES` (and
 /// `REACHD_BUS_FUZZ_SEED`) set.
-@Suite("bad input over the bus", .serialized, .needsRoot, .ownThreads)
+@Suite("bad input over the bus", .serialized, .needsRoot, .ownThreads, .machineAlone)
 struct BusFuzzTests {
     static let environment = ProcessInfo.processInfo.environment
     static let messages = Int(environment["REACHD_BUS_FUZZ_MESSAGES"] ?? "") ?? 5_000

@@ -9,7 +9,7 @@ import Glibc
 
 /// docs/security.md, limits against local users: the private socket is world-connectable, so a hostile
 /// local user (here `nobody`, through `setpriv`) tries to starve the daemon.
-@Suite("limits against local users", .serialized, .needsRoot, .ownThreads)
+@Suite("limits against local users", .serialized, .needsRoot, .ownThreads, .machineAlone)
 struct LocalUserLimitsTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

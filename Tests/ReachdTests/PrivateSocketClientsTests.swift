@@ -10,7 +10,7 @@ import Glibc
 /// Clients we did not write, on reachd's private socket: each writes `BEGIN` and its first
 /// messages as it likes — dbus-send and gdbus right behind `BEGIN`, a raw client in the same
 /// write — and every one is answered (docs/api.md, "The private socket").
-@Suite("the private socket answers any D-Bus client, however it writes BEGIN", .serialized, .needsRoot, .ownThreads)
+@Suite("the private socket answers any D-Bus client, however it writes BEGIN", .serialized, .needsRoot, .ownThreads, .machineAlone)
 struct PrivateSocketClientsTests {
     static let attempts = 1_000
 
