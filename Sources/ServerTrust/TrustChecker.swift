@@ -74,7 +74,7 @@ public struct TrustChecker: Sendable {
     /// `deliverReports`: waiting reports (this round's and earlier ones) are sent at
     /// the end of the round when the path reaches the Internet unaltered — `path`'s
     /// connectivity `full` (or not given) and the round neither `compromised` nor
-    /// `portal` (``ReportRoute``). Otherwise they wait for a delivery pass
+    /// `portal` (`ReportRoute`, in TrustVocabulary). Otherwise they wait for a delivery pass
     /// (``ReportOutbox/deliver(now:timeout:judgedBy:route:)``), which sends them to
     /// their https collectors over any path: so a round's verdict is never held up by
     /// a collector an interceptor blackholes.
