@@ -79,16 +79,10 @@ struct BusFuzzTests {
     @Test("the private socket: malformed authentication, corrupted and truncated messages, every method and property with wrong and absurd arguments, floods of watches, connections that never read — no crash, nothing kept, another user answered throughout",
           .timeLimit(.minutes(10)))
     func privateSocket() async throws {
-        try await withScratch { scratch in
-            try await withNamespaces("rdfuzz", "router") { ns in
-                try ns[0].addUplink(router: ns[1])
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", "/dev/null"])
-                defer { Task { await daemon.stop() } }
-                try await daemon.waitUntilServing()
-                let surface = try BusFuzzer.Surface.discover(address: daemon.address, destination: "io.reachd.Reachability1",
-                                                             paths: ["/io/reachd/Reachability1"])
-                try await Self.fuzz(daemon, socket: daemon.socket, isBus: false, surface: surface, served: daemon.address, label: "private socket")
-            }
+        try await DaemonProcess.serving(in: "rdfuzz") { daemon, _ in
+            let surface = try BusFuzzer.Surface.discover(address: daemon.address, destination: "io.reachd.Reachability1",
+                                                         paths: ["/io/reachd/Reachability1"])
+            try await Self.fuzz(daemon, socket: daemon.socket, isBus: false, surface: surface, served: daemon.address, label: "private socket")
         }
     }
 

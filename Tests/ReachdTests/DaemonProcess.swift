@@ -84,6 +84,29 @@ final class DaemonProcess: @unchecked Sendable {
     }
 }
 
+extension DaemonProcess {
+    /// reachd on its private socket alone (`--bus none`, `config`), in namespace `label`
+    /// with an uplink to a router namespace, once it serves; stopped, and waited for,
+    /// before the namespaces go.
+    static func serving(in label: String, config: String = "/dev/null",
+                        _ body: (DaemonProcess, TestNamespace) async throws -> Void) async throws {
+        try await withScratch { scratch in
+            try await withNamespaces(label, "router") { ns in
+                try ns[0].addUplink(router: ns[1])
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config])
+                do {
+                    try await daemon.waitUntilServing()
+                    try await body(daemon, ns[0])
+                } catch {
+                    await daemon.stop()
+                    throw error
+                }
+                await daemon.stop()
+            }
+        }
+    }
+}
+
 struct DaemonFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

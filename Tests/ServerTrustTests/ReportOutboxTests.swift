@@ -17,6 +17,12 @@ struct ReportOutboxTests {
         ((try? FileManager.default.contentsOfDirectory(atPath: spool.outbox.directory)) ?? []).sorted()
     }
 
+    /// The outbox's first entry, read back from disk.
+    func onlyEntry(_ spool: ReportSpool) throws -> ReportOutbox.Entry {
+        let name = try #require(entries(spool).first)
+        return try ReportOutbox.Entry(reading: Array(try Data(contentsOf: URL(fileURLWithPath: "\(spool.outbox.directory)/\(name)"))))
+    }
+
     @Test("a collector that was down gets the report when it is back; each collector once; delivered reports leave the outbox")
     func deliveredWhenBack() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -37,9 +43,7 @@ struct ReportOutboxTests {
         #expect(first.errors.count == 1 && first.errors[0].contains(down), "\(first.errors)")
         #expect(live.bodies.count == 1)
         // What is left to do is on disk: only the collector that did not answer.
-        let name = try #require(entries(spool).first)
-        let entry = try ReportOutbox.Entry(reading: Array(try Data(contentsOf: URL(fileURLWithPath: "\(spool.outbox.directory)/\(name)"))))
-        #expect(entry.collectors == [down])
+        #expect(try onlyEntry(spool).collectors == [down])
 
         let back = try await TestReportCollector(port: port)
         defer { Task { await back.close() } }
@@ -66,9 +70,7 @@ struct ReportOutboxTests {
             let held = await spool.outbox.deliver(now: now, timeout: .seconds(30), route: route)
             #expect(held.pending == 1 && held.errors.isEmpty && collector.bodies.isEmpty, "\(connectivity), \(trust): \(held)")
         }
-        let name = try #require(entries(spool).first)
-        let entry = try ReportOutbox.Entry(reading: Array(try Data(contentsOf: URL(fileURLWithPath: "\(spool.outbox.directory)/\(name)"))))
-        #expect(entry.attempts == 0, "passes that could try no collector are not attempts")
+        #expect(try onlyEntry(spool).attempts == 0, "passes that could try no collector are not attempts")
         let clean = await spool.outbox.deliver(now: now, timeout: .seconds(30), route: ReportRoute(connectivity: "full", trust: .degraded))
         #expect(clean.delivered == 1 && collector.bodies.count == 1, "\(clean)")
     }
