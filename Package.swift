@@ -209,6 +209,7 @@ let package = Package(
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "TestTraits"]),
         .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "NamespaceTesting", "TestTraits"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "TestTraits"]),
+        .testTarget(name: "ReachdProgramTests", dependencies: ["ReachdProgram", "ReachabilityBus", "NamespaceTesting", "TestTraits"]),
         .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachabilityCompat", "ReachdVersion", "TestTraits"]),
         .testTarget(
             name: "ServerTrustTests",

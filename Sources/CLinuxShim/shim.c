@@ -1,11 +1,13 @@
 // The Linux calls Swift cannot reach: those declared only under _GNU_SOURCE
 // (setns, ppoll, pipe2, accept4, struct ucred), which Glibc's module map leaves out,
-// and sys/timex.h, which it does not include.
+// sys/timex.h, which it does not include, and pidfd_open, which glibc 2.36 wraps
+// only in sys/pidfd.h.
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/timex.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,4 +47,8 @@ int reachd_kernel_clock_synchronized(void) {
     struct timex state = {0};
     int result = adjtimex(&state);
     return result >= 0 && result != TIME_ERROR && !(state.status & STA_UNSYNC);
+}
+
+int reachd_pidfd_open(pid_t pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
 }

@@ -81,10 +81,13 @@ package final class EventLoop {
         sources.append(source!)
     }
 
-    /// A one-shot timer that can be armed again: idle means no wake-up.
+    /// A one-shot timer that can be armed again: idle means no wake-up. It fires when
+    /// it is due: an accuracy of 0 would be sd-event's default of 250 ms, by which it
+    /// moves a wake-up to coalesce it with others — a 0.25 ms re-check would come up
+    /// to a quarter of a second late, and a 5 ms coalescing window would be 250 ms.
     package func timer(_ body: @escaping () -> Void) throws(BusError) -> Timer {
         Timer(source: try addSwitchedOff("creating a timer", keep(Handler(body))) { source, handler in
-            sd_event_add_time(event, source, CLOCK_MONOTONIC, UInt64.max, 0, { _, _, userdata in
+            sd_event_add_time(event, source, CLOCK_MONOTONIC, UInt64.max, 1, { _, _, userdata in
                 Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
                 return 0
             }, handler)

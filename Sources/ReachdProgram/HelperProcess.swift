@@ -1,3 +1,4 @@
+import CLinuxShim
 import SystemCalls
 import ReachabilityBus
 #if canImport(Glibc)
@@ -8,6 +9,11 @@ import Glibc
 /// once, bounded in size and in time. Reading one pipe to its end before the other
 /// deadlocks as soon as the helper fills the other (400 hosts with trust
 /// evaluation disabled write 107 KB of warnings to stderr, more than a pipe holds).
+///
+/// A run ends when the process exits — its pidfd becomes readable — not when its
+/// pipes end: a helper that closes them and hangs, or leaves a child holding them,
+/// must not keep the loop waiting (the loop never blocks on a child; waitpid is
+/// called only once the pidfd says it returns at once).
 final class HelperProcess {
     /// How a run ended.
     struct Outcome {
@@ -32,6 +38,10 @@ final class HelperProcess {
     private let outputDescriptor: Int32
     /// The pipes still open.
     private(set) var descriptors: [Int32]
+    /// Readable once the process has exited (pidfd_open).
+    let exitDescriptor: Int32
+    /// The wait status, once reaped.
+    private var waitStatus: Int32?
     private var timedOut = false
 
     /// Starts `executable` with `arguments`, its stdin /dev/null, its stdout and stderr
@@ -77,14 +87,26 @@ final class HelperProcess {
             close(err[0])
             throw .init(description: "starting \(executable): \(String(cString: strerror(result)))")
         }
+        let exitDescriptor = reachd_pidfd_open(pid)
+        guard exitDescriptor >= 0 else {
+            let code = errno
+            // Not watchable: not run. SIGKILL ends it at once, so this one wait is short.
+            Glibc.kill(pid, SIGKILL)
+            _ = retryingOnInterrupt { waitpid(pid, nil, 0) }
+            close(out[0])
+            close(err[0])
+            throw .init(description: "watching \(executable) (pidfd_open): \(String(cString: strerror(code)))")
+        }
         self.pid = pid
         self.deadline = deadline
+        self.exitDescriptor = exitDescriptor
         outputDescriptor = out[0]
         descriptors = [out[0], err[0]]
     }
 
     deinit {
         descriptors.forEach { close($0) }
+        close(exitDescriptor)
     }
 
     /// Reads what `descriptor` holds now; closes it at its end, after `ending` (where the loop stops
@@ -123,26 +145,51 @@ final class HelperProcess {
         Glibc.kill(pid, SIGKILL)
     }
 
-    /// Waits for the exit (the pipes have ended, so it has exited or is about to).
-    func reap() -> Outcome {
-        var status: Int32 = 0
-        _ = retryingOnInterrupt { waitpid(pid, &status, 0) }
+    /// Reaps the process if it has exited (never waits): true once it has. Then what
+    /// its pipes still hold is read and they are closed, after `ending` for each.
+    @discardableResult
+    func reapIfExited(ending: (Int32) -> Void = { _ in }) -> Bool {
+        if waitStatus == nil {
+            var status: Int32 = 0
+            switch retryingOnInterrupt({ waitpid(pid, &status, WNOHANG) }) {
+            case pid: waitStatus = status
+            // Reaped by someone else (SIGCHLD ignored): gone, its status unknown — exit 255.
+            case -1: waitStatus = 255 << 8
+            default: return false
+            }
+        }
+        for descriptor in descriptors {
+            read(descriptor)
+            // Still open: a child of the helper holds it. What the helper wrote is read.
+            if descriptors.contains(descriptor) {
+                ending(descriptor)
+                close(descriptor)
+                descriptors.removeAll { $0 == descriptor }
+            }
+        }
+        return true
+    }
+
+    /// How it ended; call once `reapIfExited()` is true.
+    var outcome: Outcome {
+        let status = waitStatus ?? 0
         // WIFEXITED / WEXITSTATUS are macros.
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Outcome(status: code, output: output, errors: errors, timedOut: timedOut,
                        overflowed: output.count + errors.count > Self.limit)
     }
 
-    /// Runs to the end without a loop (at start, before the loop runs): both pipes polled at once.
+    /// Runs to the end without a loop (at start, before the loop runs): the pipes and the exit polled at once.
     func runToEnd() -> Outcome {
-        while !descriptors.isEmpty {
+        while !reapIfExited() {
             let remaining = deadline.map { ContinuousClock.now.duration(to: $0) } ?? .seconds(3600)
             if remaining <= .zero, !timedOut { expire() }
-            var polled = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let milliseconds = timedOut ? 1000 : Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
-            if retryingOnInterrupt({ poll(&polled, nfds_t(polled.count), milliseconds) }) < 0 { break }
-            for entry in polled where entry.revents != 0 { read(entry.fd) }
+            var polled = ([exitDescriptor] + descriptors).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let nanoseconds = timedOut ? 1_000_000_000 : max(0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
+            // A poll that fails cannot wait for the end: the process is ended instead.
+            if retryingOnInterrupt({ reachd_poll(&polled, nfds_t(polled.count), nanoseconds) }) < 0, !timedOut { expire() }
+            for entry in polled.dropFirst() where entry.revents != 0 { read(entry.fd) }
         }
-        return reap()
+        return outcome
     }
 }

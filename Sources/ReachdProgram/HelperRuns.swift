@@ -4,10 +4,11 @@ import Glibc
 #endif
 
 /// The helper's runs on the loop, each with its deadline: one timer for all of them.
+/// A run ends when its process exits (its pidfd is watched), whatever its pipes do.
 final class HelperRuns {
     private final class Run {
         let process: HelperProcess
-        /// A watch per pipe still open.
+        /// A watch per pipe still open, and one on the process's exit.
         var watches: [Int32: EventLoop.Watch] = [:]
         let completion: (HelperProcess.Outcome) -> Void
 
@@ -36,14 +37,18 @@ final class HelperRuns {
         let run = Run(process, completion: completion)
         do {
             for descriptor in process.descriptors {
-                run.watches[descriptor] = try loop.onReadable(descriptor) { [unowned self, unowned run] in
-                    if process.read(descriptor, ending: run.stopWatching) { finish(run) }
+                run.watches[descriptor] = try loop.onReadable(descriptor) { [unowned run] in
+                    process.read(descriptor, ending: run.stopWatching)
                 }
+            }
+            run.watches[process.exitDescriptor] = try loop.onReadable(process.exitDescriptor) { [unowned self, unowned run] in
+                if process.reapIfExited(ending: run.stopWatching) { finish(run) }
             }
         } catch {
             run.watches.keys.forEach(run.stopWatching)
             process.expire()
-            _ = process.reap()
+            // Killed: it exits at once, and the wait is for that alone.
+            _ = process.runToEnd()
             throw .init(description: "\(error)")
         }
         running.append(run)
@@ -55,10 +60,10 @@ final class HelperRuns {
         running.remove(at: index)
         run.watches.keys.forEach(run.stopWatching)
         armTimer()
-        run.completion(run.process.reap())
+        run.completion(run.process.outcome)
     }
 
-    /// Kills the runs past their deadline; their pipes then end and they finish as any run.
+    /// Kills the runs past their deadline; they then exit and finish as any run.
     private func expireOverdue() {
         for run in running where run.process.deadline.map({ $0 <= .now }) == true { run.process.expire() }
         armTimer()

@@ -30,4 +30,8 @@ int reachd_peer_uid(int socket, uid_t *uid);
 /// which chrony, ntpd and systemd-timesyncd clear), 0 when not or unknown.
 int reachd_kernel_clock_synchronized(void);
 
+/// A descriptor that becomes readable when process `pid` (a child not yet reaped)
+/// exits: pidfd_open(2), close-on-exec. Returns it, or -1 with errno set.
+int reachd_pidfd_open(pid_t pid);
+
 #endif
