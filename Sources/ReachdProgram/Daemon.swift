@@ -54,11 +54,18 @@ final class Daemon: ReachabilityObjectDelegate {
     /// The NetworkManager-compatible surface: on the bus, when there is one.
     private var compat: NetworkManagerCompat?
 
-    init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop) throws {
+    /// How the daemon hears the kernel: a watch on an engine's netlink socket.
+    typealias KernelWatch = (_ descriptor: Int32, _ readable: @escaping () -> Void) throws -> EventLoop.Watch
+    private let watchKernel: KernelWatch
+
+    /// `watchKernel` is the loop's own watch; tests pass one that fails, to prove a reload that cannot watch its engine keeps the old one.
+    init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop,
+         watchKernel: KernelWatch? = nil) throws {
         self.configFile = configFile
         self.configuration = configuration
         self.helper = helper
         self.loop = loop
+        self.watchKernel = watchKernel ?? { try loop.onReadable($0, $1) }
         helperRuns = try HelperRuns(loop: loop)
         object = try ReachabilityObject(loop: loop)
         let engine = try PathEngine(options: configuration.monitor)
@@ -111,14 +118,15 @@ final class Daemon: ReachabilityObjectDelegate {
             if let prefix { Log.info("nat64: \(prefix) (DNS64, RFC 7050)") }
             publishCurrentPath()
         }
-        try watchEngine()
+        engineWatch = try watch(engine)
         resolvers = ResolverFollower(loop: loop) { [unowned self] servers in dnsChanged(servers) }
         try resolvers.follow(resolvConf: configuration.monitor.resolvConf)
         try metricsOutputs.configure(configuration.metrics)
     }
 
-    private func watchEngine() throws {
-        engineWatch = try loop.onReadable(engine.fileDescriptor) { [unowned self] in
+    /// Watches `watched`'s socket; what it reads goes to the watcher, whose engine it is by the time the loop next runs.
+    private func watch(_ watched: PathEngine) throws -> EventLoop.Watch {
+        try watchKernel(watched.fileDescriptor) { [unowned self] in
             let overruns = engine.statistics.overruns
             watcher.readable()
             if engine.statistics.overruns != overruns { metricsOutputs.changed() }
@@ -274,11 +282,20 @@ final class Daemon: ReachabilityObjectDelegate {
     }
 
     /// Puts `fresh` in force in every component; throws, with nothing changed, when
-    /// its engine or its metrics listener cannot start.
+    /// its engine, the watch on it or its metrics listener cannot start. Everything that
+    /// can fail comes before the old engine is let go: the daemon hears the kernel
+    /// through one engine or the other, never through none.
     private func apply(_ fresh: DaemonConfiguration) throws {
         let freshEngine = try PathEngine(options: fresh.monitor)
-        try metricsOutputs.configure(fresh.metrics)
+        let freshWatch = try watch(freshEngine)
+        do {
+            try metricsOutputs.configure(fresh.metrics)
+        } catch {
+            freshWatch.cancel()
+            throw error
+        }
         engineWatch?.cancel()
+        engineWatch = freshWatch
         metrics.earlierOverruns += engine.statistics.overruns
         watcher.replace(freshEngine)
         freshEngine.alsoWatched = queries.addresses
@@ -291,7 +308,6 @@ final class Daemon: ReachabilityObjectDelegate {
             Log.error("reload: \(error)")
         }
         do {
-            try watchEngine()
             try configureCompat(fresh)
         } catch {
             Log.error("reload: \(error)")
