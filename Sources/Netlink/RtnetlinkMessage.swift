@@ -14,15 +14,26 @@ package struct RouteChange: Hashable, Sendable {
     package var destinationPrefixLength: UInt8
     package var type: UInt8
     package var removed: Bool
+    /// The interfaces it leaves by (`RTA_OIF`, or each next hop's of `RTA_MULTIPATH`);
+    /// empty for a route that names none (blackhole, unreachable).
+    package var outputInterfaces: [Int32]
 
     package init(family: IPAddress.Family, table: UInt8, destination: IPAddress? = nil, destinationPrefixLength: UInt8,
-                 type: UInt8, removed: Bool) {
+                 type: UInt8, removed: Bool, outputInterfaces: [Int32] = []) {
         self.family = family
         self.table = table
         self.destination = destination
         self.destinationPrefixLength = destinationPrefixLength
         self.type = type
         self.removed = removed
+        self.outputInterfaces = outputInterfaces
+    }
+
+    /// Whether it can carry traffic to a global address: IPv6 link-local and multicast
+    /// routes (every interface gets them as it comes up) cannot.
+    package var mayCarryGlobalTraffic: Bool {
+        guard family == .v6, let first = destination?.bytes.first, destinationPrefixLength >= 8 else { return true }
+        return first != 0xFF && !(first == 0xFE && destinationPrefixLength >= 10 && destination!.bytes[1] & 0xC0 == 0x80)
     }
 
     /// Whether the route's prefix contains `address`: a route that does not can
@@ -59,6 +70,22 @@ extension RtnetlinkMessage {
     /// Decodes one kernel message; nil for messages that do not describe state
     /// (and for `AF_INET6`/`AF_BRIDGE` link messages, which are not the link itself:
     /// they report carrier 0 while `IFF_LOWER_UP` is set).
+    /// The interface of each `struct rtnexthop` in an `RTA_MULTIPATH` payload (length u16,
+    /// flags u8, hops u8, ifindex i32, in host order, then its own attributes, each next hop 4-byte aligned).
+    static func nextHopInterfaces(_ bytes: [UInt8]) -> [Int32] {
+        var interfaces: [Int32] = []
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset + 8 <= raw.count {
+                let length = Int(raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+                guard length >= 8 else { break }
+                interfaces.append(raw.loadUnaligned(fromByteOffset: offset + 4, as: Int32.self))
+                offset += (length + 3) & ~3
+            }
+        }
+        return interfaces
+    }
+
     init?(_ header: UnsafeMutablePointer<nlmsghdr>) {
         switch header.pointee.nlmsg_type {
         case MessageType.newLink, MessageType.deleteLink:
@@ -83,12 +110,19 @@ extension RtnetlinkMessage {
             default: return nil
             }
             var destination: IPAddress?
+            var outputInterfaces: [Int32] = []
             header.forEachAttribute(headerSize: MemoryLayout<rtmsg>.size) { attribute in
-                if attribute.type == RouteAttribute.destination { destination = IPAddress(bytes: attribute.bytes) }
+                switch attribute.type {
+                case RouteAttribute.destination: destination = IPAddress(bytes: attribute.bytes)
+                case RouteAttribute.outputInterface: outputInterfaces.append(Int32(bitPattern: attribute.u32))
+                case RouteAttribute.multipath: outputInterfaces += Self.nextHopInterfaces(attribute.bytes)
+                default: break
+                }
             }
             self = .route(RouteChange(family: family, table: route.rtm_table, destination: destination,
                                       destinationPrefixLength: route.rtm_dst_len, type: route.rtm_type,
-                                      removed: header.pointee.nlmsg_type == MessageType.deleteRoute))
+                                      removed: header.pointee.nlmsg_type == MessageType.deleteRoute,
+                                      outputInterfaces: outputInterfaces))
         case MessageType.newRule, MessageType.deleteRule:
             self = .rule
         case MessageType.newNDUserOption:

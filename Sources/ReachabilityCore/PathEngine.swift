@@ -20,6 +20,10 @@ package final class PathEngine {
     /// The interfaces the last evaluation looked up or runs over (carrier, VPN, their
     /// lower devices), and whether the path was usable.
     private var pathInterfaces: Set<Int32> = []
+    /// Interfaces that may have a route to a global address: every one the last dump
+    /// found (its routes were not read), and since then those a route message named.
+    /// A pod's veth, which only ever gets link-local and multicast routes, is never here.
+    private var routedInterfaces: Set<Int32> = []
     private var pathIsUsable = false
     /// The addresses the last watched evaluation asked about: only routes that cover one matter.
     private var watched: [IPAddress]
@@ -55,6 +59,20 @@ package final class PathEngine {
         package var overruns = 0
         /// Full dumps of links and addresses (start-up included).
         package var dumps = 0
+        package init() {}
+
+        /// Evaluations of the default path: what a change that cannot move it never costs.
+        package var evaluations = 0
+
+        /// Two engines' counts together (the daemon's across reloads).
+        package static func + (lhs: Statistics, rhs: Statistics) -> Statistics {
+            var sum = Statistics()
+            sum.messages = lhs.messages + rhs.messages
+            sum.overruns = lhs.overruns + rhs.overruns
+            sum.dumps = lhs.dumps + rhs.dumps
+            sum.evaluations = lhs.evaluations + rhs.evaluations
+            return sum
+        }
     }
 
     /// The descriptor to poll for readability.
@@ -91,6 +109,7 @@ package final class PathEngine {
         let addresses = try query.addresses()
         let before = state
         state.replace(links: links, addresses: addresses)
+        routedInterfaces = Set(state.links.keys)
         evaluator.rebuild(state)
         touched = []
         if tracksInterfaces {
@@ -145,6 +164,7 @@ package final class PathEngine {
                 case let .linkRemoved(index): state.links[index]
                 default: nil
                 }
+                if case let .linkRemoved(index) = message { routedInterfaces.remove(index) }
                 switch state.apply(message) {
                 case .none:
                     break
@@ -158,6 +178,7 @@ package final class PathEngine {
                     }
                     if matters(index, before: before) { outcome.evaluate = true }
                 case let .routing(change):
+                    if let change, !change.removed, change.mayCarryGlobalTraffic { routedInterfaces.formUnion(change.outputInterfaces) }
                     guard let change else {
                         outcome.evaluate = true  // a rule: any lookup may be answered otherwise
                         break
@@ -207,8 +228,8 @@ package final class PathEngine {
         if evaluator.isAvailable(link, state: state) { return true }
         if let master = link.masterIndex, pathInterfaces.contains(master) { return true }
         // Carrier back: the kernel uses a route it skipped while the link was down
-        // (`ignore_routes_with_linkdown`) again, without a route message.
-        if link.masterIndex == nil, let before, !before.hasCarrier, link.hasCarrier { return true }
+        // (`ignore_routes_with_linkdown`) again, without a route message — if it has one.
+        if link.masterIndex == nil, let before, !before.hasCarrier, link.hasCarrier, routedInterfaces.contains(index) { return true }
         return false
     }
 
@@ -359,6 +380,7 @@ package final class PathEngine {
     /// `allowed`: the interface types the path may leave by (a restricted monitor's).
     package func evaluateDefaultPath(allowed: Set<InterfaceType> = Set(InterfaceType.allCases), watch: Bool = true) -> Path {
         guard isSynchronized else { return .unknown() }
+        statistics.evaluations += 1
         refresh()
         let probes = [options.probeAddresses.v4, options.probeAddresses.v6]
         evaluator.nat64 = anyNAT64

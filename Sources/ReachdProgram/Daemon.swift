@@ -296,7 +296,7 @@ final class Daemon: ReachabilityObjectDelegate {
         }
         engineWatch?.cancel()
         engineWatch = freshWatch
-        metrics.earlierOverruns += engine.statistics.overruns
+        metrics.earlierEngines = metrics.earlierEngines + engine.statistics
         watcher.replace(freshEngine)
         freshEngine.alsoWatched = queries.addresses
         freshEngine.dnsServers = resolvers.servers
@@ -374,7 +374,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func metricsFamilies() -> [MetricFamily] {
         metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
                                              trust: trust.summary, round: trust.schedule.isEnabled ? trust.round : nil,
-                                             overruns: engine.statistics.overruns, reportsPending: trust.schedule.reportsPending,
+                                             engine: engine.statistics, reportsPending: trust.schedule.reportsPending,
                                              dns: current?.dns, ipv4Via: current?.ipv4Via ?? .none, nat64: current?.nat64,
                                              interfaces: current?.interfaces ?? [], capport: current?.capport, capportQueries: capport.schedule.counts))
     }

@@ -9,8 +9,8 @@ import TrustHelperMessages
 final class DaemonMetrics {
     /// Documents published (StatusChanged emitted), since start.
     var pathChanges = 0
-    /// Overruns of engines replaced by a reload (the running engine counts its own).
-    var earlierOverruns = 0
+    /// The counts of engines replaced by a reload (the running engine counts its own).
+    var earlierEngines = PathEngine.Statistics()
     /// Per configured host: rounds that judged it, and enforced pin failures. Labels are
     /// the config's hosts only: a host removed by a reload loses its series.
     var trustChecks: [String: Int] = [:]
@@ -41,7 +41,8 @@ final class DaemonMetrics {
         var connectivity: Connectivity
         var trust: TrustSummary
         var round: TrustRound?
-        var overruns: Int
+        /// The current engine's counts (those of the engines before a reload are `earlierEngines`).
+        var engine: PathEngine.Statistics
         var reportsPending: Int
         var dns: Path.DNS?
         /// Where the path's IPv4 comes from, and the network's NAT64.
@@ -107,7 +108,10 @@ final class DaemonMetrics {
                                    Sample([.init("result", "invalid")], Double(state.capportQueries.invalid)),
                                    Sample([.init("result", "failed")], Double(state.capportQueries.failed))]),
             .counter("reachd_netlink_overruns_total", help: "Netlink receive-buffer overruns (ENOBUFS), each recovered by a full re-read.",
-                     earlierOverruns + state.overruns),
+                     (earlierEngines + state.engine).overruns),
+            .counter("reachd_path_evaluations_total",
+                     help: "Evaluations of the path: kernel changes that could move it, re-checks, DNS and NAT64 news; never a change that cannot.",
+                     (earlierEngines + state.engine).evaluations),
             MetricFamily("reachd_trust_status", .gauge, help: "The overall trust verdict: 1 for the current one, 0 for the others.",
                          samples: MetricFamily.stateSet(label: "trust", states: TrustSummary.allCases.map(\.rawValue),
                                                         current: state.trust.rawValue)),

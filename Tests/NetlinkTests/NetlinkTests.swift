@@ -63,6 +63,33 @@ struct NetlinkTests {
         }
     }
 
+    @Test("a route names the interfaces it leaves by, each next hop's for a multipath route; link-local and multicast ones carry no global traffic")
+    func routeInterfaces() async throws {
+        try await withNamespaces("nlroute") { ns in
+            let subscription = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription() }
+            try ns[0].ipBatch(["link add name m0 type veth peer name n0", "link add name m1 type veth peer name n1",
+                               "link set dev n0 up", "link set dev n1 up", "link set dev m0 up", "link set dev m1 up",
+                               "route add 0.0.0.0/1 dev m0", "route add 128.0.0.0/1 nexthop dev m0 nexthop dev m1"])
+            let index = { (name: String) in Int32(try ns[0].ip("-o link show dev \(name)").prefix { $0 != ":" })! }
+            var routes: [RouteChange] = []
+            try await Task.sleep(for: .milliseconds(200))  // the link-local addresses (and their routes) follow the links
+            _ = try subscription.drain {
+                if case let .route(route) = $0 { routes.append(route) }
+                return false
+            }
+            let (m0, m1) = (try index("m0"), try index("m1"))
+            #expect(routes.first { $0.family == .v4 && $0.destination == IPAddress("0.0.0.0") }?.outputInterfaces == [m0])
+            #expect(routes.first { $0.destination == IPAddress("128.0.0.0") }?.outputInterfaces == [m0, m1])
+            func v6(startingWith byte: UInt8) -> [RouteChange] {
+                routes.filter { route in route.family == .v6 && route.destination.map { Array($0.bytes)[0] == byte } == true }
+            }
+            let (linkLocal, multicast) = (v6(startingWith: 0xFE), v6(startingWith: 0xFF))
+            #expect(!linkLocal.isEmpty && !multicast.isEmpty, "\(routes)")
+            #expect(!(linkLocal + multicast).contains { $0.mayCarryGlobalTraffic }, "\((linkLocal + multicast).filter { $0.mayCarryGlobalTraffic })")
+            #expect(routes.filter { $0.family == .v4 }.allSatisfy { $0.mayCarryGlobalTraffic })
+        }
+    }
+
     @Test("addresses parse and print")
     func ipAddress() {
         #expect(IPAddress("10.1.0.2")?.description == "10.1.0.2")

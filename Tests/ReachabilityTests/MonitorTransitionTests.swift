@@ -88,6 +88,27 @@ struct MonitorTransitionTests {
         }
     }
 
+    @Test("a link that came after the start, routed without an address, regains carrier: its routes count again (no route message)")
+    func carrierBackOnLateLink() async throws {
+        try await withWatchedUplink("latelink") { ns, monitor in
+            try ns[0].sysctl("net.ipv4.conf.all.ignore_routes_with_linkdown=1")
+            try ns[0].ip("link add name eth1 type veth peer name up1 netns \(ns[1].name)")
+            try ns[0].ip("link set dev eth1 up")
+            try ns[1].ip("link set dev up1 up")
+            try ns[0].waitUntilOperational("eth1")
+            // Half the address space each, more specific than the default: the IPv4 probe's lookup answers eth1
+            // (which, having no address, the path reports as no-address).
+            func ipv4Leaves(_ path: Path) -> String? { path.routes.first { $0.destination.contains(".") }?.interface }
+            try ns[0].ip("route add 0.0.0.0/1 dev eth1")
+            try ns[0].ip("route add 128.0.0.0/1 dev eth1")
+            try await waitForPath(monitor, "by eth1") { ipv4Leaves($0) == "eth1" }
+            try ns[1].ip("link set dev up1 down")
+            try await waitForPath(monitor, "by eth0 while eth1 has no carrier") { $0.interface?.name == "eth0" }
+            try ns[1].ip("link set dev up1 up")
+            try await waitForPath(monitor, "by eth1 again") { ipv4Leaves($0) == "eth1" }
+        }
+    }
+
     @Test("address removed")
     func addressRemoved() async throws {
         try await withWatchedUplink("addrdel") { ns, monitor in

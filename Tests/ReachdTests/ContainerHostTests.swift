@@ -133,27 +133,55 @@ struct ContainerHostTests {
             chmod(scratch.path, 0o755)
             let bus = try TestSystemBus(directory: scratch)
             defer { bus.stop() }
+            let config = scratch.appendingPathComponent("reachd.toml")
+            try "[metrics]\nlisten = \"127.0.0.1:9748\"\n".write(to: config, atomically: true, encoding: .utf8)
             try await withNamespaces("rdpodbus", "router") { ns in
                 try Self.node(ns)
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", bus.address])
+                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", bus.address, "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
                 #expect(await Self.bridgeSettled(daemon))
                 let paths = try Recorder("bus-paths", [DaemonProcess.reachctl, "watch", "--json", "--bus", bus.address], in: scratch)
                 defer { paths.stop() }
                 #expect(await eventually { paths.lines.count == 1 })
+                // What reachd sends, counted at the bus (each signal with its first argument), not after a client
+                // dropped repeats; and the evaluations it made, read from its own counter.
+                let sent = try Recorder("bus-signals", ["stdbuf", "-oL", "dbus-monitor", "--address", bus.address,
+                                                        "type='signal',interface='io.reachd.Reachability1'"], in: scratch)
+                defer { sent.stop() }
+                // A monitor gives up its unique name when it starts monitoring: from then on it sees every signal.
+                #expect(await eventually { sent.lines.contains { $0.hasSuffix("member=NameLost") } }, "\(sent.lines) \(sent.stderr)")
+                func signals(_ member: String) -> [Substring] {
+                    let lines = sent.lines
+                    return lines.indices.filter { lines[$0].hasPrefix("signal ") && lines[$0].hasSuffix("member=\(member)") }.map { header in
+                        lines.dropFirst(header + 1).first.flatMap { $0.firstMatch(of: /string "([^"]*)"/)?.output.1 } ?? ""
+                    }
+                }
+                func evaluations() -> Double? { metricValue("reachd_path_evaluations_total", in: ns[0].scrapeMetrics()) }
                 #expect(!daemon.log.contains("interface changes: kept"), "nobody watches yet: \(daemon.log.suffix(1000))")
                 let interfaces = try Recorder("bus-interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", bus.address],
                                               in: scratch)
                 #expect(await eventually { daemon.log.contains("interface changes: kept") }, "\(daemon.log.suffix(1000))")
                 let inventory = try await ReachabilityClient(endpoint: .address(bus.address)).interfaces().count
                 #expect(await eventually { interfaces.lines.count == inventory })
+                let evaluationsBefore = try #require(evaluations())
+                let (statusBefore, interfaceBefore) = (signals("StatusChanged").count, signals("InterfaceChanged").count)
                 try Self.churn(ns[0], pods: 0..<20)
                 let podNames = Set((0..<20).flatMap { ["vh\($0)", "vp\($0)"] })
                 #expect(await eventually(.seconds(20)) {
                     Set(interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }.filter(\.removed).map(\.interface.name)) == podNames
                 }, "\(interfaces.lines.suffix(5))")
+                try await Task.sleep(for: .milliseconds(300))
                 #expect(paths.lines.count == 1, "the path's subscriber on the bus was sent nothing: \(paths.lines.dropFirst())")
+                // At the bus: no StatusChanged at all; InterfaceChanged for the pods' interfaces only, at least one per
+                // line the watcher printed (its buffer keeps the latest entry per interface), a few per interface at most.
+                #expect(signals("StatusChanged").count == statusBefore, "\(signals("StatusChanged").count - statusBefore) sent")
+                let interfaceSignals = signals("InterfaceChanged").dropFirst(interfaceBefore)
+                #expect(Set(interfaceSignals.map(String.init)).isSubset(of: podNames), "\(Set(interfaceSignals.map(String.init)).subtracting(podNames))")
+                #expect(interfaceSignals.count >= interfaces.lines.count - inventory && interfaceSignals.count <= 20 * 2 * 5,
+                        "\(interfaceSignals.count) sent, \(interfaces.lines.count - inventory) printed")
+                // And reachd did not evaluate the path once for 20 pods.
+                #expect(evaluations() == evaluationsBefore, "\(String(describing: evaluations())) evaluations after, \(evaluationsBefore) before")
                 // The watcher leaves: its unique name loses its owner, and reachd stops keeping changes.
                 interfaces.stop()
                 try Self.churn(ns[0], pods: 20..<21)
