@@ -108,6 +108,30 @@ struct ClientAPITests {
         }
     }
 
+    @Test("paths holds only the latest path while its consumer does not read: 30 documents sent, the next read is the last")
+    func pathsHoldTheLatest() async throws {
+        try await Self.withDaemon("rdlatest") { ns, daemon, client in
+            var idle = client.paths.makeAsyncIterator()
+            #expect(await idle.next()?.status == .wired, "subscribed")
+            // A reader that keeps up, to count what the daemon sent.
+            let eager = Collected(ReachabilityClient(endpoint: .address(daemon.address)).paths)
+            defer { eager.cancel() }
+            #expect(await eventually { eager.all.count == 1 })
+            // 30 documents, each with one more address on wlan0, one at a time (not one coalesced batch).
+            for host in 100 ..< 130 {
+                try ns[0].ip("addr add 10.2.0.\(host)/24 dev wlan0")
+                try await Task.sleep(for: .milliseconds(15))
+            }
+            func added(_ path: Path?) -> Int {
+                path?.interfaces.first { $0.name == "wlan0" }?.addresses.filter { $0.hasPrefix("10.2.0.1") && $0 != "10.2.0.1/24" }.count ?? -1
+            }
+            #expect(await eventually { added(eager.all.last) == 30 }, "\(eager.all.count) documents")
+            #expect(eager.all.count >= 10, "the daemon sent \(eager.all.count) documents, not one")
+            let next = await idle.next()
+            #expect(added(next) == 30, "the idle consumer's next path is the latest (\(added(next)) of 30 addresses), not the oldest queued")
+        }
+    }
+
     @Test("the async calls answer as the blocking ones; trustChanges starts with the verdict (none without hosts)")
     func asyncCallsAndTrust() async throws {
         try await Self.withDaemon("rdasync") { _, _, client in

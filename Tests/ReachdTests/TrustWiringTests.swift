@@ -175,9 +175,17 @@ struct TrustWiringTests {
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 func status() -> String { (try? daemon.busctl(["call"] + object + ["TrustStatus"]).output) ?? "" }
+                // Subscribed at once (the client retries until the socket answers): the first round waits for the probe.
+                let client = ReachabilityClient(endpoint: .address(daemon.address), reconnectDelays: (.milliseconds(5), .milliseconds(10)))
+                let failures = Collected(client.pinFailures)
+                defer { failures.cancel() }
 
                 // 1. A portal, and the collector intercepted: the report is spooled and kept.
                 #expect(await eventually(.seconds(30)) { daemon.log.contains("collector.test is not trusted") }, "\(daemon.log)")
+                // The failure seen behind the portal is signalled with the portal's mark: what the probe got.
+                #expect(await eventually { !failures.all.isEmpty }, "\(daemon.log)")
+                #expect(failures.all.first?.hostname == "pinned.test" && failures.all.first?.captivePortal?.kind == .redirect
+                        && failures.all.first?.captivePortal?.httpStatus == 302, "\(String(describing: failures.all.first?.captivePortal))")
                 #expect(lines(intercepted) == 0, "an interceptor of the collector is sent nothing")
                 #expect(status().contains(#"\"reports-pending\":1"#), "\(status())")
 
