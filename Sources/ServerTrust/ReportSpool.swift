@@ -70,7 +70,7 @@ public struct ReportSpool: Sendable {
             guard !spooled.contains(interrupted) else { return nil }
             let destination = "\(directory)/\(interrupted)"
             try DurableFile.write(Array(try report.json()), to: destination)
-            return Written(path: destination, evicted: try evictSpool())
+            return Written(path: destination, evicted: try evictSpool(listed: spooled + [interrupted]))
         }
         if spooled.contains(where: { $0.contains(identity) && Self.time(of: $0) > repeatSince }) { return nil }
         if spooled.contains(where: { $0.hasPrefix(host + "-") && Self.time(of: $0) > hostSince }) { return nil }
@@ -79,7 +79,7 @@ public struct ReportSpool: Sendable {
         if !collectors.isEmpty { evicted += try outbox.add(ReportOutbox.Entry(collectors: collectors, report: report), name: name) }
         let destination = "\(directory)/\(name)"
         try DurableFile.write(Array(try report.json()), to: destination)
-        evicted += try evictSpool()
+        evicted += try evictSpool(listed: spooled + [name])
         return Written(path: destination, evicted: evicted)
     }
 
@@ -108,11 +108,14 @@ public struct ReportSpool: Sendable {
     }
 
     /// Removes the oldest reports while more than `capacity` or `byteCapacity` are kept; their names.
-    func evictSpool(capacity: Int = Self.capacity, byteCapacity: Int = Self.byteCapacity) throws -> [String] {
-        let spooled = try Self.names(in: directory).map { name -> (name: String, size: Int) in
+    /// `listed`: the spool's names as the caller listed them a moment before (a report another
+    /// process adds meanwhile is counted at the next write).
+    func evictSpool(listed: [String]? = nil, capacity: Int = Self.capacity, byteCapacity: Int = Self.byteCapacity) throws -> [String] {
+        // Each name's time is read once, not at every comparison of the sort (a full spool is 1,024 names).
+        let spooled = try (listed ?? Self.names(in: directory)).map { name -> (name: String, time: Date, size: Int) in
             var status = stat()
-            return (name, stat("\(directory)/\(name)", &status) == 0 ? Int(status.st_size) : 0)
-        }.sorted { Self.time(of: $0.name) < Self.time(of: $1.name) }
+            return (name, Self.time(of: name), stat("\(directory)/\(name)", &status) == 0 ? Int(status.st_size) : 0)
+        }.sorted { $0.time < $1.time }
         var (count, bytes) = (spooled.count, spooled.reduce(0) { $0 + $1.size })
         var evicted: [String] = []
         for report in spooled where count > capacity || bytes > byteCapacity {
