@@ -179,7 +179,7 @@ struct TrustCheckerTests {
                                      clock: .flagFile(flag))
         #expect(await stale.checkAll().hosts.map(\.verdict) == [.pinMismatch])
 
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        _ = FileManager.default.createFile(atPath: flag, contents: nil)
         #expect(await stale.checkAll().hosts.map(\.verdict) == [.pinsExpired], "synchronised: the expiry holds")
         let synchronized = await checker.checkAll()
         #expect(synchronized.hosts.map(\.verdict) == [.expired] && synchronized.overall == .compromised)
@@ -280,7 +280,7 @@ struct TrustCheckerTests {
         defer { Task { await server.close() } }
         // The spool's place is taken by a file.
         #expect(FileManager.default.createFile(atPath: spoolDirectory, contents: Data("in the way".utf8)))
-        let round = await try checker([try entry("api.test", port: server.port, pins: [wrong, backup])]).checkAll(at: TestAuthority.now)
+        let round = try await checker([try entry("api.test", port: server.port, pins: [wrong, backup])]).checkAll(at: TestAuthority.now)
         #expect(round.overall == .compromised && round.reports.isEmpty)
         #expect(round.reportFailures == 2, "the report, then the outbox's count: \(round.reportErrors)")
         #expect(round.reportErrors.first?.hasPrefix("api.test: a pin-failure report was not written") == true, "\(round.reportErrors)")
