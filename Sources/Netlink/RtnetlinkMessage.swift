@@ -32,8 +32,10 @@ package struct RouteChange: Hashable, Sendable {
     /// Whether it can carry traffic to a global address: IPv6 link-local and multicast
     /// routes (every interface gets them as it comes up) cannot.
     package var mayCarryGlobalTraffic: Bool {
-        guard family == .v6, let first = destination?.bytes.first, destinationPrefixLength >= 8 else { return true }
-        return first != 0xFF && !(first == 0xFE && destinationPrefixLength >= 10 && destination!.bytes[1] & 0xC0 == 0x80)
+        guard family == .v6, let bytes = destination?.bytes, destinationPrefixLength >= 8 else { return true }
+        let multicast = bytes[0] == 0xFF
+        let linkLocal = destinationPrefixLength >= 10 && bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80  // fe80::/10
+        return !multicast && !linkLocal
     }
 
     /// Whether the route's prefix contains `address`: a route that does not can
@@ -67,9 +69,6 @@ package enum RtnetlinkMessage: Sendable {
 }
 
 extension RtnetlinkMessage {
-    /// Decodes one kernel message; nil for messages that do not describe state
-    /// (and for `AF_INET6`/`AF_BRIDGE` link messages, which are not the link itself:
-    /// they report carrier 0 while `IFF_LOWER_UP` is set).
     /// The interface of each `struct rtnexthop` in an `RTA_MULTIPATH` payload (length u16,
     /// flags u8, hops u8, ifindex i32, in host order, then its own attributes, each next hop 4-byte aligned).
     static func nextHopInterfaces(_ bytes: [UInt8]) -> [Int32] {
@@ -86,6 +85,9 @@ extension RtnetlinkMessage {
         return interfaces
     }
 
+    /// Decodes one kernel message; nil for messages that do not describe state
+    /// (and for `AF_INET6`/`AF_BRIDGE` link messages, which are not the link itself:
+    /// they report carrier 0 while `IFF_LOWER_UP` is set).
     init?(_ header: UnsafeMutablePointer<nlmsghdr>) {
         switch header.pointee.nlmsg_type {
         case MessageType.newLink, MessageType.deleteLink:

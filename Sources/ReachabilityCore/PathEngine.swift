@@ -59,10 +59,10 @@ package final class PathEngine {
         package var overruns = 0
         /// Full dumps of links and addresses (start-up included).
         package var dumps = 0
-        package init() {}
-
         /// Evaluations of the default path: what a change that cannot move it never costs.
         package var evaluations = 0
+
+        package init() {}
 
         /// Two engines' counts together (the daemon's across reloads).
         package static func + (lhs: Statistics, rhs: Statistics) -> Statistics {
