@@ -178,11 +178,11 @@ package final class PathEngine {
                     }
                     if matters(index, before: before) { outcome.evaluate = true }
                 case let .routing(change):
-                    if let change, !change.removed, change.mayCarryGlobalTraffic { routedInterfaces.formUnion(change.outputInterfaces) }
                     guard let change else {
                         outcome.evaluate = true  // a rule: any lookup may be answered otherwise
                         break
                     }
+                    if !change.removed, change.mayCarryGlobalTraffic { routedInterfaces.formUnion(change.outputInterfaces) }
                     guard watched.contains(where: change.covers) || alsoWatched.contains(where: change.covers)
                         || dnsAddresses.contains(where: change.covers) else { break }
                     outcome.evaluate = true

@@ -59,6 +59,7 @@ final class DaemonMetrics {
     func families(_ state: State) -> [MetricFamily] {
         typealias Sample = MetricFamily.Sample
         let hosts = state.round?.hosts ?? []
+        let engines = earlierEngines + state.engine
         let usable = [.wifi, .wired, .cellular].contains(state.status)
         return [
             MetricFamily("reachd_build_info", .gauge, help: "reachd's version; always 1.",
@@ -108,10 +109,10 @@ final class DaemonMetrics {
                                    Sample([.init("result", "invalid")], Double(state.capportQueries.invalid)),
                                    Sample([.init("result", "failed")], Double(state.capportQueries.failed))]),
             .counter("reachd_netlink_overruns_total", help: "Netlink receive-buffer overruns (ENOBUFS), each recovered by a full re-read.",
-                     (earlierEngines + state.engine).overruns),
+                     engines.overruns),
             .counter("reachd_path_evaluations_total",
                      help: "Evaluations of the path: kernel changes that could move it, re-checks, DNS and NAT64 news; never a change that cannot.",
-                     (earlierEngines + state.engine).evaluations),
+                     engines.evaluations),
             MetricFamily("reachd_trust_status", .gauge, help: "The overall trust verdict: 1 for the current one, 0 for the others.",
                          samples: MetricFamily.stateSet(label: "trust", states: TrustSummary.allCases.map(\.rawValue),
                                                         current: state.trust.rawValue)),

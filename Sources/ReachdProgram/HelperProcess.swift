@@ -111,9 +111,7 @@ final class HelperProcess {
 
     /// Reads what `descriptor` holds now; closes it at its end, after `ending` (where the loop stops
     /// watching it: a watch must never outlive its descriptor, whose number the next pipe reuses).
-    /// True once both are closed.
-    @discardableResult
-    func read(_ descriptor: Int32, ending: (Int32) -> Void = { _ in }) -> Bool {
+    func read(_ descriptor: Int32, ending: (Int32) -> Void = { _ in }) {
         var chunk = [UInt8](repeating: 0, count: 65536)
         while descriptors.contains(descriptor) {
             let count: Int
@@ -129,17 +127,20 @@ final class HelperProcess {
                 if output.count + errors.count > Self.limit { Glibc.kill(pid, SIGKILL) }
                 continue
             }
-            ending(descriptor)
-            close(descriptor)
-            descriptors.removeAll { $0 == descriptor }
+            closePipe(descriptor, ending: ending)
         }
-        return descriptors.isEmpty
+    }
+
+    private func closePipe(_ descriptor: Int32, ending: (Int32) -> Void) {
+        ending(descriptor)
+        close(descriptor)
+        descriptors.removeAll { $0 == descriptor }
     }
 
     /// Killed for its deadline already.
     var isExpired: Bool { timedOut }
 
-    /// Past its deadline: killed; its pipes end.
+    /// Past its deadline: killed; it exits.
     func expire() {
         timedOut = true
         Glibc.kill(pid, SIGKILL)
@@ -159,13 +160,9 @@ final class HelperProcess {
             }
         }
         for descriptor in descriptors {
-            read(descriptor)
+            read(descriptor, ending: ending)
             // Still open: a child of the helper holds it. What the helper wrote is read.
-            if descriptors.contains(descriptor) {
-                ending(descriptor)
-                close(descriptor)
-                descriptors.removeAll { $0 == descriptor }
-            }
+            if descriptors.contains(descriptor) { closePipe(descriptor, ending: ending) }
         }
         return true
     }

@@ -13,7 +13,7 @@ import Testing
 @Suite("Daemon reload: never deaf", .needsRoot, .ownThreads)
 struct DaemonReloadTests {
     /// What the daemon published, step by step.
-    private struct Steps {
+    private struct Seen {
         var failedReload: String?
         var afterFailedReload: String?
         var reloaded = false
@@ -24,7 +24,7 @@ struct DaemonReloadTests {
     func reloadNeverDeaf() async throws {
         try await withNamespaces("rdreload", "rdrouter") { ns in
             let (host, router) = (ns[0], ns[1])
-            let steps = try NetworkNamespace(name: host.name).perform { () throws -> Steps in
+            let seen = try NetworkNamespace(name: host.name).perform { () throws -> Seen in
                 let loop = try EventLoop()
                 var failNextWatch = false
                 let daemon = try Daemon(configFile: "/nonexistent", configuration: DaemonConfiguration(), helper: nil, loop: loop) {
@@ -35,45 +35,47 @@ struct DaemonReloadTests {
                     }
                     return try loop.onReadable(descriptor, readable)
                 }
-                var steps = Steps()
-                var next: ((String) -> Bool)?
-                // The published document, looked at every 10 ms; each step waits for what it expects, 10 s at most.
-                var check: EventLoop.Timer?
-                check = try loop.timer {
-                    if next?(daemon.describe()) == false { check?.arm(after: .milliseconds(10)) }
-                }
-                let deadline = try loop.timer { loop.exit(1) }
-                deadline.arm(after: .seconds(10))
+                var seen = Seen()
                 daemon.publishCurrentPath()
                 #expect(daemon.describe().contains(#""status":"unreachable""#), "\(daemon.describe())")
                 failNextWatch = true
                 daemon.reloadConfiguration { result in
-                    if case let .failure(error) = result { steps.failedReload = "\(error)" }
+                    if case let .failure(error) = result { seen.failedReload = "\(error)" }
                 }
                 try host.addUplink(router: router)
-                next = { document in
-                    guard document.contains(#""status":"wired""#) else { return false }
-                    steps.afterFailedReload = document
-                    daemon.reloadConfiguration { result in
-                        if case .success = result { steps.reloaded = true }
-                    }
-                    next = { document in
-                        guard document.contains(#""status":"unreachable""#) else { return false }
-                        steps.afterReload = document
+                // Each step waits for a status in the published document (looked at every 10 ms, 10 s in all), then acts.
+                var steps: [(status: String, then: (String) -> Void)] = [
+                    ("wired", { document in
+                        seen.afterFailedReload = document
+                        daemon.reloadConfiguration { result in
+                            if case .success = result { seen.reloaded = true }
+                        }
+                        _ = try? host.ip("link set dev eth0 down")
+                    }),
+                    ("unreachable", { document in
+                        seen.afterReload = document
                         loop.exit(0)
-                        return true
+                    }),
+                ]
+                var check: EventLoop.Timer?
+                check = try loop.timer {
+                    let document = daemon.describe()
+                    if let step = steps.first, document.contains(#""status":"\#(step.status)""#) {
+                        steps.removeFirst()
+                        step.then(document)
                     }
-                    _ = try? host.ip("link set dev eth0 down")
-                    return false
+                    if !steps.isEmpty { check?.arm(after: .milliseconds(10)) }
                 }
+                let deadline = try loop.timer { loop.exit(1) }
+                deadline.arm(after: .seconds(10))
                 check?.arm(after: .zero)
                 _ = try loop.run()
-                return steps
+                return seen
             }
-            #expect(steps.failedReload?.contains("watching descriptor") == true, "the failed reload said why: \(steps.failedReload ?? "nothing")")
-            #expect(steps.afterFailedReload != nil, "the uplink that came after the failed reload was published")
-            #expect(steps.reloaded)
-            #expect(steps.afterReload?.contains("unreachable") == true, "the link taken down after the good reload was published: \(steps.afterReload ?? "nothing")")
+            #expect(seen.failedReload?.contains("watching descriptor") == true, "the failed reload said why: \(seen.failedReload ?? "nothing")")
+            #expect(seen.afterFailedReload != nil, "the uplink that came after the failed reload was published")
+            #expect(seen.reloaded)
+            #expect(seen.afterReload?.contains("unreachable") == true, "the link taken down after the good reload was published: \(seen.afterReload ?? "nothing")")
         }
     }
 }
