@@ -198,6 +198,9 @@ let package = Package(
         // Test support: network namespaces the tests create and always remove.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
+        // A network namespace without a kernel: links, addresses and routes a test sets, their events as the
+        // kernel's datagrams, its FIB's answers, a virtual clock: the monitor's decisions tested as any user.
+        .target(name: "EmbeddedKernel", dependencies: ["Netlink", "ReachabilityCore", "SystemCalls"], path: "Tests/EmbeddedKernel"),
         // Traits: `.needsRoot` (skipped, with the reason, for an ordinary user), `.ownThreads` (tests that wait for programs).
         .target(name: "TestTraits", path: "Tests/TestTraits"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
@@ -206,10 +209,10 @@ let package = Package(
         .testTarget(name: "ReachdMetricsTests", dependencies: ["HTTPWire", "ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust", "TestTraits"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing", "TestTraits"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "SystemCalls", "NamespaceTesting", "TestTraits"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "TestTraits"]),
-        .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "NamespaceTesting", "TestTraits"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "EmbeddedKernel", "TestTraits"]),
+        .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "ReachabilityCore", "Netlink", "SystemCalls", "NamespaceTesting", "EmbeddedKernel", "TestTraits"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "TestTraits"]),
-        .testTarget(name: "ReachdProgramTests", dependencies: ["ReachdProgram", "ReachabilityBus", "NamespaceTesting", "TestTraits"]),
+        .testTarget(name: "ReachdProgramTests", dependencies: ["ReachdProgram", "ReachabilityBus", "ReachabilityCore", "Netlink", "SystemCalls", "EmbeddedKernel", "TestTraits"]),
         .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachabilityCompat", "ReachdVersion", "TestTraits"]),
         .testTarget(
             name: "ServerTrustTests",

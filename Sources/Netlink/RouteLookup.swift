@@ -17,6 +17,18 @@ package struct RouteLookup: Hashable, Sendable {
     package var destinationPrefixLength: UInt8
     /// The route's metric, when the kernel reports one (FIB-match lookups).
     package var priority: UInt32?
+
+    package init(destination: IPAddress, outputInterface: Int32, gateway: IPAddress? = nil, preferredSource: IPAddress? = nil,
+                 type: UInt8, table: UInt32, destinationPrefixLength: UInt8, priority: UInt32? = nil) {
+        self.destination = destination
+        self.outputInterface = outputInterface
+        self.gateway = gateway
+        self.preferredSource = preferredSource
+        self.type = type
+        self.table = table
+        self.destinationPrefixLength = destinationPrefixLength
+        self.priority = priority
+    }
 }
 
 /// Why the kernel has no path to a destination.

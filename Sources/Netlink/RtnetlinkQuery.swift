@@ -7,7 +7,7 @@ import SystemCalls
 /// The unsubscribed socket for requests: link and address dumps (start-up and
 /// resync after an overrun) and `RTM_GETROUTE` lookups. Blocking, with a timeout
 /// so a wedged kernel answer cannot hang the caller forever.
-package final class RtnetlinkQuery {
+package final class RtnetlinkQuery: KernelQueries {
     private let socket: NetlinkSocket
 
     package init(timeoutMilliseconds: Int = 2_000) throws {

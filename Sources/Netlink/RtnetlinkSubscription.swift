@@ -6,7 +6,7 @@ import Glibc
 /// The subscribed socket: every link, address, route and rule change of the
 /// network namespace it was created in, and the router-advertisement options
 /// the kernel passes on, read without blocking.
-package final class RtnetlinkSubscription {
+package final class RtnetlinkSubscription: KernelEvents {
     private let socket: NetlinkSocket
 
     /// What the kernel granted for the receive buffer (bytes).
@@ -27,22 +27,8 @@ package final class RtnetlinkSubscription {
         self.receiveBufferSize = socket.setReceiveBufferSize(receiveBufferSize)
     }
 
-    package enum DrainOutcome: Equatable, Sendable {
-        /// Everything queued was read; `messages` of them mattered.
-        case drained(messages: Int)
-        /// Stopped early — at the limit, or because a message asked to be acted on at
-        /// once — with more possibly queued: handle what you have, then call again.
-        case paused(messages: Int)
-        /// The kernel dropped messages (`ENOBUFS`): the state is unknown until re-dumped.
-        /// The queue has been emptied already, so dump now; every event from here on
-        /// is either queued or reported as another overrun.
-        case overrun
-    }
-
-    /// Reads every queued message, up to `limit` of them, handing each to `handle`.
-    /// When `handle` returns true the drain stops after the current datagram
-    /// (nothing read is ever left unhandled).
-    package func drain(limit: Int = 10_000, _ handle: (RtnetlinkMessage) -> Bool) throws -> DrainOutcome {
+    /// Reads every queued message (`KernelEvents.drain`).
+    package func drain(limit: Int = 10_000, _ handle: (RtnetlinkMessage) -> Bool) throws -> KernelEventsDrain {
         var count = 0
         var urgent = false
         while count < limit && !urgent {

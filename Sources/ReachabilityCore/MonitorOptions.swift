@@ -19,6 +19,8 @@ public struct MonitorOptions: Sendable, Equatable {
     public var receiveBufferSize: Int
     /// Watch another network namespace: a path such as `/run/netns/NAME`. nil: this process's.
     public var networkNamespace: String?
+    /// Watch a kernel other than the sockets' (a test's embedded kernel); nil: the sockets'.
+    package var kernel: (any KernelSource)?
     /// The resolv.conf whose servers the path's `dns` judges, followed as it is
     /// replaced (docs/path.md, "DNS"); nil: DNS is not followed. reachd asks
     /// systemd-resolved over D-Bus instead when it runs and this is the default.
@@ -63,7 +65,7 @@ public struct MonitorOptions: Sendable, Equatable {
     }
 
     public static func == (lhs: MonitorOptions, rhs: MonitorOptions) -> Bool {
-        lhs.probeAddresses == rhs.probeAddresses && lhs.ignore == rhs.ignore && lhs.metered == rhs.metered
+        lhs.probeAddresses == rhs.probeAddresses && lhs.kernel === rhs.kernel && lhs.ignore == rhs.ignore && lhs.metered == rhs.metered
             && lhs.kindOverrides.elementsEqual(rhs.kindOverrides, by: { $0.pattern == $1.pattern && $0.kind == $1.kind })
             && lhs.receiveBufferSize == rhs.receiveBufferSize && lhs.networkNamespace == rhs.networkNamespace
             && lhs.resolvConf == rhs.resolvConf && lhs.configuredNAT64 == rhs.configuredNAT64

@@ -7,8 +7,10 @@ import SystemCalls
 /// `fileDescriptor`, and calls `processEvents()` when it is readable. The
 /// library's monitor runs it on a thread of its own; reachd on sd-event.
 package final class PathEngine {
-    private let subscription: RtnetlinkSubscription
-    private let query: RtnetlinkQuery
+    private let subscription: any KernelEvents
+    private let query: any KernelQueries
+    /// The time every decision is made at: the system's, or a test's virtual clock.
+    package let clock: LoopClock
     private var evaluator: PathEvaluator
     package private(set) var state = NetworkState()
     package let options: MonitorOptions
@@ -78,22 +80,31 @@ package final class PathEngine {
     /// The descriptor to poll for readability.
     package var fileDescriptor: Int32 { subscription.fileDescriptor }
 
-    /// Opens the sockets (inside `options.networkNamespace`, if set) and dumps links and addresses.
-    package init(options: MonitorOptions) throws {
-        self.options = options
-        watched = [options.probeAddresses.v4, options.probeAddresses.v6]
-        let facts: any InterfaceFactsSource
-        if let namespace = options.networkNamespace {
+    /// Opens the sockets (inside `options.networkNamespace`, if set; `options.kernel`'s instead,
+    /// if set) and dumps links and addresses.
+    package convenience init(options: MonitorOptions) throws {
+        if let kernel = options.kernel {
+            let (events, queries) = try kernel.open()
+            try self.init(options: options, events: events, queries: queries, facts: NoInterfaceFacts())
+        } else if let namespace = options.networkNamespace {
             let sockets = try NetworkNamespace(path: namespace).perform {
                 (try RtnetlinkSubscription(receiveBufferSize: options.receiveBufferSize), try RtnetlinkQuery())
             }
-            (subscription, query) = sockets
-            facts = NoInterfaceFacts()
+            try self.init(options: options, events: sockets.0, queries: sockets.1, facts: NoInterfaceFacts())
         } else {
-            subscription = try RtnetlinkSubscription(receiveBufferSize: options.receiveBufferSize)
-            query = try RtnetlinkQuery()
-            facts = SysfsInterfaceFacts()
+            try self.init(options: options, events: RtnetlinkSubscription(receiveBufferSize: options.receiveBufferSize),
+                          queries: RtnetlinkQuery(), facts: SysfsInterfaceFacts())
         }
+    }
+
+    /// Watches another kernel than the sockets': what a test's embedded kernel plugs into. Dumps links and addresses.
+    package init(options: MonitorOptions, events: any KernelEvents, queries: any KernelQueries,
+                 facts: any InterfaceFactsSource, clock: LoopClock = .system) throws {
+        self.options = options
+        watched = [options.probeAddresses.v4, options.probeAddresses.v6]
+        subscription = events
+        query = queries
+        self.clock = clock
         evaluator = PathEvaluator(options: options, facts: facts)
         try resynchronize()
     }
@@ -247,7 +258,7 @@ package final class PathEngine {
                 return announcedNAT64[option.interfaceIndex]?.removeValue(forKey: router) != nil
             }
             let seconds = Int(lifetime.components.seconds)
-            let before = Self.keep((prefix, seconds, .now + lifetime), from: router, in: &announcedNAT64[option.interfaceIndex, default: [:]])
+            let before = Self.keep((prefix, seconds, clock.now() + lifetime), from: router, in: &announcedNAT64[option.interfaceIndex, default: [:]])
             // A repeated advertisement only pushes the end back: the document says the lifetime, which stays.
             return before?.prefix != prefix || before?.lifetime != seconds
         case let .link(link) where !link.isUp:
@@ -300,7 +311,7 @@ package final class PathEngine {
     /// forgotten by `nextNAT64Expiry()`, after every evaluation.
     private func announcedNAT64(on index: Int32) -> (prefix: NAT64Prefix, lifetime: Int)? {
         guard announcedNAT64[index] != nil, let router = standingRouter(on: index),
-              let entry = announcedNAT64[index]?[router], entry.expires > .now else { return nil }
+              let entry = announcedNAT64[index]?[router], entry.expires > clock.now() else { return nil }
         return (entry.prefix, entry.lifetime)
     }
 
@@ -309,7 +320,7 @@ package final class PathEngine {
     /// Those that ended are forgotten, on every interface.
     package func nextNAT64Expiry() -> ContinuousClock.Instant? {
         guard !announcedNAT64.isEmpty else { return nil }
-        let now = ContinuousClock.now
+        let now = clock.now()
         announcedNAT64 = announcedNAT64.compactMapValues { announced in
             let standing = announced.filter { $0.value.expires > now }
             return standing.isEmpty ? nil : standing

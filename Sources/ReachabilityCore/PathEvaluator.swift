@@ -139,7 +139,7 @@ struct PathEvaluator {
     /// only by an interface of an `allowed` type (docs/path.md, "Restricting the path").
     /// With `throughNAT64`, an IPv4 address without a usable route is looked up again as the
     /// NAT64's synthesised IPv6 address (docs/path.md, "IPv6-only networks: NAT64 and CLAT").
-    mutating func evaluate(_ addresses: [IPAddress], state: NetworkState, query: RtnetlinkQuery,
+    mutating func evaluate(_ addresses: [IPAddress], state: NetworkState, query: any KernelQueries,
                            destination: String? = nil, allowed: Set<InterfaceType> = Set(InterfaceType.allCases),
                            throughNAT64: Bool = false) -> Path {
         lookedUpInterfaces = []
@@ -187,7 +187,7 @@ struct PathEvaluator {
     /// Each available interface that is no tunnel (nor `excluded`), as a path of its own to `probes`: the
     /// families it has a real route for (a FIB-match lookup restricted to it, as an app
     /// bound to it would leave) and its next hop. One with no route is `unreachable`.
-    mutating func waysOut(to probes: [IPAddress], excluding excluded: Int?, state: NetworkState, query: RtnetlinkQuery) -> [Path] {
+    mutating func waysOut(to probes: [IPAddress], excluding excluded: Int?, state: NetworkState, query: any KernelQueries) -> [Path] {
         availableInterfaces().compactMap { entry -> Path? in
             guard !entry.kind.isTunnel, entry.index != excluded, let link = state.links[Int32(entry.index)] else { return nil }
             let routes = probes.map { probe -> RouteLookup? in
@@ -209,7 +209,7 @@ struct PathEvaluator {
 
     /// The configured resolvers, and those the path can reach (docs/path.md, "DNS").
     /// A restricted path (`allowed`) reaches only the servers behind interfaces of the allowed types.
-    mutating func dns(_ configured: DNSServers, state: NetworkState, query: RtnetlinkQuery,
+    mutating func dns(_ configured: DNSServers, state: NetworkState, query: any KernelQueries,
                       allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path.DNS {
         var servers: [String] = []
         var usable: [String] = []
@@ -233,7 +233,7 @@ struct PathEvaluator {
     /// A resolver on this host always answers (whether its upstream does is its
     /// business); a per-link one needs its link and a route through it; any other
     /// one a usable route, judged as the path's own.
-    private mutating func isUsable(_ server: DNSServers.Server, link: Link?, state: NetworkState, query: RtnetlinkQuery,
+    private mutating func isUsable(_ server: DNSServers.Server, link: Link?, state: NetworkState, query: any KernelQueries,
                                    allowed: Set<InterfaceType>) -> Bool {
         if server.address.isLoopback { return true }
         guard server.link != nil else {
@@ -249,7 +249,7 @@ struct PathEvaluator {
 
     // MARK: One address
 
-    mutating func outcome(for destination: IPAddress, state: NetworkState, query: RtnetlinkQuery,
+    mutating func outcome(for destination: IPAddress, state: NetworkState, query: any KernelQueries,
                           allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Outcome {
         switch query.lookupRoute(to: destination) {
         case let .failure(.failed(error)):
@@ -285,7 +285,7 @@ struct PathEvaluator {
     }
 
     /// Whether the interface the kernel picked can carry the packet.
-    mutating func usability(of lookup: RouteLookup, state: NetworkState, query: RtnetlinkQuery) -> Verdict {
+    mutating func usability(of lookup: RouteLookup, state: NetworkState, query: any KernelQueries) -> Verdict {
         guard let link = state.links[lookup.outputInterface] else { return .unusable(.noInterface) }
         if let problem = problem(with: link, family: lookup.destination.family, state: state) { return .unusable(problem) }
         let kind = kind(of: link)
@@ -338,7 +338,7 @@ struct PathEvaluator {
     /// An IPv4 packet through `clat` leaves as IPv6 towards the NAT64: the way out is the
     /// kernel's IPv6 route to the destination's synthesised address (to the IPv6 probe
     /// while no prefix is known), judged as any IPv6 path — an IPv6 VPN stays a VPN.
-    private mutating func translated(_ destination: IPAddress, by clat: Link, state: NetworkState, query: RtnetlinkQuery) -> Verdict {
+    private mutating func translated(_ destination: IPAddress, by clat: Link, state: NetworkState, query: any KernelQueries) -> Verdict {
         let target = nat64?.synthesize(destination) ?? options.probeAddresses.v6
         switch query.lookupRoute(to: target) {
         case .failure(.blackhole): return .unusable(.blackhole)
@@ -366,7 +366,7 @@ struct PathEvaluator {
     /// carrier, addressed, not a bridge port, not ignored): for each candidate, a FIB-match lookup restricted
     /// to it (a plain lookup with an output interface would invent an on-link route).
     /// Most specific wins, then the lowest metric.
-    mutating func bestRoute(to destination: IPAddress, state: NetworkState, query: RtnetlinkQuery,
+    mutating func bestRoute(to destination: IPAddress, state: NetworkState, query: any KernelQueries,
                             excludingTunnels: Bool, allowed: Set<InterfaceType>? = nil) -> RouteLookup? {
         var best: RouteLookup?
         for entry in availableInterfaces() {

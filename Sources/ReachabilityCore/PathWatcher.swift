@@ -44,7 +44,7 @@ package final class PathWatcher {
     package func readable() {
         let outcome = engine.processEvents()
         if outcome.recheck {
-            let now = ContinuousClock.now
+            let now = engine.clock.now()
             rechecks = PathEngine.recheckDelays.map { now + $0 }
             armTimer()
         }
@@ -114,15 +114,16 @@ package final class PathWatcher {
 
     private func retryLater(_ error: any Error) {
         log("netlink: re-reading the state failed (\(error)); retrying in 1 s")
-        rechecks.append(.now + .seconds(1))
+        rechecks.append(engine.clock.now() + .seconds(1))
         rechecks.sort()
         armTimer()
     }
 
     private func armTimer() {
-        rechecks.removeAll { $0 <= .now }
+        let now = engine.clock.now()
+        rechecks.removeAll { $0 <= now }
         guard let next = rechecks.first else { return timer.disarm() }
-        timer.arm(ContinuousClock.now.duration(to: next))
+        timer.arm(now.duration(to: next))
     }
 }
 

@@ -54,21 +54,27 @@ final class Daemon: ReachabilityObjectDelegate {
     /// The NetworkManager-compatible surface: on the bus, when there is one.
     private var compat: NetworkManagerCompat?
 
-    /// How the daemon hears the kernel: a watch on an engine's netlink socket.
-    typealias KernelWatch = (_ descriptor: Int32, _ readable: @escaping () -> Void) throws -> EventLoop.Watch
-    private let watchKernel: KernelWatch
+    /// How the daemon reaches the kernel: the engines it opens (at start and on each reload)
+    /// and the watch on each engine's socket. Tests hand it an embedded kernel, or a watch
+    /// that fails to prove a reload that cannot watch its engine keeps the old one.
+    struct KernelAccess {
+        var openEngine: (MonitorOptions) throws -> PathEngine
+        var watch: (_ descriptor: Int32, _ readable: @escaping () -> Void) throws -> EventLoop.Watch
+    }
 
-    /// `watchKernel` is the loop's own watch; tests pass one that fails, to prove a reload that cannot watch its engine keeps the old one.
+    private let kernel: KernelAccess
+
+    /// `kernel`: nil for the netlink sockets, watched on `loop`.
     init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop,
-         watchKernel: KernelWatch? = nil) throws {
+         kernel: KernelAccess? = nil) throws {
         self.configFile = configFile
         self.configuration = configuration
         self.helper = helper
         self.loop = loop
-        self.watchKernel = watchKernel ?? { try loop.onReadable($0, $1) }
+        self.kernel = kernel ?? KernelAccess(openEngine: { try PathEngine(options: $0) }, watch: { try loop.onReadable($0, $1) })
         helperRuns = try HelperRuns(loop: loop)
         object = try ReachabilityObject(loop: loop)
-        let engine = try PathEngine(options: configuration.monitor)
+        let engine = try self.kernel.openEngine(configuration.monitor)
         let watcherTimer = try loop.timer { [unowned self] in watcher.timerFired() }
         watcher = PathWatcher(
             engine: engine, timer: .init(arm: { watcherTimer.arm(after: $0) }, disarm: { watcherTimer.disarm() }),
@@ -126,7 +132,7 @@ final class Daemon: ReachabilityObjectDelegate {
 
     /// Watches `watched`'s socket; what it reads goes to the watcher, whose engine it is by the time the loop next runs.
     private func watch(_ watched: PathEngine) throws -> EventLoop.Watch {
-        try watchKernel(watched.fileDescriptor) { [unowned self] in
+        try kernel.watch(watched.fileDescriptor) { [unowned self] in
             let overruns = engine.statistics.overruns
             watcher.readable()
             if engine.statistics.overruns != overruns { metricsOutputs.changed() }
@@ -286,7 +292,7 @@ final class Daemon: ReachabilityObjectDelegate {
     /// can fail comes before the old engine is let go: the daemon hears the kernel
     /// through one engine or the other, never through none.
     private func apply(_ fresh: DaemonConfiguration) throws {
-        let freshEngine = try PathEngine(options: fresh.monitor)
+        let freshEngine = try kernel.openEngine(fresh.monitor)
         let freshWatch = try watch(freshEngine)
         do {
             try metricsOutputs.configure(fresh.metrics)

@@ -1,13 +1,16 @@
 import Dispatch
-import NamespaceTesting
+import EmbeddedKernel
+import Netlink
 import ReachabilityClient
 import ReachabilityCompat
 import Synchronization
+import SystemCalls
 import TestTraits
 import Testing
 
-/// NWPathMonitor's semantics, in process, in a namespace (through the daemon: ReachdTests' ClientAPITests).
-@Suite("ReachabilityCompat: NWPathMonitor, in process", .serialized, .needsRoot, .ownThreads)
+/// NWPathMonitor's semantics, in process, on an embedded kernel (`Tests/EmbeddedKernel`; through the
+/// daemon on a real kernel: ReachdTests' ClientAPITests).
+@Suite("ReachabilityCompat: NWPathMonitor, in process", .serialized, .ownThreads)
 struct NWPathMonitorTests {
     /// Every path a handler was given, in order.
     final class Updates: Sendable {
@@ -26,9 +29,10 @@ struct NWPathMonitorTests {
 
     @Test("start calls the handler with the path, then on a change it shows — not an address; cancel ends it for good")
     func handler() async throws {
-        try await withNamespaces("nwmon", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let monitor = NWPathMonitor(endpoint: nil, options: try MonitorOptions(networkNamespace: ns[0].path))
+        let kernel = EmbeddedKernel()
+        kernel.addUplink()
+        do {
+            let monitor = NWPathMonitor(endpoint: nil, options: kernel.options())
             let updates = Updates()
             monitor.pathUpdateHandler = { updates.record($0) }
             monitor.start(queue: queue)
@@ -36,14 +40,14 @@ struct NWPathMonitorTests {
             #expect(updates.all.first?.status == .satisfied)
             #expect(updates.all.first?.usesInterfaceType(.wiredEthernet) == true)
             #expect(monitor.currentPath.status == .satisfied && monitor.backend == .inProcess && monitor.queue === queue)
-            _ = try ns[0].ip("addr add 10.1.0.77/24 dev eth0")
+            kernel.addAddress(InterfaceAddress(interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("192.0.2.77")!, prefixLength: 24))
             try await Task.sleep(for: .milliseconds(300))
             #expect(updates.all.count == 1, "an address is no change of an NWPath")
-            _ = try ns[0].ip("route del default")
+            kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
             #expect(await updates.wait(for: 2))
             #expect(updates.all.map(\.status) == [.satisfied, .unsatisfied])
             monitor.cancel()
-            _ = try ns[0].ip("route add default via 10.1.0.1")
+            kernel.addRoute(EmbeddedKernel.uplinkRoute4)
             try await Task.sleep(for: .milliseconds(300))
             #expect(updates.all.count == 2, "a cancelled monitor is silent")
             monitor.start(queue: queue)
@@ -54,9 +58,10 @@ struct NWPathMonitorTests {
 
     @Test("requiredInterfaceType: .wifi on a wired host is unsatisfied; prohibiting cellular leaves it satisfied")
     func restricted() async throws {
-        try await withNamespaces("nwreq", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let options = try MonitorOptions(networkNamespace: ns[0].path)
+        let kernel = EmbeddedKernel()
+        kernel.addUplink()
+        do {
+            let options = kernel.options()
             for (types, expected) in [(Set([InterfaceType.wifi]), NWPath.Status.unsatisfied), ([.wifi, .wired], .satisfied)] {
                 let monitor = NWPathMonitor(interfaceTypes: types, endpoint: nil, options: options)
                 let updates = Updates()

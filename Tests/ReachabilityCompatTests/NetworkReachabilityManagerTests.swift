@@ -1,22 +1,33 @@
 import Dispatch
 import Foundation
-import NamespaceTesting
+import EmbeddedKernel
+import Netlink
 import ReachabilityClient
 import ReachabilityCompat
 import Synchronization
+import SystemCalls
 import TestTraits
 import Testing
 
 /// Alamofire's own NetworkReachabilityManagerTests that do not read
-/// SystemConfiguration's flags, against ReachabilityCompat's in-process backend
-/// in a namespace (the daemon-backed manager: ReachdTests' ClientAPITests).
-@Suite("ReachabilityCompat: Alamofire's NetworkReachabilityManager tests, in process", .serialized, .needsRoot, .ownThreads)
+/// SystemConfiguration's flags, against ReachabilityCompat's in-process backend on an
+/// embedded kernel (`Tests/EmbeddedKernel`): the manager's contract, as any user. The
+/// daemon-backed manager, on a real kernel: ReachdTests' ClientAPITests.
+@Suite("ReachabilityCompat: Alamofire's NetworkReachabilityManager tests, in process", .serialized, .ownThreads)
 struct NetworkReachabilityManagerTests {
     typealias Status = NetworkReachabilityManager.NetworkReachabilityStatus
 
-    /// A manager in `namespace`'s network, never asking a daemon.
-    static func manager(_ namespace: TestNamespace, host: String? = nil) throws -> NetworkReachabilityManager {
-        NetworkReachabilityManager(host: host, endpoint: nil, options: try MonitorOptions(networkNamespace: namespace.path))!
+    /// A manager of `kernel`'s network, never asking a daemon.
+    static func manager(_ kernel: EmbeddedKernel, host: String? = nil) -> NetworkReachabilityManager {
+        NetworkReachabilityManager(host: host, endpoint: nil, options: kernel.options())!
+    }
+
+    /// A host with its loopback and, with `uplink`, an Ethernet uplink and a default route.
+    static func kernel(uplink: Bool = true) -> EmbeddedKernel {
+        let kernel = EmbeddedKernel()
+        kernel.addLoopback()
+        if uplink { kernel.addUplink() }
+        return kernel
     }
 
     /// Every status a listener was called with, in order.
@@ -50,51 +61,45 @@ struct NetworkReachabilityManagerTests {
 
     @Test("a host manager of localhost is reachable on Ethernet or Wi-Fi, before listening")
     func hostManagerIsReachable() async throws {
-        try await withNamespaces("afhost") { ns in
-            let manager = try Self.manager(ns[0], host: "localhost")
-            #expect(manager.status == .reachable(.ethernetOrWiFi))
-            #expect(manager.isReachable && manager.isReachableOnEthernetOrWiFi && !manager.isReachableOnCellular)
-            #expect(manager.backend == .inProcess)
-        }
+        let manager = Self.manager(Self.kernel(uplink: false), host: "localhost")
+        #expect(manager.status == .reachable(.ethernetOrWiFi))
+        #expect(manager.isReachable && manager.isReachableOnEthernetOrWiFi && !manager.isReachableOnCellular)
+        #expect(manager.backend == .inProcess)
     }
 
     @Test("an address manager starts with the default path's status, and is notReachable without a route")
     func addressManagerStatus() async throws {
-        try await withNamespaces("afaddr", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let manager = try Self.manager(ns[0])
-            #expect(manager.status == .reachable(.ethernetOrWiFi))
-            try ns[0].ip("route del default")
-            #expect(manager.status == .notReachable)
-            #expect(!manager.isReachable)
-        }
+        let kernel = Self.kernel()
+        let manager = Self.manager(kernel)
+        #expect(manager.status == .reachable(.ethernetOrWiFi))
+        kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
+        #expect(manager.status == .notReachable)
+        #expect(!manager.isReachable)
     }
 
     @Test("listening calls the listener at once, then only when the status changes — not for an address")
     func listenerIsNotifiedAndStatusOnly() async throws {
-        try await withNamespaces("aflisten", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let manager = try Self.manager(ns[0])
-            let listened = Listened()
-            #expect(manager.startListening(onQueue: queue) { listened.record($0) })
-            #expect(await listened.wait(for: 1))
-            #expect(listened.all == [.reachable(.ethernetOrWiFi)])
-            try ns[0].ip("addr add 10.1.0.9/24 dev eth0")
-            try ns[0].ip("route del default")
-            #expect(await listened.wait(for: 2))
-            try ns[0].ip("route add default via 10.1.0.1")
-            #expect(await listened.wait(for: 3))
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(listened.all == [.reachable(.ethernetOrWiFi), .notReachable, .reachable(.ethernetOrWiFi)])
-            manager.stopListening()
-        }
+        let kernel = Self.kernel()
+        let manager = Self.manager(kernel)
+        let listened = Listened()
+        #expect(manager.startListening(onQueue: queue) { listened.record($0) })
+        #expect(await listened.wait(for: 1))
+        #expect(listened.all == [.reachable(.ethernetOrWiFi)])
+        kernel.addAddress(InterfaceAddress(interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("192.0.2.9")!, prefixLength: 24))
+        kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
+        #expect(await listened.wait(for: 2))
+        kernel.addRoute(EmbeddedKernel.uplinkRoute4)
+        #expect(await listened.wait(for: 3))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(listened.all == [.reachable(.ethernetOrWiFi), .notReachable, .reachable(.ethernetOrWiFi)])
+        manager.stopListening()
     }
 
     @Test("a zero manager and a host manager can be properly restarted: each listening calls its listener")
     func restart() async throws {
-        try await withNamespaces("afrestart", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            for manager in [try Self.manager(ns[0]), try Self.manager(ns[0], host: "localhost")] {
+        let kernel = Self.kernel()
+        do {
+            for manager in [Self.manager(kernel), Self.manager(kernel, host: "localhost")] {
                 let first = Listened()
                 let second = Listened()
                 manager.startListening(onQueue: queue) { first.record($0) }
@@ -114,9 +119,8 @@ struct NetworkReachabilityManagerTests {
     func firstCallIsNeverLost() async throws {
         // The first path can reach the manager before startListening has returned; it once
         // found no listener yet, was taken as the previous status, and that listening was never called.
-        try await withNamespaces("affirst", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let manager = try Self.manager(ns[0])
+        do {
+            let manager = Self.manager(Self.kernel())
             for round in 1...40 {
                 let listened = Listened()
                 manager.startListening(onQueue: queue) { listened.record($0) }
@@ -128,16 +132,16 @@ struct NetworkReachabilityManagerTests {
 
     @Test("a manager can be deinitialised, also while it listens: its monitor stops and nothing is called after")
     func deinitWhileListening() async throws {
-        try await withNamespaces("afdeinit", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            var manager: NetworkReachabilityManager? = try Self.manager(ns[0])
+        let kernel = Self.kernel()
+        do {
+            var manager: NetworkReachabilityManager? = Self.manager(kernel)
             weak let weakManager = manager
             let listened = Listened()
             manager?.startListening(onQueue: queue) { listened.record($0) }
             #expect(await listened.wait(for: 1))
             manager = nil
             #expect(weakManager == nil)
-            try ns[0].ip("route del default")
+            kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
             try await Task.sleep(for: .milliseconds(200))
             #expect(listened.all.count == 1)
         }

@@ -1,5 +1,7 @@
 import Foundation
+import EmbeddedKernel
 import NamespaceTesting
+import Netlink
 @testable import ReachabilityCore
 import Reachability
 import TestTraits
@@ -49,19 +51,22 @@ struct DNSServersTests {
     }
 }
 
-/// The path's `dns` against the kernel: which configured servers the path can
-/// reach, followed as resolv.conf is replaced and as routes change.
-@Suite("DNS: the resolvers a path can use, followed (resolv.conf replaced atomically)", .serialized, .needsRoot, .ownThreads)
+/// The path's `dns`: which configured servers the path can reach, followed as
+/// resolv.conf is replaced and as routes change (on an embedded kernel, `Tests/EmbeddedKernel`).
+@Suite("DNS: the resolvers a path can use, followed (resolv.conf replaced atomically)", .serialized, .ownThreads)
 struct PathDNSTests {
     @Test("a server the path routes to is usable; one behind an unreachable route is not, and without a probe connectivity is limited")
     func usableAndLimited() async throws {
         try await withResolvConfDirectory { directory in
             let file = directory.appendingPathComponent("resolv.conf")
             try "nameserver 10.1.0.53\n".write(to: file, atomically: true, encoding: .utf8)
-            try await withNamespaces("dns", "router") { ns in
-                try ns[0].addUplink(router: ns[1])
-                try ns[0].ip("route add unreachable 192.0.2.53/32")
-                let options = try MonitorOptions(networkNamespace: ns[0].path, resolvConf: file.path)
+            let kernel = EmbeddedKernel()
+            kernel.addUplink(subnet: "10.1.0")
+            let unreachable = EmbeddedKernel.Route.refusing(IPAddress("192.0.2.53")!, prefixLength: 32, type: RouteType.unreachable)
+            kernel.addRoute(unreachable)
+            do {
+                var options = kernel.options()
+                options.resolvConf = file.path
                 let monitor = ReachabilityMonitor(options: options)
                 try monitor.start()
                 defer { monitor.stop() }
@@ -75,14 +80,14 @@ struct PathDNSTests {
                 #expect(limited.connectivity == .limited && limited.status == .wired, "a path, but no resolver: limited")
 
                 // A route event for the server's address alone is enough.
-                try ns[0].ip("route del unreachable 192.0.2.53/32")
+                kernel.deleteRoute(unreachable)
                 let back = try await waitForPath(monitor, "the server reachable again") { $0.supportsDNS == true }
                 #expect(back.connectivity == .unknown)
 
                 // A per-link (link-local) server is usable through its link only while it can carry traffic.
                 try replaceAtomically(file, with: "nameserver fe80::1%eth0\n")
                 try await waitForPath(monitor, "the link-local server") { $0.dns?.usable == ["fe80::1%eth0"] }
-                try ns[1].ip("link set dev up0 down")
+                kernel.setLink(EmbeddedKernel.uplink, carrier: false)  // the peer went down
                 try await waitForPath(monitor, "eth0 without carrier") { $0.dns?.usable == [] && $0.dns?.servers == ["fe80::1%eth0"] }
             }
         }
@@ -99,9 +104,12 @@ struct PathDNSTests {
             try "nameserver 10.1.0.53\n".write(to: first, atomically: true, encoding: .utf8)
             try "nameserver 10.1.0.54\n".write(to: second, atomically: true, encoding: .utf8)
             try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: first.path)
-            try await withNamespaces("dnslink", "router") { ns in
-                try ns[0].addUplink(router: ns[1])
-                let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: ns[0].path, resolvConf: link.path))
+            let kernel = EmbeddedKernel()
+            kernel.addUplink(subnet: "10.1.0")
+            do {
+                var options = kernel.options()
+                options.resolvConf = link.path
+                let monitor = ReachabilityMonitor(options: options)
                 try monitor.start()
                 defer { monitor.stop() }
                 #expect(monitor.currentPath?.dns?.servers == ["10.1.0.53"])

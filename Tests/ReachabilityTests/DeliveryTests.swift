@@ -1,18 +1,21 @@
 import Foundation
-import NamespaceTesting
+import EmbeddedKernel
+import Netlink
 import Reachability
+import SystemCalls
 import TestTraits
 import Testing
 
 /// What subscribers receive: the current path first (initial), then one path
-/// per real change, never the same document twice.
-@Suite("Delivery", .needsRoot, .ownThreads)
+/// per real change, never the same document twice (on an embedded kernel: `Tests/EmbeddedKernel`).
+@Suite("Delivery", .ownThreads)
 struct DeliveryTests {
     @Test("onChange, paths and NotificationCenter: initial, then transitions, no repeats")
     func deliveries() async throws {
-        try await withNamespaces("deliver", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+        let kernel = EmbeddedKernel()
+        kernel.addUplink()
+        do {
+            let monitor = ReachabilityMonitor(options: kernel.options())
             let callbacks = Recorder()
             let notifications = Recorder()
             monitor.onChange = { callbacks.record($0) }
@@ -32,10 +35,11 @@ struct DeliveryTests {
                 return paths
             }
             // Changes that matter, and one that does not (an unrelated route).
-            try ns[0].ip("route add 10.77.0.0/16 via 10.1.0.1 dev eth0")
-            try ns[0].ip("route del default")
+            kernel.addRoute(EmbeddedKernel.Route(IPAddress("10.77.0.0")!, prefixLength: 16, outputInterface: EmbeddedKernel.uplink,
+                                                 gateway: IPAddress("192.0.2.1")))
+            kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
             try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
-            try ns[0].ip("route add default via 10.1.0.1 dev eth0")
+            kernel.addRoute(EmbeddedKernel.uplinkRoute4)
             try await waitForPath(monitor, "wired") { $0.status == .wired }
             try await Task.sleep(for: .milliseconds(200))
             monitor.stop()
@@ -63,9 +67,10 @@ struct DeliveryTests {
 
     @Test("a late subscriber gets the current path as its initial; the monitor restarts")
     func lateSubscriberAndRestart() async throws {
-        try await withNamespaces("late", "router") { ns in
-            try ns[0].addUplink(router: ns[1])
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+        let kernel = EmbeddedKernel()
+        kernel.addUplink()
+        do {
+            let monitor = ReachabilityMonitor(options: kernel.options())
             try monitor.start()
             var iterator = monitor.paths.makeAsyncIterator()
             let first = await iterator.next()
@@ -77,7 +82,7 @@ struct DeliveryTests {
             defer { monitor.stop() }
             let recorder = Recorder()
             monitor.onChange = { recorder.record($0) }
-            try ns[1].ip("link set dev up0 down")
+            kernel.setLink(EmbeddedKernel.uplink, carrier: false)  // the peer went down
             try await waitForPath(monitor, "no-carrier") { $0.reason == .noCarrier }
             try await Task.sleep(for: .milliseconds(100))
             #expect(recorder.paths.map(\.initial) == [true, false])
