@@ -69,17 +69,24 @@ package struct InterfaceAddress: Hashable, Sendable {
         !flags.contains(.dadFailed) && (!flags.contains(.tentative) || flags.contains(.optimistic))
     }
 
-    /// Reads the fields out of a libnl address object; nil for an address without a local part.
-    init?(_ object: OpaquePointer) {
-        guard let local = rtnl_addr_get_local(object),
-              let bytes = nl_addr_get_binary_addr(local) else { return nil }
-        let length = Int(nl_addr_get_len(local))
-        guard let address = IPAddress(bytes: Array(UnsafeRawBufferPointer(start: bytes, count: length))) else {
-            return nil
+    /// Reads an `RTM_NEWADDR`/`RTM_DELADDR` message: the fixed `ifaddrmsg`, then the address —
+    /// `IFA_LOCAL`, which a point-to-point link's `IFA_ADDRESS` (its peer's) must not replace —
+    /// and the flags, whose full 32 bits only `IFA_FLAGS` holds. nil without an address.
+    init?(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        guard let info = header.payload(as: ifaddrmsg.self) else { return nil }
+        var local: IPAddress?
+        var address: IPAddress?
+        var flags = UInt32(info.ifa_flags)
+        header.forEachAttribute(headerSize: MemoryLayout<ifaddrmsg>.size) { attribute in
+            switch attribute.type {
+            case AddressAttribute.local: local = IPAddress(bytes: attribute.bytes)
+            case AddressAttribute.address: address = IPAddress(bytes: attribute.bytes)
+            case AddressAttribute.flags where nla_len(attribute) >= 4: flags = attribute.u32
+            default: break
+            }
         }
-        self.init(interfaceIndex: rtnl_addr_get_ifindex(object), address: address,
-                  prefixLength: UInt8(truncatingIfNeeded: rtnl_addr_get_prefixlen(object)),
-                  scope: UInt8(truncatingIfNeeded: rtnl_addr_get_scope(object)),
-                  flags: AddressFlags(rawValue: rtnl_addr_get_flags(object)))
+        guard let address = local ?? address else { return nil }
+        self.init(interfaceIndex: Int32(bitPattern: info.ifa_index), address: address, prefixLength: info.ifa_prefixlen,
+                  scope: info.ifa_scope, flags: AddressFlags(rawValue: flags))
     }
 }

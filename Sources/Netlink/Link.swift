@@ -95,18 +95,31 @@ package struct Link: Hashable, Sendable {
         }
     }
 
-    /// Reads the fields out of a libnl link object.
-    init(_ object: OpaquePointer) {
-        index = rtnl_link_get_ifindex(object)
-        name = rtnl_link_get_name(object).map { String(cString: $0) } ?? "if\(index)"
-        kind = rtnl_link_get_type(object).map { String(cString: $0) }
-        hardwareType = UInt16(truncatingIfNeeded: rtnl_link_get_arptype(object))
-        flags = LinkFlags(rawValue: rtnl_link_get_flags(object))
-        operationalState = OperationalState(rawValue: rtnl_link_get_operstate(object)) ?? .unknown
-        let master = rtnl_link_get_master(object)
-        masterIndex = master > 0 ? master : nil
-        let lower = rtnl_link_get_link(object)
-        lowerIndex = lower > 0 ? lower : nil
-        mtu = rtnl_link_get_mtu(object)
+    /// Reads an `RTM_NEWLINK` message: the fixed `ifinfomsg`, then the attributes reachd uses.
+    init?(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        guard let info = header.payload(as: ifinfomsg.self) else { return nil }
+        var name: String?
+        var kind: String?
+        var operationalState = OperationalState.unknown
+        var masterIndex: Int32?
+        var lowerIndex: Int32?
+        var mtu: UInt32 = 0
+        header.forEachAttribute(headerSize: MemoryLayout<ifinfomsg>.size) { attribute in
+            switch attribute.type {
+            case LinkAttribute.name: name = attribute.string
+            case LinkAttribute.mtu: mtu = attribute.u32
+            case LinkAttribute.link: lowerIndex = Int32(bitPattern: attribute.u32)
+            case LinkAttribute.master: masterIndex = Int32(bitPattern: attribute.u32)
+            case LinkAttribute.operationalState: operationalState = attribute.u8.flatMap(OperationalState.init(rawValue:)) ?? .unknown
+            case LinkAttribute.linkInfo:
+                attribute.forEachNested { nested in
+                    if nested.type == LinkAttribute.infoKind { kind = nested.string }
+                }
+            default: break
+            }
+        }
+        self.init(index: info.ifi_index, name: name ?? "if\(info.ifi_index)", kind: kind, hardwareType: info.ifi_type,
+                  flags: LinkFlags(rawValue: info.ifi_flags), operationalState: operationalState,
+                  masterIndex: masterIndex.flatMap { $0 > 0 ? $0 : nil }, lowerIndex: lowerIndex.flatMap { $0 > 0 ? $0 : nil }, mtu: mtu)
     }
 }

@@ -137,4 +137,21 @@ extension UnsafeMutablePointer<nlattr> {
     var bytes: [UInt8] { Array(UnsafeRawBufferPointer(start: nla_data(self), count: Int(nla_len(self)))) }
     /// 0 for an attribute too short to hold one (nla_get_u32 would read past it).
     var u32: UInt32 { nla_len(self) >= 4 ? nla_get_u32(self) : 0 }
+    /// nil for an empty attribute.
+    var u8: UInt8? { nla_len(self) >= 1 ? nla_get_u8(self) : nil }
+    /// A NUL-terminated string attribute (its end, without a NUL).
+    var string: String {
+        let raw = UnsafeRawBufferPointer(start: nla_data(self), count: Int(nla_len(self)))
+        return String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    /// Calls `body` with each attribute nested in this one.
+    func forEachNested(_ body: (UnsafeMutablePointer<nlattr>) -> Void) {
+        guard var attribute = nla_data(self)?.assumingMemoryBound(to: nlattr.self) else { return }
+        var remaining = nla_len(self)
+        while nla_ok(attribute, remaining) != 0 {
+            body(attribute)
+            attribute = nla_next(attribute, &remaining)
+        }
+    }
 }

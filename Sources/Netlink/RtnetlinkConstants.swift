@@ -49,10 +49,25 @@ enum RouteAttribute {
     static let via: UInt16 = 18
 }
 
+/// `IFLA_*`, and `IFLA_INFO_KIND` nested in `IFLA_LINKINFO`.
 enum LinkAttribute {
+    static let name: UInt16 = 3
+    static let mtu: UInt16 = 4
+    static let link: UInt16 = 5
+    static let master: UInt16 = 10
+    static let operationalState: UInt16 = 16
+    static let linkInfo: UInt16 = 18
+    static let infoKind: UInt16 = 1
     static let extendedMask: Int32 = 29
     /// RTEXT_FILTER_SKIP_STATS: dumps without the per-link counters.
     static let skipStatistics: UInt32 = 1 << 3
+}
+
+/// `IFA_*`.
+enum AddressAttribute {
+    static let address: UInt16 = 1
+    static let local: UInt16 = 2
+    static let flags: UInt16 = 8
 }
 
 /// `RTM_F_FIB_MATCH`: answer with the FIB entry that matched, not the resolved dst.

@@ -97,11 +97,11 @@ extension RtnetlinkMessage {
             if header.pointee.nlmsg_type == MessageType.deleteLink {
                 self = .linkRemoved(index: info.ifi_index)
             } else {
-                guard let link = Self.parse(header, as: Link.init) else { return nil }
+                guard let link = Link(header) else { return nil }
                 self = .link(link)
             }
         case MessageType.newAddress, MessageType.deleteAddress:
-            guard let parsed = Self.parse(header, as: InterfaceAddress.init), let address = parsed else { return nil }
+            guard let address = InterfaceAddress(header) else { return nil }
             self = header.pointee.nlmsg_type == MessageType.newAddress ? .address(address) : .addressRemoved(address)
         case MessageType.newRoute, MessageType.deleteRoute:
             guard let route = header.payload(as: rtmsg.self) else { return nil }
@@ -133,21 +133,5 @@ extension RtnetlinkMessage {
         default:
             return nil
         }
-    }
-
-    /// Lets libnl's route object parsers read the message, then reads the object.
-    private static func parse<T>(_ header: UnsafeMutablePointer<nlmsghdr>, as read: (OpaquePointer) -> T) -> T? {
-        guard let message = nlmsg_convert(header) else { return nil }
-        defer { nlmsg_free(message) }
-        nlmsg_set_proto(message, NETLINK_ROUTE)
-        var object: OpaquePointer?
-        let status = nl_msg_parse(message, { parsed, context in
-            guard let parsed, let context else { return }
-            nl_object_get(parsed)
-            context.storeBytes(of: parsed, as: OpaquePointer?.self)
-        }, &object)
-        guard status >= 0, let object else { return nil }
-        defer { nl_object_put(object) }
-        return read(object)
     }
 }
