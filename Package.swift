@@ -212,7 +212,7 @@ let package = Package(
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "EmbeddedKernel", "TestTraits"]),
         .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "ReachabilityCore", "Netlink", "SystemCalls", "NamespaceTesting", "EmbeddedKernel", "TestTraits"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "TestTraits"]),
-        .testTarget(name: "ReachdProgramTests", dependencies: ["ReachdProgram", "ReachabilityBus", "ReachabilityCore", "Netlink", "SystemCalls", "EmbeddedKernel", "TestTraits"]),
+        .testTarget(name: "ReachdProgramTests", dependencies: ["ReachdProgram", "ReachabilityBus", "ReachabilityCore", "ReachdMetrics", "Netlink", "SystemCalls", "EmbeddedKernel", "TestTraits"]),
         .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachabilityCompat", "ReachdVersion", "TestTraits"]),
         .testTarget(
             name: "ServerTrustTests",

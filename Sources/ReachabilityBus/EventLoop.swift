@@ -107,11 +107,15 @@ package final class EventLoop {
     package struct Timer {
         let source: OpaquePointer
 
-        /// Fires once after `delay`, replacing any earlier arming.
+        /// Fires once after `delay` from now, replacing any earlier arming. Now, not `sd_event_now`:
+        /// that is when the loop's iteration began, and a timer armed late in a long iteration
+        /// would fire early by as much — the watcher, finding nothing due yet, re-arms and looks
+        /// again, one evaluation (or one re-read of the kernel) too many.
         package func arm(after delay: Duration) {
-            var now: UInt64 = 0
-            _ = sd_event_now(sd_event_source_get_event(source), CLOCK_MONOTONIC, &now)
-            _ = sd_event_source_set_time(source, now + delay.microseconds)
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let microseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
+            _ = sd_event_source_set_time(source, microseconds + delay.microseconds)
             _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))
         }
 

@@ -377,7 +377,8 @@ final class Daemon: ReachabilityObjectDelegate {
         republish()
     }
 
-    private func metricsFamilies() -> [MetricFamily] {
+    /// What a scrape reads (and what tests read of the daemon's counts).
+    func metricsFamilies() -> [MetricFamily] {
         metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
                                              trust: trust.summary, round: trust.schedule.isEnabled ? trust.round : nil,
                                              engine: engine.statistics, reportsPending: trust.schedule.reportsPending,

@@ -298,7 +298,11 @@ package final class EmbeddedKernelSubscription: KernelEvents, Sendable {
             case nil:
                 return .drained(messages: count)
             case .overrun:
-                pending.withLock { $0 = [] }
+                // As the socket is read empty after ENOBUFS: nothing queued, nothing to wake for.
+                pending.withLock { pending in
+                    pending = []
+                    wake.drain()
+                }
                 return .overrun
             case let .datagram(bytes):
                 for message in RtnetlinkDatagram.decode(bytes).messages {

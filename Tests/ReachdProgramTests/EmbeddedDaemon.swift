@@ -3,6 +3,7 @@ import EmbeddedKernel
 import Netlink
 import ReachabilityBus
 import ReachabilityCore
+import ReachdMetrics
 import SystemCalls
 
 /// A whole `Daemon` in this process, on an embedded kernel, its sd-event loop on the
@@ -31,6 +32,11 @@ final class EmbeddedDaemon {
             })
         daemon = try Daemon(configFile: "/nonexistent", configuration: configuration, helper: nil, loop: loop, kernel: access)
         daemon.publishCurrentPath()
+    }
+
+    /// A metric's value, as a scrape would read it (its first sample).
+    func metric(_ name: String) -> Double? {
+        daemon.metricsFamilies().first { $0.name == name }?.samples.first?.value
     }
 
     /// One step: once the published path satisfies `until` (looked at every millisecond), `then` acts on it.
