@@ -57,11 +57,12 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // libnl-3 + libnl-route-3 headers and link flags.
+        // libnl-3's headers and link flags: the socket, message building and the attribute API
+        // (reachd reads every message's attributes itself, so libnl-route-3's objects are not linked).
         .systemLibrary(
             name: "CNetlink",
-            pkgConfig: "libnl-route-3.0",
-            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+            pkgConfig: "libnl-3.0",
+            providers: [.apt(["libnl-3-dev"])]
         ),
         // libsystemd: sd-bus, sd-event, sd-daemon.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
