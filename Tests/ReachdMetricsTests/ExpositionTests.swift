@@ -145,8 +145,9 @@ struct MetricsTextfileTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("reachd.prom").path
-        let old = umask(0o077)
-        defer { umask(old) }
+        // mkstemp makes the file 0600 whatever the umask, so 0644 proves the chmod. (The umask is not
+        // set to the service's 0077 here: it is the process's, and a suite running meanwhile would
+        // create its scratch directory unreadable to the other users its test runs as.)
         var logged: [String] = []
         let textfile = MetricsTextfile(path: path) { logged.append($0) }
         textfile.update(Array("a 1\n".utf8))
