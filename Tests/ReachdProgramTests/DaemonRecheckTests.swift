@@ -1,7 +1,5 @@
 @testable import ReachdProgram
 import EmbeddedKernel
-import Netlink
-import SystemCalls
 import ReachabilityCore
 import Testing
 

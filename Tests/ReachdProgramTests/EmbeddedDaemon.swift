@@ -1,10 +1,8 @@
 @testable import ReachdProgram
 import EmbeddedKernel
-import Netlink
 import ReachabilityBus
 import ReachabilityCore
 import ReachdMetrics
-import SystemCalls
 
 /// A whole `Daemon` in this process, on an embedded kernel, its sd-event loop on the
 /// test's thread: the daemon's own timers and publication, with no namespace, no
