@@ -74,18 +74,19 @@ package struct InterfaceAddress: Hashable, Sendable {
     /// and the flags, whose full 32 bits only `IFA_FLAGS` holds. nil without an address.
     init?(_ header: UnsafeMutablePointer<nlmsghdr>) {
         guard let info = header.payload(as: ifaddrmsg.self) else { return nil }
-        var local: IPAddress?
-        var address: IPAddress?
+        var local: UnsafeMutablePointer<nlattr>?
+        var address: UnsafeMutablePointer<nlattr>?
         var flags = UInt32(info.ifa_flags)
         header.forEachAttribute(headerSize: MemoryLayout<ifaddrmsg>.size) { attribute in
             switch attribute.type {
-            case AddressAttribute.local: local = IPAddress(bytes: attribute.bytes)
-            case AddressAttribute.address: address = IPAddress(bytes: attribute.bytes)
+            case AddressAttribute.local: local = attribute
+            case AddressAttribute.address: address = attribute
             case AddressAttribute.flags where nla_len(attribute) >= 4: flags = attribute.u32
             default: break
             }
         }
-        guard let address = local ?? address else { return nil }
+        // IPv4 sends both, the same address: only the one kept is read.
+        guard let chosen = local ?? address, let address = IPAddress(bytes: chosen.bytes) else { return nil }
         self.init(interfaceIndex: Int32(bitPattern: info.ifa_index), address: address, prefixLength: info.ifa_prefixlen,
                   scope: info.ifa_scope, flags: AddressFlags(rawValue: flags))
     }

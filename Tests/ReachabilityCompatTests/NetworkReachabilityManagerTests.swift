@@ -98,20 +98,18 @@ struct NetworkReachabilityManagerTests {
     @Test("a zero manager and a host manager can be properly restarted: each listening calls its listener")
     func restart() async throws {
         let kernel = Self.kernel()
-        do {
-            for manager in [Self.manager(kernel), Self.manager(kernel, host: "localhost")] {
-                let first = Listened()
-                let second = Listened()
-                manager.startListening(onQueue: queue) { first.record($0) }
-                #expect(await first.wait(for: 1))
-                manager.stopListening()
-                manager.startListening(onQueue: queue) { second.record($0) }
-                #expect(await second.wait(for: 1))
-                #expect(manager.status == .reachable(.ethernetOrWiFi))
-                try await Task.sleep(for: .milliseconds(50))
-                #expect(first.all.count == 1, "a stopped listener is never called again")
-                manager.stopListening()
-            }
+        for manager in [Self.manager(kernel), Self.manager(kernel, host: "localhost")] {
+            let first = Listened()
+            let second = Listened()
+            manager.startListening(onQueue: queue) { first.record($0) }
+            #expect(await first.wait(for: 1))
+            manager.stopListening()
+            manager.startListening(onQueue: queue) { second.record($0) }
+            #expect(await second.wait(for: 1))
+            #expect(manager.status == .reachable(.ethernetOrWiFi))
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(first.all.count == 1, "a stopped listener is never called again")
+            manager.stopListening()
         }
     }
 
@@ -119,31 +117,27 @@ struct NetworkReachabilityManagerTests {
     func firstCallIsNeverLost() async throws {
         // The first path can reach the manager before startListening has returned; it once
         // found no listener yet, was taken as the previous status, and that listening was never called.
-        do {
-            let manager = Self.manager(Self.kernel())
-            for round in 1...40 {
-                let listened = Listened()
-                manager.startListening(onQueue: queue) { listened.record($0) }
-                #expect(await listened.wait(for: 1), "listening \(round) was never called")
-                manager.stopListening()
-            }
+        let manager = Self.manager(Self.kernel())
+        for round in 1...40 {
+            let listened = Listened()
+            manager.startListening(onQueue: queue) { listened.record($0) }
+            #expect(await listened.wait(for: 1), "listening \(round) was never called")
+            manager.stopListening()
         }
     }
 
     @Test("a manager can be deinitialised, also while it listens: its monitor stops and nothing is called after")
     func deinitWhileListening() async throws {
         let kernel = Self.kernel()
-        do {
-            var manager: NetworkReachabilityManager? = Self.manager(kernel)
-            weak let weakManager = manager
-            let listened = Listened()
-            manager?.startListening(onQueue: queue) { listened.record($0) }
-            #expect(await listened.wait(for: 1))
-            manager = nil
-            #expect(weakManager == nil)
-            kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(listened.all.count == 1)
-        }
+        var manager: NetworkReachabilityManager? = Self.manager(kernel)
+        weak let weakManager = manager
+        let listened = Listened()
+        manager?.startListening(onQueue: queue) { listened.record($0) }
+        #expect(await listened.wait(for: 1))
+        manager = nil
+        #expect(weakManager == nil)
+        kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(listened.all.count == 1)
     }
 }

@@ -64,32 +64,30 @@ struct PathDNSTests {
             kernel.addUplink(subnet: "10.1.0")
             let unreachable = EmbeddedKernel.Route.refusing(IPAddress("192.0.2.53")!, prefixLength: 32, type: RouteType.unreachable)
             kernel.addRoute(unreachable)
-            do {
-                var options = kernel.options()
-                options.resolvConf = file.path
-                let monitor = ReachabilityMonitor(options: options)
-                try monitor.start()
-                defer { monitor.stop() }
-                let first = try #require(monitor.currentPath)
-                #expect(first.dns == Path.DNS(source: .resolvConf, servers: ["10.1.0.53"], usable: ["10.1.0.53"]))
-                #expect(first.supportsDNS == true && first.connectivity == .unknown)
+            var options = kernel.options()
+            options.resolvConf = file.path
+            let monitor = ReachabilityMonitor(options: options)
+            try monitor.start()
+            defer { monitor.stop() }
+            let first = try #require(monitor.currentPath)
+            #expect(first.dns == Path.DNS(source: .resolvConf, servers: ["10.1.0.53"], usable: ["10.1.0.53"]))
+            #expect(first.supportsDNS == true && first.connectivity == .unknown)
 
-                try replaceAtomically(file, with: "nameserver 192.0.2.53\n")
-                let limited = try await waitForPath(monitor, "the server behind the unreachable route") { $0.dns?.servers == ["192.0.2.53"] }
-                #expect(limited.dns?.usable == [] && limited.supportsDNS == false)
-                #expect(limited.connectivity == .limited && limited.status == .wired, "a path, but no resolver: limited")
+            try replaceAtomically(file, with: "nameserver 192.0.2.53\n")
+            let limited = try await waitForPath(monitor, "the server behind the unreachable route") { $0.dns?.servers == ["192.0.2.53"] }
+            #expect(limited.dns?.usable == [] && limited.supportsDNS == false)
+            #expect(limited.connectivity == .limited && limited.status == .wired, "a path, but no resolver: limited")
 
-                // A route event for the server's address alone is enough.
-                kernel.deleteRoute(unreachable)
-                let back = try await waitForPath(monitor, "the server reachable again") { $0.supportsDNS == true }
-                #expect(back.connectivity == .unknown)
+            // A route event for the server's address alone is enough.
+            kernel.deleteRoute(unreachable)
+            let back = try await waitForPath(monitor, "the server reachable again") { $0.supportsDNS == true }
+            #expect(back.connectivity == .unknown)
 
-                // A per-link (link-local) server is usable through its link only while it can carry traffic.
-                try replaceAtomically(file, with: "nameserver fe80::1%eth0\n")
-                try await waitForPath(monitor, "the link-local server") { $0.dns?.usable == ["fe80::1%eth0"] }
-                kernel.setLink(EmbeddedKernel.uplink, carrier: false)  // the peer went down
-                try await waitForPath(monitor, "eth0 without carrier") { $0.dns?.usable == [] && $0.dns?.servers == ["fe80::1%eth0"] }
-            }
+            // A per-link (link-local) server is usable through its link only while it can carry traffic.
+            try replaceAtomically(file, with: "nameserver fe80::1%eth0\n")
+            try await waitForPath(monitor, "the link-local server") { $0.dns?.usable == ["fe80::1%eth0"] }
+            kernel.setLink(EmbeddedKernel.uplink, carrier: false)  // the peer went down
+            try await waitForPath(monitor, "eth0 without carrier") { $0.dns?.usable == [] && $0.dns?.servers == ["fe80::1%eth0"] }
         }
     }
 
@@ -106,26 +104,24 @@ struct PathDNSTests {
             try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: first.path)
             let kernel = EmbeddedKernel()
             kernel.addUplink(subnet: "10.1.0")
-            do {
-                var options = kernel.options()
-                options.resolvConf = link.path
-                let monitor = ReachabilityMonitor(options: options)
-                try monitor.start()
-                defer { monitor.stop() }
-                #expect(monitor.currentPath?.dns?.servers == ["10.1.0.53"])
-                try replaceAtomically(first, with: "nameserver 10.1.0.55\n")
-                try await waitForPath(monitor, "the target replaced") { $0.dns?.servers == ["10.1.0.55"] }
-                // Re-pointed as `ln -sf` does it: a new link renamed over the old one.
-                let fresh = directory.appendingPathComponent(".resolv.conf.new")
-                try FileManager.default.createSymbolicLink(atPath: fresh.path, withDestinationPath: second.path)
-                #expect(rename(fresh.path, link.path) == 0)
-                try await waitForPath(monitor, "the link re-pointed") { $0.dns?.servers == ["10.1.0.54"] }
-                // Its new target is followed too.
-                try replaceAtomically(second, with: "nameserver 10.1.0.56\n")
-                try await waitForPath(monitor, "the new target replaced") { $0.dns?.servers == ["10.1.0.56"] }
-                try FileManager.default.removeItem(at: link)
-                try await waitForPath(monitor, "no resolv.conf") { $0.dns == Path.DNS(source: .none, servers: [], usable: []) }
-            }
+            var options = kernel.options()
+            options.resolvConf = link.path
+            let monitor = ReachabilityMonitor(options: options)
+            try monitor.start()
+            defer { monitor.stop() }
+            #expect(monitor.currentPath?.dns?.servers == ["10.1.0.53"])
+            try replaceAtomically(first, with: "nameserver 10.1.0.55\n")
+            try await waitForPath(monitor, "the target replaced") { $0.dns?.servers == ["10.1.0.55"] }
+            // Re-pointed as `ln -sf` does it: a new link renamed over the old one.
+            let fresh = directory.appendingPathComponent(".resolv.conf.new")
+            try FileManager.default.createSymbolicLink(atPath: fresh.path, withDestinationPath: second.path)
+            #expect(rename(fresh.path, link.path) == 0)
+            try await waitForPath(monitor, "the link re-pointed") { $0.dns?.servers == ["10.1.0.54"] }
+            // Its new target is followed too.
+            try replaceAtomically(second, with: "nameserver 10.1.0.56\n")
+            try await waitForPath(monitor, "the new target replaced") { $0.dns?.servers == ["10.1.0.56"] }
+            try FileManager.default.removeItem(at: link)
+            try await waitForPath(monitor, "no resolv.conf") { $0.dns == Path.DNS(source: .none, servers: [], usable: []) }
         }
     }
 }

@@ -14,79 +14,75 @@ struct DeliveryTests {
     func deliveries() async throws {
         let kernel = EmbeddedKernel()
         kernel.addUplink()
-        do {
-            let monitor = ReachabilityMonitor(options: kernel.options())
-            let callbacks = Recorder()
-            let notifications = Recorder()
-            monitor.onChange = { callbacks.record($0) }
-            let observer = NotificationCenter.default.addObserver(
-                forName: ReachabilityMonitor.pathDidChangeNotification, object: monitor, queue: nil
-            ) { notification in
-                if let path = notification.userInfo?[ReachabilityMonitor.pathUserInfoKey] as? Path {
-                    notifications.record(path)
-                }
+        let monitor = ReachabilityMonitor(options: kernel.options())
+        let callbacks = Recorder()
+        let notifications = Recorder()
+        monitor.onChange = { callbacks.record($0) }
+        let observer = NotificationCenter.default.addObserver(
+            forName: ReachabilityMonitor.pathDidChangeNotification, object: monitor, queue: nil
+        ) { notification in
+            if let path = notification.userInfo?[ReachabilityMonitor.pathUserInfoKey] as? Path {
+                notifications.record(path)
             }
-            defer { NotificationCenter.default.removeObserver(observer) }
-            let stream = monitor.paths  // asked for before start: gets the first path as its initial
-            try monitor.start()
-            let streamed = Task { () -> [Path] in
-                var paths: [Path] = []
-                for await path in stream { paths.append(path) }
-                return paths
-            }
-            // Changes that matter, and one that does not (an unrelated route).
-            kernel.addRoute(EmbeddedKernel.Route(IPAddress("10.77.0.0")!, prefixLength: 16, outputInterface: EmbeddedKernel.uplink,
-                                                 gateway: IPAddress("192.0.2.1")))
-            kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
-            try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
-            kernel.addRoute(EmbeddedKernel.uplinkRoute4)
-            try await waitForPath(monitor, "wired") { $0.status == .wired }
-            try await Task.sleep(for: .milliseconds(200))
-            monitor.stop()
-            let fromStream = await streamed.value
-
-            for (name, paths) in [("callbacks", callbacks.paths), ("notifications", notifications.paths)] {
-                #expect(paths.map(\.status) == [.wired, .unreachable, .wired], "\(name)")
-                #expect(paths.map(\.initial) == [true, false, false], "\(name)")
-            }
-            // The stream holds the latest path, not a queue: a consumer that was not
-            // scheduled in time skips what it missed, but starts on an initial path and ends on the latest.
-            #expect([[.wired], [.wired, .wired], [.unreachable, .wired], [.wired, .unreachable, .wired]].contains(fromStream.map(\.status)),
-                    "\(fromStream.map(\.status))")
-            #expect(fromStream.first?.initial == true && fromStream.dropFirst().allSatisfy { !$0.initial })
-            // (A stream that skipped an unreachable-and-back may hand its consumer the same path twice.)
-            for (name, paths) in [("callbacks", callbacks.paths), ("notifications", notifications.paths)] {
-                for (previous, next) in zip(paths, paths.dropFirst()) {
-                    #expect(!previous.isSamePath(as: next), "\(name) repeated a document")
-                }
-            }
-            #expect(callbacks.paths[1].since >= callbacks.paths[0].since)
-            #expect(monitor.currentPath == nil, "a stopped monitor has no path")
         }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        let stream = monitor.paths  // asked for before start: gets the first path as its initial
+        try monitor.start()
+        let streamed = Task { () -> [Path] in
+            var paths: [Path] = []
+            for await path in stream { paths.append(path) }
+            return paths
+        }
+        // Changes that matter, and one that does not (an unrelated route).
+        kernel.addRoute(EmbeddedKernel.Route(IPAddress("10.77.0.0")!, prefixLength: 16, outputInterface: EmbeddedKernel.uplink,
+                                             gateway: IPAddress("192.0.2.1")))
+        kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
+        try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
+        kernel.addRoute(EmbeddedKernel.uplinkRoute4)
+        try await waitForPath(monitor, "wired") { $0.status == .wired }
+        try await Task.sleep(for: .milliseconds(200))
+        monitor.stop()
+        let fromStream = await streamed.value
+
+        for (name, paths) in [("callbacks", callbacks.paths), ("notifications", notifications.paths)] {
+            #expect(paths.map(\.status) == [.wired, .unreachable, .wired], "\(name)")
+            #expect(paths.map(\.initial) == [true, false, false], "\(name)")
+        }
+        // The stream holds the latest path, not a queue: a consumer that was not
+        // scheduled in time skips what it missed, but starts on an initial path and ends on the latest.
+        #expect([[.wired], [.wired, .wired], [.unreachable, .wired], [.wired, .unreachable, .wired]].contains(fromStream.map(\.status)),
+                "\(fromStream.map(\.status))")
+        #expect(fromStream.first?.initial == true && fromStream.dropFirst().allSatisfy { !$0.initial })
+        // (A stream that skipped an unreachable-and-back may hand its consumer the same path twice.)
+        for (name, paths) in [("callbacks", callbacks.paths), ("notifications", notifications.paths)] {
+            for (previous, next) in zip(paths, paths.dropFirst()) {
+                #expect(!previous.isSamePath(as: next), "\(name) repeated a document")
+            }
+        }
+        #expect(callbacks.paths[1].since >= callbacks.paths[0].since)
+        #expect(monitor.currentPath == nil, "a stopped monitor has no path")
     }
 
     @Test("a late subscriber gets the current path as its initial; the monitor restarts")
     func lateSubscriberAndRestart() async throws {
         let kernel = EmbeddedKernel()
         kernel.addUplink()
-        do {
-            let monitor = ReachabilityMonitor(options: kernel.options())
-            try monitor.start()
-            var iterator = monitor.paths.makeAsyncIterator()
-            let first = await iterator.next()
-            #expect(first?.initial == true && first?.status == .wired)
-            monitor.stop()
-            #expect(await iterator.next() == nil, "streams end when the monitor stops")
+        let monitor = ReachabilityMonitor(options: kernel.options())
+        try monitor.start()
+        var iterator = monitor.paths.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first?.initial == true && first?.status == .wired)
+        monitor.stop()
+        #expect(await iterator.next() == nil, "streams end when the monitor stops")
 
-            try monitor.start()
-            defer { monitor.stop() }
-            let recorder = Recorder()
-            monitor.onChange = { recorder.record($0) }
-            kernel.setLink(EmbeddedKernel.uplink, carrier: false)  // the peer went down
-            try await waitForPath(monitor, "no-carrier") { $0.reason == .noCarrier }
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(recorder.paths.map(\.initial) == [true, false])
-            #expect(recorder.paths.map(\.reason) == [nil, .noCarrier])
-        }
+        try monitor.start()
+        defer { monitor.stop() }
+        let recorder = Recorder()
+        monitor.onChange = { recorder.record($0) }
+        kernel.setLink(EmbeddedKernel.uplink, carrier: false)  // the peer went down
+        try await waitForPath(monitor, "no-carrier") { $0.reason == .noCarrier }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(recorder.paths.map(\.initial) == [true, false])
+        #expect(recorder.paths.map(\.reason) == [nil, .noCarrier])
     }
 }

@@ -20,7 +20,11 @@ final class EmbeddedDaemon {
         var configuration = DaemonConfiguration()
         configuration.connectivity.capport = .off
         let access = Daemon.KernelAccess(
-            openEngine: { [kernel] in try PathEngine(options: $0, events: kernel.subscribe(), queries: kernel, facts: NoInterfaceFacts()) },
+            openEngine: { [kernel] options in  // whatever the config file says, this kernel
+                var options = options
+                options.kernel = kernel
+                return try PathEngine(options: options)
+            },
             watch: { [unowned self] descriptor, readable in
                 if failNextWatch {
                     failNextWatch = false
