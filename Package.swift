@@ -214,7 +214,7 @@ let package = Package(
         .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "ReachabilityCore", "Netlink", "SystemCalls", "NamespaceTesting", "EmbeddedKernel", "TestTraits"]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "TestTraits"]),
         .testTarget(name: "ReachdProgramTests", dependencies: ["ReachdProgram", "ReachabilityBus", "ReachabilityCore", "ReachdMetrics", "Netlink", "SystemCalls", "EmbeddedKernel", "TestTraits"]),
-        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "ReachabilityClient", "ReachabilityCompat", "ReachdVersion", "TestTraits"]),
+        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "EmbeddedKernel", "ReachdProgram", "ReachabilityBus", "ReachabilityClient", "ReachabilityCompat", "ReachabilityCore", "Netlink", "SystemCalls", "ReachdVersion", "TestTraits"]),
         .testTarget(
             name: "ServerTrustTests",
             dependencies: [

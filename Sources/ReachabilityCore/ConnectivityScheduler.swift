@@ -64,12 +64,13 @@ package final class ConnectivityScheduler {
     /// for it, or a portal's interception would be judged an attack.
     package var isAwaitingFirstVerdict: Bool { probe != nil && verdict == nil && isPathReachable }
 
-    /// Tells the scheduler about a freshly evaluated path: when it leaves another way
-    /// than the last one (or is the first), what was found is forgotten and a probe starts.
-    /// Returns whether it moved.
+    /// Tells the scheduler about a freshly evaluated path and whether it leaves another
+    /// way than the path before it (`Path.leavesTheSameWay`, decided once by the loop that
+    /// evaluated it): when it moved, or is the first, what was found is forgotten and a
+    /// probe starts. Returns whether it did.
     @discardableResult
-    package func observe(_ fresh: Path) -> Bool {
-        if let path, path.leavesTheSameWay(as: fresh) { return false }
+    package func observe(_ fresh: Path, moved: Bool) -> Bool {
+        guard moved || path == nil else { return false }
         pathMoved(to: fresh)
         return true
     }

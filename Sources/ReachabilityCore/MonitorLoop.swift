@@ -19,7 +19,8 @@ package final class MonitorLoop: @unchecked Sendable {
     private var engine: PathEngine { watcher.engine }
     private var watcherDue: ContinuousClock.Instant?
     private var addresses: [IPAddress]
-    private var resolutionKey: String?
+    /// The path evaluated last, which the next is compared with (`publish`).
+    private var lastEvaluated: Path?
 
     private let target: ReachabilityMonitor.Target
     private weak var monitor: ReachabilityMonitor?
@@ -109,17 +110,21 @@ package final class MonitorLoop: @unchecked Sendable {
         }
     }
 
+    /// Whether a path leaves another way than the one before it is decided here, once,
+    /// for the probe and the host name alike (as the daemon decides it: `Path.leavesTheSameWay`).
     private func publish(_ evaluated: Path) {
+        let moved = lastEvaluated.map { !$0.leavesTheSameWay(as: evaluated) } ?? true
+        let first = lastEvaluated == nil
+        lastEvaluated = evaluated
         var path = evaluated
         if let connectivity {
-            connectivity.observe(path)
+            connectivity.observe(path, moved: moved)
             (path.connectivity, path.portal) = connectivity.state(of: path)
         } else if path.status.isReachable {
             path.connectivity = ConnectivityScheduler.unprobed(path, validated: false)
         }
-        if let published = monitor?.publish(path, statistics: engine.statistics) {
-            resolveAgainIfNeeded(after: published)
-        }
+        _ = monitor?.publish(path, statistics: engine.statistics)
+        if moved, !first { resolveAgain() }
     }
 
     func startThread() throws {
@@ -193,13 +198,10 @@ package final class MonitorLoop: @unchecked Sendable {
         }
     }
 
-    /// Resolves a host name again when its path moved (another status, interface or
-    /// VPN): a new network, or a VPN's DNS, often answers with other addresses.
-    private func resolveAgainIfNeeded(after path: Path) {
-        guard case let .host(host) = target, IPAddress(host) == nil else { return }
-        let key = "\(path.status)|\(path.interface?.name ?? "")|\(path.vpn?.name ?? "")"
-        defer { resolutionKey = key }
-        guard resolutionKey != nil, key != resolutionKey, !resolving.exchange(true, ordering: .sequentiallyConsistent) else {
+    /// Resolves the host name again: its path moved (left another way): a new network,
+    /// or a VPN's DNS, often answers with other addresses.
+    private func resolveAgain() {
+        guard case let .host(host) = target, IPAddress(host) == nil, !resolving.exchange(true, ordering: .sequentiallyConsistent) else {
             return
         }
         DispatchQueue.global().async { [self] in

@@ -19,7 +19,6 @@ final class CaptivePortalChecker {
     private(set) var schedule: CaptivePortalAPIScheduler!
     private var networkd: NetworkdCaptivePortal!
     private var options: ConnectivityOptions
-    private var path: Path?
     private let helper: TrustHelper?
     private let runs: HelperRuns
     private let hooks: Hooks
@@ -44,10 +43,8 @@ final class CaptivePortalChecker {
     }
 
     /// The API of a freshly evaluated path: queried at once when it is new, again when
-    /// the path leaves another way under the same API.
-    func observe(_ fresh: Path, engine: PathEngine) {
-        let moved = path.map { !$0.leavesTheSameWay(as: fresh) } ?? true
-        path = fresh
+    /// the path `moved` (left another way, as the daemon decided) under the same API.
+    func observe(_ fresh: Path, moved: Bool, engine: PathEngine) {
         let target = target(of: fresh, engine: engine)
         if target != schedule.target {
             if let target {

@@ -42,8 +42,8 @@ final class ConnectivityChecker {
     }
 
     /// A freshly evaluated path: probes at once when it leaves another way.
-    func observe(_ path: Path) {
-        if schedule.observe(path), !path.status.isReachable { answerWaiters() }
+    func observe(_ path: Path, moved: Bool) {
+        if schedule.observe(path, moved: moved), !path.status.isReachable { answerWaiters() }
     }
 
     /// The probe answered: waiters are answered once the API has too.

@@ -60,6 +60,15 @@ final class Daemon: ReachabilityObjectDelegate {
     struct KernelAccess {
         var openEngine: (MonitorOptions) throws -> PathEngine
         var watch: (_ descriptor: Int32, _ readable: @escaping () -> Void) throws -> EventLoop.Watch
+
+        /// Engines on `source`'s kernel whatever each config says (`MonitorOptions.kernel`), watched on `loop`.
+        static func kernel(_ source: any KernelSource, loop: EventLoop) -> KernelAccess {
+            KernelAccess(openEngine: { options in
+                var options = options
+                options.kernel = source
+                return try PathEngine(options: options)
+            }, watch: { try loop.onReadable($0, $1) })
+        }
     }
 
     private let kernel: KernelAccess
@@ -101,7 +110,7 @@ final class Daemon: ReachabilityObjectDelegate {
         capport = try CaptivePortalChecker(
             options: configuration.connectivity, helper: helper, runs: helperRuns, loop: loop,
             hooks: .init(changed: { [unowned self] in
-                if let current { capport.observe(current, engine: self.engine) }
+                if let current { capport.observe(current, moved: false, engine: self.engine) }
                 metricsOutputs.changed()
                 republish()
             }, settled: { [unowned self] in connectivity.captivePortalAPIAnswered(current?.connectivity) }))
@@ -151,18 +160,21 @@ final class Daemon: ReachabilityObjectDelegate {
     func publishCurrentPath() { watcher.evaluateNow() }
 
     /// A path the watcher evaluated: published when it changed — properties,
-    /// StatusChanged, STATUS=, and READY=1 the first time.
+    /// StatusChanged, STATUS=, and READY=1 the first time. Whether it leaves another way
+    /// than the published one is decided here, once, for every component that acts on it:
+    /// the probe, the captive-portal API, the names Route() and WatchPath() resolved.
     private func pathEvaluated(_ evaluated: Path) {
         var path = evaluated
         path.source = .daemon
         path.initial = false
-        connectivity.observe(path)
-        capport.observe(path, engine: engine)
+        let moved = current.map { !$0.leavesTheSameWay(as: path) } ?? true
+        connectivity.observe(path, moved: moved)
+        capport.observe(path, moved: moved, engine: engine)
         nat64.observe(path)
         waysOut.observe(path) { engine.waysOut(excluding: $0) }
-        let before = current
+        let first = current == nil
         let published = publish(path)
-        if published, let before, !before.leavesTheSameWay(as: path) { queries.resolveAgain() }
+        if moved, !first { queries.resolveAgain() }
         queries.refresh()
         guard published else { return }
         trust.schedule.pathChanged(first: !isReady)
@@ -235,11 +247,8 @@ final class Daemon: ReachabilityObjectDelegate {
 
     // MARK: The object's methods (docs/api.md)
 
-    func describe() -> String {
-        guard var path = current else { return Path.unknown().jsonString() }
-        path.trust = trust.summary
-        return path.jsonString()
-    }
+    /// The published document: every change of the trust verdict is published (`republish`).
+    func describe() -> String { (current ?? Path.unknown()).jsonString() }
 
     func route(to destination: String, caller: String, reply: @escaping (Result<String, BusMethodError>) -> Void) {
         queries.route(to: destination, caller: caller, reply: reply)

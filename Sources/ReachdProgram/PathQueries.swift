@@ -67,10 +67,7 @@ final class PathQueries {
             guard !addresses.isEmpty else {
                 return reply(.failure(.init("io.reachd.Reachability1.Error.UnknownHost", "cannot resolve \(destination)")))
             }
-            var path = MonitorLoop.evaluate(engine(), target: .host(destination), addresses: addresses, watch: false)
-            path.source = .daemon
-            path.trust = trust()
-            reply(.success(path.jsonString()))
+            reply(.success(evaluate(.host(destination), addresses: addresses).jsonString()))
         }
     }
 
@@ -133,14 +130,21 @@ final class PathQueries {
         }
     }
 
+    /// A path this answers with: evaluated now, the daemon's, with the trust verdict.
+    private func evaluate(_ target: ReachabilityMonitor.Target, addresses: [IPAddress],
+                          allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
+        var path = MonitorLoop.evaluate(engine(), target: target, addresses: addresses, watch: false, allowed: allowed)
+        path.source = .daemon
+        path.trust = trust()
+        return path
+    }
+
     /// One watch's path, as the document of the default path is built: the trust verdict,
     /// and connectivity when it leaves the way the probed path does (else unknown).
     private func evaluate(_ watch: PathWatches.Watch) -> Path {
         let destination = watch.request.destination
-        var path = MonitorLoop.evaluate(engine(), target: destination.isEmpty ? .defaultPath : .host(destination),
-                                        addresses: watch.addresses, watch: false, allowed: watch.request.interfaceTypes)
-        path.source = .daemon
-        path.trust = trust()
+        var path = evaluate(destination.isEmpty ? .defaultPath : .host(destination), addresses: watch.addresses,
+                            allowed: watch.request.interfaceTypes)
         if let current = published(), path.leavesTheSameWay(as: current) {
             (path.connectivity, path.portal) = (current.connectivity, current.portal)
         }

@@ -5,9 +5,9 @@ import TestTraits
 import Testing
 
 /// The netlink layer against the kernel, inside namespaces reached through setns.
-@Suite("Netlink (real kernel)", .needsRoot, .ownThreads)
+@Suite("Netlink (real kernel, network namespaces; addresses as any user)", .ownThreads)
 struct NetlinkTests {
-    @Test("dumps see what ip created; lookups name the route's parts; failures keep their kind")
+    @Test("dumps see what ip created; lookups name the route's parts; failures keep their kind", .needsRoot)
     func dumpsAndLookups() async throws {
         try await withNamespaces("nl", "router") { ns in
             try ns[0].addUplink(router: ns[1])
@@ -43,7 +43,7 @@ struct NetlinkTests {
         }
     }
 
-    @Test("the subscription sees link, address and route events, and reports an overrun")
+    @Test("the subscription sees link, address and route events, and reports an overrun", .needsRoot)
     func events() async throws {
         try await withNamespaces("nlev") { ns in
             let subscription = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription() }
@@ -63,7 +63,7 @@ struct NetlinkTests {
         }
     }
 
-    @Test("a route names the interfaces it leaves by, each next hop's for a multipath route; link-local and multicast ones carry no global traffic")
+    @Test("a route names the interfaces it leaves by, each next hop's for a multipath route; link-local and multicast ones carry no global traffic", .needsRoot)
     func routeInterfaces() async throws {
         try await withNamespaces("nlroute") { ns in
             let subscription = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription() }

@@ -4,8 +4,9 @@ import Synchronization
 import TestTraits
 import Testing
 
-/// reachctl as a user runs it: the built binary, inside a test namespace.
-@Suite("reachctl (binary, network namespaces)", .needsRoot, .ownThreads)
+/// reachctl as a user runs it: the built binary, inside a test namespace (root), or as
+/// any user where it reads only its config.
+@Suite("reachctl (binary, network namespaces)", .ownThreads)
 struct ReachctlTests {
     /// The reachctl built beside the test bundle.
     static let reachctl = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -15,7 +16,7 @@ struct ReachctlTests {
         try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
     }
 
-    @Test("status --json and the human form")
+    @Test("status --json and the human form", .needsRoot)
     func status() async throws {
         try await withNamespaces("ctlstatus", "router") { ns in
             try ns[0].addUplink(router: ns[1])
@@ -29,6 +30,8 @@ struct ReachctlTests {
             #expect(document["gateway"] as? String == "10.1.0.1")
             let human = try ns[0].exec([Self.reachctl, "status"]).output
             #expect(human.contains("status:       wired"))
+            // Without a daemon at that address, the read-only commands compute the path themselves.
+            #expect(try ns[0].exec([Self.reachctl, "status", "--bus", "/nonexistent/bus"]).output.contains("source:       direct"))
             #expect(human.contains("interface:    eth0 (veth)"))
             try ns[0].ip("link set dev eth0 down")
             let down = try ns[0].exec([Self.reachctl, "status"])
@@ -37,7 +40,7 @@ struct ReachctlTests {
         }
     }
 
-    @Test("route: 0 with a path, 1 without")
+    @Test("route: 0 with a path, 1 without", .needsRoot)
     func route() async throws {
         try await withNamespaces("ctlroute", "router") { ns in
             try ns[0].addUplink(router: ns[1], defaultRoute: false)
@@ -66,7 +69,7 @@ struct ReachctlTests {
         #expect(result.output.isEmpty)
     }
 
-    @Test("watch --json: the current path, then one line per change, exit 0 on SIGTERM")
+    @Test("watch --json: the current path, then one line per change, exit 0 on SIGTERM", .needsRoot)
     func watch() async throws {
         try await withNamespaces("ctlwatch", "router") { ns in
             try ns[0].addUplink(router: ns[1])

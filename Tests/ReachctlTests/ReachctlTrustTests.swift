@@ -3,9 +3,9 @@ import NamespaceTesting
 import TestTraits
 import Testing
 
-/// `reachctl trust …` as a user runs it, against `openssl s_server` in a test
-/// namespace, with a CA and a server certificate made by openssl.
-@Suite("reachctl trust (binary, openssl s_server)", .needsRoot, .ownThreads)
+/// `reachctl trust …` as a user runs it, with a CA and a server certificate made by
+/// openssl: offline as any user, against `openssl s_server` in a test namespace as root.
+@Suite("reachctl trust (binary, openssl s_server)", .ownThreads)
 struct ReachctlTrustTests {
     let reachctl = ReachctlTests.reachctl
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ctltrust-\(UUID())").path
@@ -86,7 +86,7 @@ struct ReachctlTrustTests {
         #expect(garbage.error.hasPrefix("reachctl: reading the chain: \(file("ext")):"), "\(garbage.error)")
     }
 
-    @Test("check, pin and diagnose against a server: exit 0 trusted, 1 not, 2 unreachable")
+    @Test("check, pin and diagnose against a server: exit 0 trusted, 1 not, 2 unreachable", .needsRoot)
     func online() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (leafPin, caPin) = try makePKI()

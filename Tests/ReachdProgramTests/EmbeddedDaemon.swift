@@ -19,19 +19,14 @@ final class EmbeddedDaemon {
         loop = try EventLoop()
         var configuration = DaemonConfiguration()
         configuration.connectivity.capport = .off
-        let access = Daemon.KernelAccess(
-            openEngine: { [kernel] options in  // whatever the config file says, this kernel
-                var options = options
-                options.kernel = kernel
-                return try PathEngine(options: options)
-            },
-            watch: { [unowned self] descriptor, readable in
-                if failNextWatch {
-                    failNextWatch = false
-                    throw BusError("watching descriptor \(descriptor)", code: 12)  // ENOMEM
-                }
-                return try loop.onReadable(descriptor, readable)
-            })
+        var access = Daemon.KernelAccess.kernel(kernel, loop: loop)
+        access.watch = { [unowned self] descriptor, readable in
+            if failNextWatch {
+                failNextWatch = false
+                throw BusError("watching descriptor \(descriptor)", code: 12)  // ENOMEM
+            }
+            return try loop.onReadable(descriptor, readable)
+        }
         daemon = try Daemon(configFile: "/nonexistent", configuration: configuration, helper: nil, loop: loop, kernel: access)
         daemon.publishCurrentPath()
     }

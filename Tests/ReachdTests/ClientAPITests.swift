@@ -1,56 +1,43 @@
 import Dispatch
+import EmbeddedKernel
 import Foundation
 import NamespaceTesting
+import Netlink
 import ReachabilityClient
 import ReachabilityCompat
 import Synchronization
+import SystemCalls
 import TestTraits
 import Testing
 
-/// What a stream delivered, collected by a task of its own.
-final class Collected<Element: Sendable>: Sendable {
-    private let elements = Mutex<[Element]>([])
-    private let task = Mutex<Task<Void, Never>?>(nil)
-
-    init(_ stream: AsyncStream<Element>) {
-        let running = Task { [weak self] in
-            for await element in stream { self?.elements.withLock { $0.append(element) } }
-        }
-        task.withLock { $0 = running }
-    }
-
-    var all: [Element] { elements.withLock { $0 } }
-    func cancel() { task.withLock { $0?.cancel() } }
-}
-
 /// The client's API beyond `paths` — WatchPath() restricted and per-destination
 /// paths, status-only changes, wait(until:), the async calls, the trust stream —
-/// and ReachabilityCompat backed by the daemon: reachd in a namespace with a wired
-/// uplink (eth0, metric 100) and one classified Wi-Fi by `[monitor.kind]` (wlan0, metric 600).
-@Suite("ReachabilityClient's API and ReachabilityCompat through reachd", .serialized, .needsRoot, .ownThreads)
+/// and ReachabilityCompat backed by the daemon: reachd (`ServedDaemon`, as any user) on
+/// a host with a wired uplink (eth0, metric 100) and one classified Wi-Fi by
+/// `[monitor.kind]` (wlan0, metric 600).
+@Suite("ReachabilityClient's API and ReachabilityCompat through reachd", .ownThreads)
 struct ClientAPITests {
-    static func withDaemon(_ label: String, config extra: String = "",
-                           _ body: ([TestNamespace], DaemonProcess, ReachabilityClient) async throws -> Void) async throws {
-        try await withScratch { scratch in
-            let config = scratch.appendingPathComponent("reachd.toml")
-            try "\(extra)\n[monitor.kind]\n\"wlan*\" = \"wifi\"\n".write(to: config, atomically: true, encoding: .utf8)
-            try await withNamespaces(label, "wired", "wifi") { ns in
-                try ns[0].addUplink("eth0", subnet: "10.1.0", router: ns[1], defaultRoute: false)
-                try ns[0].addUplink("wlan0", subnet: "10.2.0", router: ns[2], defaultRoute: false)
-                try ns[0].ip("route add default via 10.1.0.1 dev eth0 metric 100")
-                try ns[0].ip("route add default via 10.2.0.1 dev wlan0 metric 600")
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
-                defer { Task { await daemon.stop() } }
-                try await daemon.waitUntilServing()
-                let client = ReachabilityClient(endpoint: .address(daemon.address), reconnectDelays: (.milliseconds(10), .milliseconds(50)))
-                try await body(ns, daemon, client)
-            }
+    static let eth0: Int32 = 2
+    static let wlan0: Int32 = 3
+
+    static func withDaemon(config extra: String = "", _ body: (ServedDaemon, ReachabilityClient) async throws -> Void) async throws {
+        try await ServedDaemon.serving(config: "\(extra)\n[monitor.kind]\n\"wlan*\" = \"wifi\"\n") { kernel in
+            kernel.addUplink("eth0", index: eth0, subnet: "10.1.0", metric: 100)
+            kernel.addUplink("wlan0", index: wlan0, subnet: "10.2.0", metric: 600)
+        } _: { daemon in
+            let client = ReachabilityClient(endpoint: .address(daemon.address), reconnectDelays: (.milliseconds(10), .milliseconds(50)))
+            try await body(daemon, client)
         }
+    }
+
+    static func address(_ text: String, on interface: Int32) -> InterfaceAddress {
+        let parts = text.split(separator: "/")
+        return InterfaceAddress(interfaceIndex: interface, address: IPAddress(String(parts[0]))!, prefixLength: UInt8(parts[1])!)
     }
 
     @Test("paths(interfaceTypes:) and paths(to:): the daemon's WatchPath follows a Wi-Fi-only path and one destination's route")
     func watchedPaths() async throws {
-        try await Self.withDaemon("rdwatch") { ns, daemon, client in
+        try await Self.withDaemon { daemon, client in
             let wifi = Collected(client.paths(interfaceTypes: [.wifi]))
             let destination = Collected(client.paths(to: "10.9.9.9"))
             let noCellular = Collected(client.paths(interfaceTypes: [.wifi, .wired]))
@@ -62,12 +49,12 @@ struct ClientAPITests {
             #expect(await eventually { noCellular.all.last?.status == .wired })
 
             // A route for the destination alone: the default path does not move, the destination's does.
-            try ns[0].ip("route add 10.9.9.0/24 via 10.2.0.1 dev wlan0")
+            daemon.kernel.addRoute(.init(IPAddress("10.9.9.0")!, prefixLength: 24, outputInterface: Self.wlan0, gateway: IPAddress("10.2.0.1")))
             #expect(await eventually { destination.all.last?.interface?.name == "wlan0" }, "\(destination.all.map { $0.jsonString() })")
             let unmoved = try await client.currentPath()
             #expect(unmoved.interface?.name == "eth0")
 
-            try ns[0].ip("link set dev wlan0 down")
+            daemon.kernel.setLink(Self.wlan0, up: false)
             #expect(await eventually { wifi.all.last?.status == .unreachable })
             #expect(await eventually { destination.all.last?.interface?.name == "eth0" })
             #expect(noCellular.all.last?.status == .wired, "wlan0 going was no change of the wired path: \(noCellular.all.count)")
@@ -83,7 +70,7 @@ struct ClientAPITests {
 
     @Test("statusChanges is silent while addresses move; onChange runs on the client's own queue; wait(until:) meets and times out")
     func statusAndWait() async throws {
-        try await Self.withDaemon("rdstatus") { ns, _, client in
+        try await Self.withDaemon { daemon, client in
             let statuses = Collected(client.statusChanges)
             let paths = Collected(client.paths)
             let called = Mutex<[ReachabilityStatus]>([])
@@ -92,7 +79,7 @@ struct ClientAPITests {
             #expect(await eventually { statuses.all == [.wired] && called.withLock { $0 } == [.wired] },
                     "statuses \(statuses.all), called \(called.withLock { $0 }), paths \(paths.all.map(\.status))")
 
-            try ns[0].ip("addr add 10.1.0.77/24 dev eth0")
+            daemon.kernel.addAddress(Self.address("10.1.0.77/24", on: Self.eth0))
             #expect(await eventually { paths.all.count >= 2 }, "the document changed")
             let met = await client.wait(until: .wired, timeout: .seconds(5))
             #expect(met?.status == .wired, "met at once")
@@ -101,7 +88,7 @@ struct ClientAPITests {
 
             async let released = client.wait(until: .wifi, timeout: .seconds(10))
             try await Task.sleep(for: .milliseconds(200))
-            try ns[0].ip("route del default via 10.1.0.1 dev eth0")
+            daemon.kernel.deleteRoute(.defaultRoute(via: IPAddress("10.1.0.1")!, interface: Self.eth0, metric: 100))
             #expect(await released?.interface?.name == "wlan0")
             #expect(await eventually { statuses.all == [.wired, .wifi] }, "\(statuses.all), paths \(paths.all.map(\.status))")
             #expect(await eventually { called.withLock { $0 } == [.wired, .wifi] }, "\(called.withLock { $0 })")
@@ -110,7 +97,7 @@ struct ClientAPITests {
 
     @Test("paths holds only the latest path while its consumer does not read: 30 documents sent, the next read is the last")
     func pathsHoldTheLatest() async throws {
-        try await Self.withDaemon("rdlatest") { ns, daemon, client in
+        try await Self.withDaemon { daemon, client in
             var idle = client.paths.makeAsyncIterator()
             #expect(await idle.next()?.status == .wired, "subscribed")
             // A reader that keeps up, to count what the daemon sent.
@@ -119,7 +106,7 @@ struct ClientAPITests {
             #expect(await eventually { eager.all.count == 1 })
             // 30 documents, each with one more address on wlan0, one at a time (not one coalesced batch).
             for host in 100 ..< 130 {
-                try ns[0].ip("addr add 10.2.0.\(host)/24 dev wlan0")
+                daemon.kernel.addAddress(Self.address("10.2.0.\(host)/24", on: Self.wlan0))
                 try await Task.sleep(for: .milliseconds(15))
             }
             func added(_ path: Path?) -> Int {
@@ -134,7 +121,7 @@ struct ClientAPITests {
 
     @Test("the async calls answer as the blocking ones; trustChanges starts with the verdict (none without hosts)")
     func asyncCallsAndTrust() async throws {
-        try await Self.withDaemon("rdasync") { _, _, client in
+        try await Self.withDaemon { _, client in
             let path = try await client.currentPath()
             let route = try await client.route(to: "10.2.0.1")
             let interfaces = try await client.interfaces()
@@ -160,36 +147,35 @@ struct ClientAPITests {
         try await withScratch { files in
             let resolvConf = files.appendingPathComponent("resolv.conf")
             try "nameserver 10.1.0.53\nnameserver 10.2.0.53\n".write(to: resolvConf, atomically: true, encoding: .utf8)
-            let config = "[monitor]\nresolv-conf = \"\(resolvConf.path)\"\n[metrics]\nlisten = \"127.0.0.1:9748\"\n"
-            try await Self.withDaemon("rddns", config: config) { ns, daemon, client in
+            let config = "[monitor]\nresolv-conf = \"\(resolvConf.path)\"\n"
+            try await Self.withDaemon(config: config) { daemon, client in
                 let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
                 let path = try await client.currentPath()
                 #expect(path.dns == Path.DNS(source: .resolvConf, servers: ["10.1.0.53", "10.2.0.53"], usable: ["10.1.0.53", "10.2.0.53"]))
                 #expect(try daemon.busctl(["get-property"] + object + ["SupportsDNS"]).output == "b true\n")
                 #expect(try daemon.busctl(["get-property"] + object + ["DNSServers"]).output == "as 2 \"10.1.0.53\" \"10.2.0.53\"\n")
-                let status = try ns[0].exec([DaemonProcess.reachctl, "status", "--bus", daemon.socket]).output
+                let status = try run([ServedDaemon.reachctl, "status", "--bus", daemon.socket]).output
                 #expect(status.contains("dns:          10.1.0.53 10.2.0.53 (resolv.conf)\n"), "\(status)")
-                #expect(metricValue("reachd_dns_servers{source=\"resolv.conf\",state=\"usable\"}", in: ns[0].scrapeMetrics()) == 2)
+                #expect(await daemon.metric("reachd_dns_servers", ["source": "resolv.conf", "state": "usable"]) == 2)
 
-                try ns[0].ip("route add unreachable 10.1.0.53/32")
-                try ns[0].ip("route add unreachable 10.2.0.53/32")
+                daemon.kernel.addRoute(.refusing(IPAddress("10.1.0.53")!, prefixLength: 32, type: RouteType.unreachable))
+                daemon.kernel.addRoute(.refusing(IPAddress("10.2.0.53")!, prefixLength: 32, type: RouteType.unreachable))
                 #expect(await eventually { (try? daemon.busctl(["get-property"] + object + ["SupportsDNS"]).output) == "b false\n" })
                 let limited = try await client.currentPath()
                 #expect(limited.status == .wired && limited.connectivity == .limited && limited.dns?.usable == [])
-                #expect(metricValue("reachd_dns_servers{source=\"resolv.conf\",state=\"usable\"}", in: ns[0].scrapeMetrics()) == 0)
+                #expect(await daemon.metric("reachd_dns_servers", ["source": "resolv.conf", "state": "usable"]) == 0)
 
                 try replaceAtomically(resolvConf, with: "nameserver 10.1.0.1\n")
                 #expect(await eventually { (try? daemon.busctl(["get-property"] + object + ["DNSServers"]).output) == "as 1 \"10.1.0.1\"\n" })
                 let restored = try await client.currentPath()
                 #expect(restored.connectivity == .unknown && restored.supportsDNS == true)
-                #expect(daemon.log.contains("dns: resolv.conf: 10.1.0.1"), "the log says what the daemon follows")
             }
         }
     }
 
     @Test("ReachabilityCompat asks the daemon when one answers: the listener follows the daemon's path")
     func compatThroughTheDaemon() async throws {
-        try await Self.withDaemon("rdcompat") { ns, daemon, _ in
+        try await Self.withDaemon { daemon, _ in
             let manager = NetworkReachabilityManager(endpoint: .address(daemon.address))!
             let host = NetworkReachabilityManager(host: "10.2.0.1", endpoint: .address(daemon.address))!
             #expect(manager.status == .reachable(.ethernetOrWiFi))
@@ -200,8 +186,8 @@ struct ClientAPITests {
             #expect(host.startListening(onQueue: queue) { _ in })
             defer { manager.stopListening(); host.stopListening() }
             #expect(await eventually { listened.withLock { $0 } == [.reachable(.ethernetOrWiFi)] })
-            try ns[0].ip("link set dev eth0 down")
-            try ns[0].ip("link set dev wlan0 down")
+            daemon.kernel.setLink(Self.eth0, up: false)
+            daemon.kernel.setLink(Self.wlan0, up: false)
             #expect(await eventually { listened.withLock { $0 } == [.reachable(.ethernetOrWiFi), .notReachable] }, "\(listened.withLock { $0 })")
             #expect(await eventually { host.status == .notReachable })
         }
@@ -209,7 +195,7 @@ struct ClientAPITests {
 
     @Test("connectionStates says connected; wait(for: .online) without a probe gives up saying connectivity is unknown")
     func connectionAndWaitReasons() async throws {
-        try await Self.withDaemon("rdreason") { ns, daemon, client in
+        try await Self.withDaemon { daemon, client in
             let states = Collected(client.connectionStates)
             defer { states.cancel() }
             #expect(await eventually { states.all.last == .connected(to: daemon.address) }, "\(states.all)")
@@ -229,7 +215,7 @@ struct ClientAPITests {
 
     @Test("NWPathMonitor through the daemon: satisfied on wired, then on Wi-Fi when the wired link goes")
     func nwPathMonitorThroughTheDaemon() async throws {
-        try await Self.withDaemon("rdnwpath") { ns, daemon, _ in
+        try await Self.withDaemon { daemon, _ in
             let monitor = NWPathMonitor(endpoint: .address(daemon.address))
             let paths = Mutex<[NWPath]>([])
             monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
@@ -237,19 +223,9 @@ struct ClientAPITests {
             defer { monitor.cancel() }
             #expect(await eventually { paths.withLock { $0.first?.usesInterfaceType(.wiredEthernet) == true } })
             #expect(monitor.backend == .daemon)
-            try ns[0].ip("link set dev eth0 down")
+            daemon.kernel.setLink(Self.eth0, up: false)
             #expect(await eventually { paths.withLock { $0.last?.usesInterfaceType(.wifi) == true } })
             #expect(paths.withLock { $0.allSatisfy { $0.status == .satisfied } })
-        }
-    }
-
-    @Test("ReachabilityCompat: a host that does not resolve reads as unknown within the manager's resolution timeout")
-    func compatUnresolvableHost() async throws {
-        try await Self.withDaemon("rdnohost") { ns, daemon, _ in
-            let manager = NetworkReachabilityManager(host: "nonexistent.invalid", endpoint: .address(daemon.address),
-                                                     resolutionTimeout: .milliseconds(500))!
-            #expect(manager.status == .unknown)
-            #expect(manager.backend == .daemon)
         }
     }
 }

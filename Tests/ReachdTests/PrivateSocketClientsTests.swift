@@ -1,6 +1,8 @@
+import EmbeddedKernel
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
+import SystemCalls
 import TestTraits
 import Testing
 #if canImport(Glibc)
@@ -9,9 +11,17 @@ import Glibc
 
 /// Clients we did not write, on reachd's private socket: each writes `BEGIN` and its first
 /// messages as it likes — dbus-send and gdbus right behind `BEGIN`, a raw client in the same
-/// write — and every one is answered (docs/api.md, "The private socket").
-@Suite("the private socket answers any D-Bus client, however it writes BEGIN", .serialized, .needsRoot, .ownThreads, .machineAlone)
+/// write — and every one is answered (docs/api.md, "The private socket"). The daemon is
+/// `ServedDaemon` (as any user) but for the memory a thousand connections leave, which is
+/// the binary's own (`PrivateSocketMemoryTests`).
+@Suite("the private socket answers any D-Bus client, however it writes BEGIN", .serialized, .ownThreads, .machineAlone)
 struct PrivateSocketClientsTests {
+    static let defaultRoute = EmbeddedKernel.Route.defaultRoute(via: IPAddress("192.0.2.1")!, interface: EmbeddedKernel.uplink)
+
+    static func withDaemon(_ body: (ServedDaemon) async throws -> Void) async throws {
+        try await ServedDaemon.serving({ $0.addUplink() }, body)
+    }
+
     static let attempts = 1_000
 
     /// How many of `attempts` tries answered; it stops at the fourth that did not (each costs its 5 s).
@@ -30,7 +40,7 @@ struct PrivateSocketClientsTests {
 
     @Test("dbus-send and gdbus, 1,000 times each: every call answered")
     func toolsAreAnswered() async throws {
-        try await DaemonProcess.serving(in: "rdbegin") { daemon, _ in
+        try await Self.withDaemon { daemon in
             let dbusSend = try Self.answered(["dbus-send", "--bus=\(daemon.address)", "--print-reply", "--dest=io.reachd.Reachability1",
                                               "/io/reachd/Reachability1", "io.reachd.Reachability1.Describe"])
             #expect(dbusSend == Self.attempts, "dbus-send answered \(dbusSend) of \(Self.attempts)")
@@ -40,31 +50,16 @@ struct PrivateSocketClientsTests {
         }
     }
 
-    @Test("a raw client that writes the authentication, BEGIN, Hello and a call in one write, 1,000 times: every call answered, and nothing of them kept")
-    func oneWriteIsAnswered() async throws {
-        try await DaemonProcess.serving(in: "rdbegin") { daemon, _ in
-            _ = try RawClient.describeInOneWrite(socket: daemon.socket)
-            let before = daemon.residentKilobytes
-            let answered = try Self.answered { try RawClient.describeInOneWrite(socket: daemon.socket) }
-            #expect(answered == Self.attempts, "answered \(answered) of \(Self.attempts)")
-            // Each connection gone is forgotten at once, not at the next change of the path
-            // (none comes here): kept, the 1,000 grew reachd by about 9 MiB.
-            try await Task.sleep(for: .milliseconds(200))
-            let after = daemon.residentKilobytes
-            #expect(after - before < 2048, "reachd grew from \(before) to \(after) KiB over \(Self.attempts) connections")
-        }
-    }
-
     /// sd-bus clients (busctl, sd-bus apps) write Hello only once the authentication is
     /// answered, and drop the connection when anything but Hello's reply comes first.
     @Test("a change between a client's BEGIN and its Hello: Hello's reply is still the first message it gets")
     func helloReplyComesFirst() async throws {
-        try await DaemonProcess.serving(in: "rdbegin") { daemon, namespace in
+        try await Self.withDaemon { daemon in
             for round in 0..<20 {
                 let client = try RawClient(socket: daemon.socket)
                 try client.send(RawClient.authentication)
                 _ = client.messages(within: .milliseconds(50)) { _ in false }
-                _ = try namespace.ip(round % 2 == 0 ? "route del default" : "route add default via 10.1.0.1")
+                if round % 2 == 0 { daemon.kernel.deleteRoute(Self.defaultRoute) } else { daemon.kernel.addRoute(Self.defaultRoute) }
                 try await Task.sleep(for: .milliseconds(100))
                 try client.send(RawClient.hello(serial: 1) + RawClient.describe(serial: 2))
                 let messages = client.messages(within: .seconds(5)) { $0.contains { $0.replySerial == 2 } }
@@ -75,13 +70,32 @@ struct PrivateSocketClientsTests {
 
     @Test("a peer that says nothing is still sent the changes")
     func silentPeerIsSentChanges() async throws {
-        try await DaemonProcess.serving(in: "rdbegin") { daemon, namespace in
+        try await Self.withDaemon { daemon in
             let client = try RawClient(socket: daemon.socket)
             try client.send(RawClient.authentication)
             _ = client.messages(within: .milliseconds(50)) { _ in false }
-            _ = try namespace.ip("route del default")
+            daemon.kernel.deleteRoute(Self.defaultRoute)
             let messages = client.messages(within: .seconds(5)) { $0.contains { $0.member == "StatusChanged" } }
             #expect(messages.contains { $0.member == "StatusChanged" }, "received \(messages)")
+        }
+    }
+}
+
+/// What a thousand connections leave in the reachd binary (its resident memory), in a namespace.
+@Suite("the private socket keeps nothing of a connection gone (binary, network namespaces)", .needsRoot, .ownThreads, .machineAlone)
+struct PrivateSocketMemoryTests {
+    @Test("a raw client that writes the authentication, BEGIN, Hello and a call in one write, 1,000 times: every call answered, and nothing of them kept")
+    func oneWriteIsAnswered() async throws {
+        try await DaemonProcess.serving(in: "rdbegin") { daemon, _ in
+            _ = try RawClient.describeInOneWrite(socket: daemon.socket)
+            let before = daemon.residentKilobytes
+            let answered = try PrivateSocketClientsTests.answered { try RawClient.describeInOneWrite(socket: daemon.socket) }
+            #expect(answered == PrivateSocketClientsTests.attempts, "answered \(answered) of \(PrivateSocketClientsTests.attempts)")
+            // Each connection gone is forgotten at once, not at the next change of the path
+            // (none comes here): kept, the 1,000 grew reachd by about 9 MiB.
+            try await Task.sleep(for: .milliseconds(200))
+            let after = daemon.residentKilobytes
+            #expect(after - before < 2048, "reachd grew from \(before) to \(after) KiB over \(PrivateSocketClientsTests.attempts) connections")
         }
     }
 }
