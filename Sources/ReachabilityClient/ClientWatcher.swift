@@ -66,7 +66,7 @@ extension ReachabilityClient {
             let initial = last == nil
             last = path
             switch mode {
-            case let .watch(_, continuation): ReachabilityClient.yield(path, initial: initial, to: continuation)
+            case let .watch(_, continuation): PathStreams.Delivery(continuation: continuation, first: initial).send(path)
             default: client.deliver(path, initial: initial)
             }
         }

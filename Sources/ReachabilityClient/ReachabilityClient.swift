@@ -148,7 +148,8 @@ public final class ReachabilityClient: Sendable {
     // MARK: Subscriptions
 
     private struct Subscribers {
-        var streams: [Int: AsyncStream<Path>.Continuation] = [:]
+        /// Stream ids come from `streams`; callbacks and connection streams take theirs from `nextID`, which counts down.
+        var streams = PathStreams()
         var callbacks: [Int: (DispatchQueue, @Sendable (Path) -> Void)] = [:]
         var connectionStreams: [Int: AsyncStream<ConnectionState>.Continuation] = [:]
         var nextID = 0
@@ -158,20 +159,21 @@ public final class ReachabilityClient: Sendable {
         var connection = ConnectionState.looking
         var isEmpty: Bool { streams.isEmpty && callbacks.isEmpty && connectionStreams.isEmpty }
 
-        /// Adds a subscriber; it is handed the current path at once (marked initial), if there is one.
-        mutating func add(stream: AsyncStream<Path>.Continuation? = nil, callback: (DispatchQueue, @Sendable (Path) -> Void)? = nil) -> Int {
-            nextID += 1
-            var first = current
-            first?.initial = true
-            if let stream {
-                streams[nextID] = stream
-                if let first { stream.yield(first) }
-            }
-            if let (queue, handler) = callback {
-                callbacks[nextID] = (queue, handler)
-                if let first { queue.async { handler(first) } }
-            }
+        mutating func newID() -> Int {
+            nextID -= 1
             return nextID
+        }
+
+        /// Adds a callback; it is handed the current path at once (marked initial), if there is one.
+        mutating func add(callback queue: DispatchQueue, _ handler: @escaping @Sendable (Path) -> Void) -> Int {
+            let id = newID()
+            callbacks[id] = (queue, handler)
+            if var first = current {
+                first.initial = true
+                let marked = first
+                queue.async { handler(marked) }
+            }
+            return id
         }
     }
 
@@ -185,7 +187,7 @@ public final class ReachabilityClient: Sendable {
     /// `initial` all the same).
     public var paths: AsyncStream<Path> {
         AsyncStream(bufferingPolicy: .bufferingNewest(Self.bufferedPaths)) { continuation in
-            let id = subscribers.withLock { $0.add(stream: continuation) }
+            let id = subscribers.withLock { $0.streams.add(continuation, current: $0.current) }
             continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
             startWatcherIfNeeded()
         }
@@ -285,7 +287,7 @@ public final class ReachabilityClient: Sendable {
     @discardableResult
     public func onChange(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Path) -> Void) -> Int {
         let queue = queue ?? callbackQueue
-        let id = subscribers.withLock { $0.add(callback: (queue, handler)) }
+        let id = subscribers.withLock { $0.add(callback: queue, handler) }
         startWatcherIfNeeded()
         return id
     }
@@ -313,7 +315,7 @@ public final class ReachabilityClient: Sendable {
 
     private func unsubscribe(_ id: Int) {
         let stopping = subscribers.withLock { subscribers -> Watcher? in
-            subscribers.streams[id] = nil
+            subscribers.streams.remove(id)
             subscribers.callbacks[id] = nil
             subscribers.connectionStreams[id] = nil
             guard subscribers.isEmpty else { return nil }
@@ -364,10 +366,10 @@ public final class ReachabilityClient: Sendable {
     public var connectionStates: AsyncStream<ConnectionState> {
         AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
             let id = subscribers.withLock { subscribers in
-                subscribers.nextID += 1
-                subscribers.connectionStreams[subscribers.nextID] = continuation
+                let id = subscribers.newID()
+                subscribers.connectionStreams[id] = continuation
                 continuation.yield(subscribers.connection)
-                return subscribers.nextID
+                return id
             }
             continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
             startWatcherIfNeeded()
@@ -392,19 +394,9 @@ public final class ReachabilityClient: Sendable {
         let marked = copy
         let (streams, callbacks) = subscribers.withLock { subscribers in
             subscribers.current = path
-            return (subscribers.streams.values.map { $0 }, subscribers.callbacks.values.map { $0 })
+            return (subscribers.streams.deliveries(restart: initial), subscribers.callbacks.values.map { $0 })
         }
-        for stream in streams { Self.yield(path, initial: initial, to: stream) }
+        for stream in streams { stream.send(path) }
         for (queue, handler) in callbacks { queue.async { handler(marked) } }
-    }
-
-    /// Yields to a stream that holds one path: if the one replaced was the consumer's first, so is this one.
-    static func yield(_ path: Path, initial: Bool, to stream: AsyncStream<Path>.Continuation) {
-        var marked = path
-        marked.initial = initial
-        if case let .dropped(replaced) = stream.yield(marked), replaced.initial, !initial {
-            marked.initial = true
-            stream.yield(marked)
-        }
     }
 }

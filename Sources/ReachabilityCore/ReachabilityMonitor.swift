@@ -64,7 +64,7 @@ public final class ReachabilityMonitor: Sendable {
         var handler: (@Sendable (Path) -> Void)?
         var handlerHasInitial = false
         var notificationsHaveInitial = false
-        var streams: [UInt64: (continuation: AsyncStream<Path>.Continuation, hasInitial: Bool)] = [:]
+        var streams = PathStreams()
         var interfaceStreams: [UInt64: InterfaceChangeStream.Buffer] = [:]
         var nextStreamID: UInt64 = 0
         var statistics = Statistics()
@@ -163,8 +163,7 @@ public final class ReachabilityMonitor: Sendable {
             let loop = shared.loop
             shared.loop = nil
             shared.current = nil
-            let streams = shared.streams.values.map(\.continuation)
-            shared.streams.removeAll()
+            let streams = shared.streams.removeAll()
             let interfaceStreams = Array(shared.interfaceStreams.values)
             shared.interfaceStreams.removeAll()
             return (loop, streams, interfaceStreams)
@@ -209,18 +208,8 @@ public final class ReachabilityMonitor: Sendable {
     public var paths: AsyncStream<Path> {
         let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(1))
         shared.withLock { shared in
-            let id = shared.nextStreamID
-            shared.nextStreamID += 1
-            var hasInitial = false
-            if var current = shared.current {
-                current.initial = true
-                continuation.yield(current)
-                hasInitial = true
-            }
-            shared.streams[id] = (continuation, hasInitial)
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.shared.withLock { $0.streams.removeValue(forKey: id) }
-            }
+            let id = shared.streams.add(continuation, current: shared.current)
+            continuation.onTermination = { [weak self] _ in self?.shared.withLock { $0.streams.remove(id) } }
         }
         return stream
     }
@@ -324,7 +313,7 @@ public final class ReachabilityMonitor: Sendable {
     /// Publishes `candidate` if it differs from the current path. Returns the published path.
     @discardableResult
     func publish(_ candidate: Path, statistics engineStatistics: PathEngine.Statistics) -> Path? {
-        let deliveries = shared.withLock { shared -> (Path, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [AsyncStream<Path>.Continuation], [AsyncStream<Path>.Continuation])? in
+        let deliveries = shared.withLock { shared -> (Path, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [PathStreams.Delivery])? in
             shared.statistics.messages = engineStatistics.messages
             shared.statistics.overruns = engineStatistics.overruns
             shared.statistics.dumps = engineStatistics.dumps
@@ -335,21 +324,11 @@ public final class ReachabilityMonitor: Sendable {
             shared.handlerHasInitial = true
             let notificationInitial = !shared.notificationsHaveInitial
             shared.notificationsHaveInitial = true
-            var fresh: [AsyncStream<Path>.Continuation] = []
-            var known: [AsyncStream<Path>.Continuation] = []
-            for (id, entry) in shared.streams {
-                if entry.hasInitial { known.append(entry.continuation) } else { fresh.append(entry.continuation) }
-                shared.streams[id]?.hasInitial = true
-            }
-            return (path, shared.queue, shared.handler, handlerInitial, notificationInitial, fresh, known)
+            return (path, shared.queue, shared.handler, handlerInitial, notificationInitial, shared.streams.deliveries())
         }
-        guard let (path, queue, handler, handlerInitial, notificationInitial, fresh, known) = deliveries else { return nil }
+        guard let (path, queue, handler, handlerInitial, notificationInitial, streams) = deliveries else { return nil }
         let initialPath = { var copy = path; copy.initial = true; return copy }()
-        fresh.forEach { $0.yield(initialPath) }
-        for stream in known {
-            // The stream holds one path: if the one replaced was the consumer's first, so is this one.
-            if case let .dropped(replaced) = stream.yield(path), replaced.initial { stream.yield(initialPath) }
-        }
+        for stream in streams { stream.send(path) }
         let observer = Self.publishObserver.withLock { $0 }
         // Waking the callback queue for nobody costs a thread hop per change.
         guard handler != nil || observer != nil else { return path }
