@@ -1,4 +1,5 @@
 import CNetlink
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,7 @@ package enum NetlinkError: Error, Hashable, CustomStringConvertible {
     package var description: String {
         switch self {
         case let .system(operation, errno):
-            return "\(operation): \(String(cString: strerror(errno)))"
+            return "\(SystemCallError(operation, errno: Errno(rawValue: errno)))"
         case let .libnl(operation, code):
             return "\(operation): \(String(cString: nl_geterror(code)))"
         case let .malformed(operation, detail):

@@ -1,3 +1,4 @@
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +25,7 @@ package struct BusError: Error, CustomStringConvertible, Sendable {
     }
 
     package var description: String {
-        remoteMessage.map { "\(operation): \($0)" } ?? "\(operation): \(String(cString: strerror(code)))"
+        remoteMessage.map { "\(operation): \($0)" } ?? "\(SystemCallError(operation, errno: Errno(rawValue: code)))"
     }
 }
 

@@ -1,4 +1,5 @@
 import CSystemd
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -137,7 +138,7 @@ extension PrivateSocket {
             let peer = accept(listener, nil, nil)
             if peer >= 0 { close(peer) }
             spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
-            logRefusal(of: uid_t.max - 1, "no descriptor left (\(String(cString: strerror(EMFILE))))")
+            logRefusal(of: uid_t.max - 1, "no descriptor left (\(Errno.tooManyOpenFiles))")
         }
     }
 }

@@ -146,7 +146,7 @@ package final class MetricsServer {
     }
 
     private func pauseListening() {
-        logRefusal("no descriptor left (\(String(cString: strerror(errno))))")
+        logRefusal("no descriptor left (\(Errno(rawValue: errno)))")
         listenerWatch?.cancel()
         listenerWatch = nil
         resume.arm(after: .seconds(1))

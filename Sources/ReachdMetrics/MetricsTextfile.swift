@@ -49,7 +49,7 @@ package final class MetricsTextfile {
         // node_exporter skips names not ending in .prom, and so this one while it is written.
         var template = (name[...slash] + Array(".".utf8) + name[(slash + 1)...] + Array(".XXXXXX".utf8)).map { CChar(bitPattern: $0) } + [0]
         let descriptor = mkstemp(&template)
-        guard descriptor >= 0 else { throw Failure(description: "cannot create a file beside \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw Failure(description: "\(SystemCallError("cannot create a file beside \(path)"))") }
         // (mkostemp needs _GNU_SOURCE.) reachd-trust is started from this loop: the file must not leak into it.
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -65,7 +65,7 @@ package final class MetricsTextfile {
         if failure == 0, rename(temporary, path) != 0 { failure = errno }
         guard failure == 0 else {
             unlink(temporary)
-            throw Failure(description: "cannot write \(path): \(String(cString: strerror(failure)))")
+            throw Failure(description: "\(SystemCallError("cannot write \(path)", errno: Errno(rawValue: failure)))")
         }
     }
 }

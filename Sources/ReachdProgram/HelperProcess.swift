@@ -49,11 +49,11 @@ final class HelperProcess {
     init(_ executable: String, _ arguments: [String], deadline: ContinuousClock.Instant?) throws(TrustHelper.Failure) {
         var out: [Int32] = [0, 0]
         var err: [Int32] = [0, 0]
-        guard pipe(&out) == 0 else { throw .init(description: "pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&out) == 0 else { throw .init(description: "\(SystemCallError("pipe"))") }
         guard pipe(&err) == 0 else {
             let code = errno
             close(out[0]); close(out[1])
-            throw .init(description: "pipe: \(String(cString: strerror(code)))")
+            throw .init(description: "\(SystemCallError("pipe", errno: Errno(rawValue: code)))")
         }
         for end in [out[0], err[0]] {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
@@ -85,7 +85,7 @@ final class HelperProcess {
         guard result == 0 else {
             close(out[0])
             close(err[0])
-            throw .init(description: "starting \(executable): \(String(cString: strerror(result)))")
+            throw .init(description: "\(SystemCallError("starting \(executable)", errno: Errno(rawValue: result)))")
         }
         let exitDescriptor = reachd_pidfd_open(pid)
         guard exitDescriptor >= 0 else {
@@ -95,7 +95,7 @@ final class HelperProcess {
             _ = retryingOnInterrupt { waitpid(pid, nil, 0) }
             close(out[0])
             close(err[0])
-            throw .init(description: "watching \(executable) (pidfd_open): \(String(cString: strerror(code)))")
+            throw .init(description: "\(SystemCallError("watching \(executable) (pidfd_open)", errno: Errno(rawValue: code)))")
         }
         self.pid = pid
         self.deadline = deadline

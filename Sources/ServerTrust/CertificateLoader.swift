@@ -1,4 +1,5 @@
 import SwiftASN1
+import SystemPackage
 import TOML
 import X509
 #if canImport(Glibc)
@@ -30,7 +31,7 @@ public enum CertificateLoader {
     /// Every certificate in the files of a directory with a certificate extension, sorted by name.
     public static func certificates(inDirectory path: String) throws -> [Certificate] {
         guard let directory = opendir(path) else {
-            throw CertificateLoadingError(file: path, reason: "cannot be listed (\(String(cString: strerror(errno))))")
+            throw CertificateLoadingError(file: path, reason: "cannot be listed (\(Errno(rawValue: errno)))")
         }
         var names: [String] = []
         while let entry = readdir(directory) {

@@ -84,7 +84,7 @@ enum DurableFile {
 /// A file operation of the report spool or outbox failed: what, and the system's reason.
 public struct SpoolError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    init(_ operation: String, _ code: Int32) { description = "\(operation): \(String(cString: strerror(code)))" }
+    init(_ operation: String, _ code: Int32) { description = "\(operation): \(Errno(rawValue: code))" }
     /// A failure swift-system threw (an `Errno` says itself as `strerror` does).
     init(_ operation: String, _ error: any Error) { description = "\(operation): \(error)" }
     init(_ description: String) { self.description = description }

@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
+import SystemPackage
 import X509
 
 /// Connects to a TLS server and captures what it presents — the chain, leaf
@@ -152,7 +153,7 @@ public struct TLSProbe: Sendable {
         if let error = error as? NIOConnectionError, let dns = error.dnsAError ?? error.dnsAAAAError {
             return "cannot resolve \(error.host): \(dns)"
         }
-        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        if let error = error as? IOError { return "\(Errno(rawValue: error.errnoCode))" }
         if let error = error as? ChannelError, case .connectTimeout = error { return "connection timed out" }
         return "\(error)"
     }

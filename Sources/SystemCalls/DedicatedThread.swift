@@ -27,7 +27,7 @@ package final class DedicatedThread {
     /// The thread could not be created (`pthread_create`'s error number).
     package struct Failure: Error, CustomStringConvertible, Sendable {
         package let errno: Int32
-        package var description: String { "starting a thread: \(String(cString: strerror(errno)))" }
+        package var description: String { "\(SystemCallError("starting a thread", errno: Errno(rawValue: errno)))" }
     }
 
     /// Whether the caller runs on this thread.

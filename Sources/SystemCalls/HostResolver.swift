@@ -41,7 +41,7 @@ package enum HostResolver {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
         guard status == 0 else {
-            let reason = status == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
+            let reason = status == EAI_SYSTEM ? "\(Errno(rawValue: errno))" : String(cString: gai_strerror(status))
             throw Failure(host: host, reason: reason)
         }
         defer { freeaddrinfo(list) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Libexec
 import ReachctlSupport
+import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,7 +36,7 @@ struct TrustCommand: ParsableCommand {
         let argv = ["reachd-trust", "ctl"] + arguments.dropFirst()
         var cStrings = argv.map { strdup($0) } + [nil]
         execv(helper, &cStrings)
-        write(line: "reachctl: trust \(command): running \(helper): \(String(cString: strerror(errno)))", to: STDERR_FILENO)
+        write(line: "reachctl: trust \(command): running \(helper): \(Errno(rawValue: errno))", to: STDERR_FILENO)
         Glibc.exit(2)
     }
 }
