@@ -123,7 +123,7 @@ package final class MonitorLoop: @unchecked Sendable {
         } else if path.status.isReachable {
             path.connectivity = ConnectivityScheduler.unprobed(path, validated: false)
         }
-        _ = monitor?.publish(path, statistics: engine.statistics)
+        monitor?.publish(path, statistics: engine.statistics)
         if moved, !first { resolveAgain() }
     }
 

@@ -310,9 +310,8 @@ public final class ReachabilityMonitor: Sendable {
 
     func countProbe() { shared.withLock { $0.statistics.probes += 1 } }
 
-    /// Publishes `candidate` if it differs from the current path. Returns the published path.
-    @discardableResult
-    func publish(_ candidate: Path, statistics engineStatistics: PathEngine.Statistics) -> Path? {
+    /// Publishes `candidate` if it differs from the current path.
+    func publish(_ candidate: Path, statistics engineStatistics: PathEngine.Statistics) {
         let deliveries = shared.withLock { shared -> (Path, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [PathStreams.Delivery])? in
             shared.statistics.messages = engineStatistics.messages
             shared.statistics.overruns = engineStatistics.overruns
@@ -326,16 +325,15 @@ public final class ReachabilityMonitor: Sendable {
             shared.notificationsHaveInitial = true
             return (path, shared.queue, shared.handler, handlerInitial, notificationInitial, shared.streams.deliveries())
         }
-        guard let (path, queue, handler, handlerInitial, notificationInitial, streams) = deliveries else { return nil }
+        guard let (path, queue, handler, handlerInitial, notificationInitial, streams) = deliveries else { return }
         let initialPath = { var copy = path; copy.initial = true; return copy }()
         for stream in streams { stream.send(path) }
         let observer = Self.publishObserver.withLock { $0 }
         // Waking the callback queue for nobody costs a thread hop per change.
-        guard handler != nil || observer != nil else { return path }
+        guard handler != nil || observer != nil else { return }
         queue.async { [self] in
             handler?(handlerInitial ? initialPath : path)
             observer?(self, notificationInitial ? initialPath : path)
         }
-        return path
     }
 }
