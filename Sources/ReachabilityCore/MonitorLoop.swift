@@ -113,9 +113,9 @@ package final class MonitorLoop: @unchecked Sendable {
     /// Whether a path leaves another way than the one before it is decided here, once,
     /// for the probe and the host name alike (as the daemon decides it: `Path.leavesTheSameWay`).
     private func publish(_ evaluated: Path) {
-        let moved = lastEvaluated.map { !$0.leavesTheSameWay(as: evaluated) } ?? true
-        let first = lastEvaluated == nil
+        let before = lastEvaluated
         lastEvaluated = evaluated
+        let moved = before.map { !$0.leavesTheSameWay(as: evaluated) } ?? true
         var path = evaluated
         if let connectivity {
             connectivity.observe(path, moved: moved)
@@ -124,7 +124,7 @@ package final class MonitorLoop: @unchecked Sendable {
             path.connectivity = ConnectivityScheduler.unprobed(path, validated: false)
         }
         monitor?.publish(path, statistics: engine.statistics)
-        if moved, !first { resolveAgain() }
+        if moved, before != nil { resolveAgain() }
     }
 
     func startThread() throws {

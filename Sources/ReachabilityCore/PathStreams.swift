@@ -35,11 +35,8 @@ package struct PathStreams: Sendable {
     /// Where the next path goes, and whether it is each consumer's first; with `restart`
     /// (a client connected again) it is everyone's first.
     package mutating func deliveries(restart: Bool = false) -> [Delivery] {
-        streams.keys.map { id in
-            let first = restart || streams[id]?.hasInitial == false
-            streams[id]?.hasInitial = true
-            return Delivery(continuation: streams[id]!.continuation, first: first)
-        }
+        defer { for id in streams.keys { streams[id]?.hasInitial = true } }
+        return streams.values.map { Delivery(continuation: $0.continuation, first: restart || !$0.hasInitial) }
     }
 
     /// One stream's next path.

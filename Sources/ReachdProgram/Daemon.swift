@@ -61,11 +61,12 @@ final class Daemon: ReachabilityObjectDelegate {
         var openEngine: (MonitorOptions) throws -> PathEngine
         var watch: (_ descriptor: Int32, _ readable: @escaping () -> Void) throws -> EventLoop.Watch
 
-        /// Engines on `source`'s kernel whatever each config says (`MonitorOptions.kernel`), watched on `loop`.
-        static func kernel(_ source: any KernelSource, loop: EventLoop) -> KernelAccess {
+        /// Engines on the netlink sockets — or on `source`, a test's kernel, whatever each config
+        /// says (`MonitorOptions.kernel`) — watched on `loop`.
+        static func engines(on source: (any KernelSource)? = nil, loop: EventLoop) -> KernelAccess {
             KernelAccess(openEngine: { options in
                 var options = options
-                options.kernel = source
+                if let source { options.kernel = source }
                 return try PathEngine(options: options)
             }, watch: { try loop.onReadable($0, $1) })
         }
@@ -80,7 +81,7 @@ final class Daemon: ReachabilityObjectDelegate {
         self.configuration = configuration
         self.helper = helper
         self.loop = loop
-        self.kernel = kernel ?? KernelAccess(openEngine: { try PathEngine(options: $0) }, watch: { try loop.onReadable($0, $1) })
+        self.kernel = kernel ?? .engines(loop: loop)
         helperRuns = try HelperRuns(loop: loop)
         object = try ReachabilityObject(loop: loop)
         let engine = try self.kernel.openEngine(configuration.monitor)
@@ -167,14 +168,14 @@ final class Daemon: ReachabilityObjectDelegate {
         var path = evaluated
         path.source = .daemon
         path.initial = false
-        let moved = current.map { !$0.leavesTheSameWay(as: path) } ?? true
+        let before = current
+        let moved = before.map { !$0.leavesTheSameWay(as: path) } ?? true
         connectivity.observe(path, moved: moved)
         capport.observe(path, moved: moved, engine: engine)
         nat64.observe(path)
         waysOut.observe(path) { engine.waysOut(excluding: $0) }
-        let first = current == nil
         let published = publish(path)
-        if moved, !first { queries.resolveAgain() }
+        if moved, before != nil { queries.resolveAgain() }
         queries.refresh()
         guard published else { return }
         trust.schedule.pathChanged(first: !isReady)

@@ -19,7 +19,7 @@ final class EmbeddedDaemon {
         loop = try EventLoop()
         var configuration = DaemonConfiguration()
         configuration.connectivity.capport = .off
-        var access = Daemon.KernelAccess.kernel(kernel, loop: loop)
+        var access = Daemon.KernelAccess.engines(on: kernel, loop: loop)
         access.watch = { [unowned self] descriptor, readable in
             if failNextWatch {
                 failNextWatch = false

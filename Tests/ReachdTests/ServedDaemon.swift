@@ -38,7 +38,7 @@ final class ServedDaemon: Sendable {
                 configuration.connectivity.networkdLinks = nil
                 let loop = try EventLoop()
                 let daemon = try Daemon(configFile: config, configuration: configuration, helper: nil, loop: loop,
-                                        kernel: .kernel(kernel, loop: loop))
+                                        kernel: .engines(on: kernel, loop: loop))
                 let privateSocket = try PrivateSocket(path: socket)
                 try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
                 let messages = try loop.onReadable(mailbox.descriptor) { [mailbox] in
