@@ -204,6 +204,7 @@ package final class MonitorLoop: @unchecked Sendable {
         guard case let .host(host) = target, IPAddress(host) == nil, !resolving.exchange(true, ordering: .sequentiallyConsistent) else {
             return
         }
+        monitor?.countResolution()
         DispatchQueue.global().async { [self] in
             let fresh = (try? HostResolver.resolve(host)) ?? []
             resolved.withLock { $0 = fresh }

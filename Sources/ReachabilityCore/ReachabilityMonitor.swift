@@ -26,7 +26,8 @@ public final class ReachabilityMonitor: Sendable {
     public enum Target: Sendable, Hashable, CustomStringConvertible {
         /// The default path: the kernel's route to the configured probe addresses.
         case defaultPath
-        /// The path to one host name or address. A name is resolved again when the default path changes.
+        /// The path to one host name or address. A name is resolved again when its path leaves another way
+        /// (`Path.leavesTheSameWay`: another status, interface, next hop, tunnel or address family).
         case host(String)
 
         public var description: String {
@@ -82,6 +83,8 @@ public final class ReachabilityMonitor: Sendable {
         public var published = 0
         /// Connectivity probe verdicts taken (each covers every family the path has).
         public var probes = 0
+        /// Times a monitor of a host name looked the name up again because its path left another way.
+        public var resolutions = 0
     }
 
     /// A monitor; nothing is watched until ``start(queue:)``.
@@ -309,6 +312,8 @@ public final class ReachabilityMonitor: Sendable {
     // MARK: Publishing (called by the loop)
 
     func countProbe() { shared.withLock { $0.statistics.probes += 1 } }
+
+    func countResolution() { shared.withLock { $0.statistics.resolutions += 1 } }
 
     /// Publishes `candidate` if it differs from the current path.
     func publish(_ candidate: Path, statistics engineStatistics: PathEngine.Statistics) {
