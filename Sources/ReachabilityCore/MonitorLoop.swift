@@ -29,7 +29,10 @@ package final class MonitorLoop: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let resolved = Mutex<[IPAddress]?>(nil)
     private var thread: DedicatedThread?
-    private let resolving = Atomic<Bool>(false)
+    /// The host name's lookup: none running, one running, or one running whose answer
+    /// is already old (the path moved again meanwhile), so another follows it.
+    private var lookup = Lookup.idle
+    private enum Lookup { case idle, running, runningThenAgain }
     /// nil without a probe URL. Its timer is `probeDue`; verdicts come back through `probed` and the pipe.
     private var connectivity: ConnectivityScheduler?
     /// The resolv.conf followed for the path's `dns` (nil: not followed).
@@ -123,8 +126,9 @@ package final class MonitorLoop: @unchecked Sendable {
         } else if path.status.isReachable {
             path.connectivity = ConnectivityScheduler.unprobed(path, validated: false)
         }
-        monitor?.publish(path, statistics: engine.statistics)
+        // Asked before the path is published, so whoever sees this path sees its lookup counted.
         if moved, before != nil { resolveAgain() }
+        monitor?.publish(path, statistics: engine.statistics)
     }
 
     func startThread() throws {
@@ -166,9 +170,14 @@ package final class MonitorLoop: @unchecked Sendable {
             if descriptors[1].revents != 0 {
                 wake.drain()
                 for request in requests.withLock({ value in defer { value = [] }; return value }) { request() }
-                if let fresh = resolved.withLock({ value in defer { value = nil }; return value }), fresh != addresses {
-                    addresses = fresh
-                    evaluate = true
+                if let fresh = resolved.withLock({ value in defer { value = nil }; return value }) {
+                    let again = lookup == .runningThenAgain
+                    lookup = .idle
+                    if fresh != addresses {
+                        addresses = fresh
+                        evaluate = true
+                    }
+                    if again { resolveAgain() }
                 }
                 let verdicts = probed.withLock { value in
                     defer { value = [] }
@@ -199,16 +208,19 @@ package final class MonitorLoop: @unchecked Sendable {
     }
 
     /// Resolves the host name again: its path moved (left another way): a new network,
-    /// or a VPN's DNS, often answers with other addresses.
+    /// or a VPN's DNS, often answers with other addresses. A move while a lookup runs
+    /// is not dropped: that lookup asked the network before it, so another follows it.
     private func resolveAgain() {
-        guard case let .host(host) = target, IPAddress(host) == nil, !resolving.exchange(true, ordering: .sequentiallyConsistent) else {
+        guard case let .host(host) = target, IPAddress(host) == nil else { return }
+        guard lookup == .idle else {
+            lookup = .runningThenAgain
             return
         }
+        lookup = .running
         monitor?.countResolution()
         DispatchQueue.global().async { [self] in
             let fresh = (try? HostResolver.resolve(host)) ?? []
             resolved.withLock { $0 = fresh }
-            resolving.store(false, ordering: .sequentiallyConsistent)
             signalWake()
         }
     }

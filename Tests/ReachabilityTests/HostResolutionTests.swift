@@ -30,12 +30,14 @@ struct HostResolutionTests {
         // Another next hop, same interface and status: the old rule (status, interface, VPN) missed it.
         kernel.addRoute(.init(IPAddress("127.0.0.1")!, prefixLength: 32, outputInterface: EmbeddedKernel.uplink,
                               gateway: IPAddress("192.0.2.254"), metric: 50))
-        _ = try await waitForPath(monitor, "localhost through another gateway") { $0.gateway == "192.0.2.254" }
-        #expect(monitor.statistics.resolutions == 2)
+        // The first lookup may still be running: then this one follows it rather than being dropped.
+        _ = try await waitForPath(monitor, "localhost through another gateway, looked up again") {
+            $0.gateway == "192.0.2.254" && monitor.statistics.resolutions == 2
+        }
 
         // An address that changes nothing of the way out: no lookup.
-        kernel.addAddress(InterfaceAddress(interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("192.0.2.77")!, prefixLength: 24))
         let published = monitor.statistics.published
+        kernel.addAddress(InterfaceAddress(interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("192.0.2.77")!, prefixLength: 24))
         _ = try await waitForPath(monitor, "the address seen") { _ in monitor.statistics.published > published }
         #expect(monitor.statistics.resolutions == 2)
     }
