@@ -39,7 +39,7 @@ FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spoo
 FUZZ_SECONDS ?= 15
 FUZZ_RUNS    ?= -1
 
-.PHONY: deps build run test unittest package-check examples api-docs man-check systemtest fuzz-build fuzz bench version release docs manual install install-files deb clean
+.PHONY: deps build run test unittest format format-check package-check examples api-docs man-check systemtest fuzz-build fuzz bench version release docs manual install install-files deb clean
 
 ## Install the system packages that are missing (apt-get update first on a fresh machine).
 deps:
@@ -66,7 +66,15 @@ run: build
 ## Every test. Kernel tests create (and always remove) network namespaces: root only.
 ## Then every parser fuzzed briefly, and the package under a real systemd
 ## (Tests/System/package-test.sh).
-test: deps unittest examples api-docs fuzz package-check man-check systemtest
+test: deps format-check unittest examples api-docs fuzz package-check man-check systemtest
+
+## Every Swift file as swift-format (the toolchain's) writes it, by .swift-format:
+## `make format` rewrites them, `make format-check` (in make test) fails on any difference.
+SWIFT_FILES = Package.swift Sources Tests Examples/Package.swift Examples/Sources FuzzTesting/Package.swift FuzzTesting/Sources
+format:
+	$(SWIFT) format --in-place --recursive --parallel $(SWIFT_FILES)
+format-check: deps
+	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_FILES)
 
 ## As an ordinary user, the suites that need root (network namespaces, daemons
 ## under other users) are skipped, each with its reason; root runs them all.

@@ -30,19 +30,20 @@ let package = Package(
         // The three above in one binary: what the Debian package installs (docs/daemon.md, "Installed files").
         .executable(name: "reachd-multicall", targets: ["reachd-multicall"]),
         // For FuzzTesting/ (a package of its own: libFuzzer needs its own build flags).
-        .library(name: "ParserFuzzing", targets: ["ParserFuzzing"]),
+        .library(name: "ParserFuzzing", targets: ["ParserFuzzing"])
     ],
     traits: [
         .trait(
             name: "ServerTrust",
-            description: "The ServerTrust library: TLS pins and validation on swift-nio, swift-nio-ssl, swift-crypto and swift-certificates."
+            description:
+                "The ServerTrust library: TLS pins and validation on swift-nio, swift-nio-ssl, swift-crypto and swift-certificates."
         ),
         .trait(
             name: "Programs",
             description: "reachd, reachctl and reachd-trust: swift-argument-parser, and ServerTrust for reachd-trust.",
             enabledTraits: ["ServerTrust"]
         ),
-        .default(enabledTraits: ["ServerTrust", "Programs"]),
+        .default(enabledTraits: ["ServerTrust", "Programs"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -54,7 +55,7 @@ let package = Package(
         // FileDescriptor and Errno (already in the graph through swift-nio).
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         // `swift package generate-documentation`: the libraries' DocC site (make api-docs, in make test).
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
     targets: [
         // libnl-3's headers and link flags: the socket, message building and the attribute API
@@ -110,7 +111,7 @@ let package = Package(
                 tls("NIOConcurrencyHelpers", "swift-nio"),
                 tls("NIOTLS", "swift-nio"),
                 tls("NIOHTTP1", "swift-nio"),
-                tls("NIOSSL", "swift-nio-ssl"),
+                tls("NIOSSL", "swift-nio-ssl")
             ]
         ),
         // The D-Bus side: the sd-event loop, connections, interfaces declared once (BusInterface), one
@@ -122,7 +123,8 @@ let package = Package(
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
         .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "HTTPWire", "ReachabilityBus", "SystemCalls", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
-        .target(name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "SystemCalls", "CSystemd", "TrustVocabulary"]),
+        .target(
+            name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "SystemCalls", "CSystemd", "TrustVocabulary"]),
         // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
         .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "SystemCalls"]),
         // The daemon's decisions that need no loop, each testable alone: when trust rounds, report deliveries
@@ -133,7 +135,10 @@ let package = Package(
         // swift-argument-parser (its four options are parsed by hand).
         .target(
             name: "ReachdProgram",
-            dependencies: ["DaemonCore", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "SystemCalls", "CSystemd", "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"]
+            dependencies: [
+                "DaemonCore", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "SystemCalls", "CSystemd",
+                "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"
+            ]
         ),
         .executableTarget(name: "reachd", dependencies: ["ReachdProgram"]),
         // The version, written once (the Makefile reads it for the package).
@@ -155,13 +160,16 @@ let package = Package(
                 tls("X509", "swift-certificates"),
                 tls("NIOCore", "swift-nio"),
                 tls("NIOSSL", "swift-nio-ssl"),
-                argumentParser,
+                argumentParser
             ]
         ),
         // reachd-trust as a library: the TLS side, a process of its own for each round.
         .target(
             name: "ReachdTrustProgram",
-            dependencies: ["ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachabilityCore", "ReachdVersion", tls("X509", "swift-certificates")]
+            dependencies: [
+                "ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachabilityCore", "ReachdVersion",
+                tls("X509", "swift-certificates")
+            ]
         ),
         .executableTarget(name: "reachd-trust", dependencies: ["ReachdTrustProgram"]),
         // reachctl as a library: no TLS code (the trust commands that need it run in reachd-trust).
@@ -169,7 +177,7 @@ let package = Package(
             name: "ReachctlProgram",
             dependencies: [
                 "ReachabilityCore", "ReachabilityClient", "ReachctlSupport", "Libexec", "ReachdVersion",
-                argumentParser,
+                argumentParser
             ]
         ),
         .executableTarget(name: "reachctl", dependencies: ["ReachctlProgram"]),
@@ -192,7 +200,7 @@ let package = Package(
                 tls("NIOCore", "swift-nio"),
                 tls("NIOPosix", "swift-nio"),
                 tls("NIOTLS", "swift-nio"),
-                tls("NIOSSL", "swift-nio-ssl"),
+                tls("NIOSSL", "swift-nio-ssl")
             ]
         ),
 
@@ -207,14 +215,35 @@ let package = Package(
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
         .testTarget(name: "NetworkManagerSurfaceTests", dependencies: ["NetworkManagerSurface", "ReachabilityCore"]),
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
-        .testTarget(name: "ReachdMetricsTests", dependencies: ["HTTPWire", "ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust", "TestTraits"]),
+        .testTarget(
+            name: "ReachdMetricsTests",
+            dependencies: ["HTTPWire", "ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust", "TestTraits"]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing", "TestTraits"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "SystemCalls", "NamespaceTesting", "TestTraits"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "EmbeddedKernel", "TestTraits"]),
-        .testTarget(name: "ReachabilityCompatTests", dependencies: ["ReachabilityCompat", "ReachabilityClient", "ReachabilityCore", "Netlink", "SystemCalls", "NamespaceTesting", "EmbeddedKernel", "TestTraits"]),
+        .testTarget(
+            name: "ReachabilityTests",
+            dependencies: [
+                "Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "EmbeddedKernel", "TestTraits"
+            ]),
+        .testTarget(
+            name: "ReachabilityCompatTests",
+            dependencies: [
+                "ReachabilityCompat", "ReachabilityClient", "ReachabilityCore", "Netlink", "SystemCalls", "NamespaceTesting",
+                "EmbeddedKernel", "TestTraits"
+            ]),
         .testTarget(name: "ReachctlTests", dependencies: ["NamespaceTesting", "TestTraits"]),
-        .testTarget(name: "ReachdProgramTests", dependencies: ["ReachdProgram", "ReachabilityBus", "ReachabilityCore", "ReachdMetrics", "Netlink", "SystemCalls", "EmbeddedKernel", "TestTraits"]),
-        .testTarget(name: "ReachdTests", dependencies: ["NamespaceTesting", "EmbeddedKernel", "ReachdProgram", "ReachabilityBus", "ReachabilityClient", "ReachabilityCompat", "ReachabilityCore", "Netlink", "SystemCalls", "ReachdVersion", "TestTraits"]),
+        .testTarget(
+            name: "ReachdProgramTests",
+            dependencies: [
+                "ReachdProgram", "ReachabilityBus", "ReachabilityCore", "ReachdMetrics", "Netlink", "SystemCalls", "EmbeddedKernel",
+                "TestTraits"
+            ]),
+        .testTarget(
+            name: "ReachdTests",
+            dependencies: [
+                "NamespaceTesting", "EmbeddedKernel", "ReachdProgram", "ReachabilityBus", "ReachabilityClient", "ReachabilityCompat",
+                "ReachabilityCore", "Netlink", "SystemCalls", "ReachdVersion", "TestTraits"
+            ]),
         .testTarget(
             name: "ServerTrustTests",
             dependencies: [
@@ -230,9 +259,9 @@ let package = Package(
                 tls("NIOSSL", "swift-nio-ssl"),
                 tls("NIOTLS", "swift-nio"),
                 tls("NIOHTTP1", "swift-nio"),
-                tls("NIOConcurrencyHelpers", "swift-nio"),
+                tls("NIOConcurrencyHelpers", "swift-nio")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -14,7 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
     ],
     targets: [
         // Subscribes to reachd (bus name, then private socket) and prints every change.
@@ -28,7 +28,7 @@ let package = Package(
                 .product(name: "ServerTrust", package: "reachd"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]
         ),
         // Alamofire's NetworkReachabilityManager code, unchanged but for `import ReachabilityCompat`.
@@ -40,7 +40,7 @@ let package = Package(
             name: "https-with-pins",
             dependencies: [
                 .product(name: "ServerTrust", package: "reachd"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
             ]
         ),
         // A long-running service that pauses its work while offline and stops cleanly on SIGTERM.
@@ -48,9 +48,9 @@ let package = Package(
             name: "reachability-service",
             dependencies: [
                 .product(name: "ReachabilityClient", package: "reachd"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
-        ),
+        )
     ]
 )
 
@@ -66,7 +66,7 @@ let snippetProducts: [String: Target.Dependency] = [
     "NIOSSL": .product(name: "NIOSSL", package: "swift-nio-ssl"),
     "AsyncHTTPClient": .product(name: "AsyncHTTPClient", package: "async-http-client"),
     "ServiceLifecycle": .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-    "Logging": .product(name: "Logging", package: "swift-log"),
+    "Logging": .product(name: "Logging", package: "swift-log")
 ]
 let snippets = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("DocSnippets")
 package.targets.append(.target(name: "DocSnippetSupport"))
@@ -74,8 +74,9 @@ if let names = try? FileManager.default.contentsOfDirectory(atPath: snippets.pat
     for name in names.sorted() {
         let source = (try? String(contentsOf: snippets.appendingPathComponent("\(name)/main.swift"), encoding: .utf8)) ?? ""
         let imports = source.split(separator: "\n").filter { $0.hasPrefix("import ") }.map { String($0.dropFirst("import ".count)) }
-        package.targets.append(.executableTarget(name: name, dependencies: ["DocSnippetSupport"] + imports.compactMap { snippetProducts[$0] },
-                                                 path: "DocSnippets/\(name)"))
+        package.targets.append(
+            .executableTarget(
+                name: name, dependencies: ["DocSnippetSupport"] + imports.compactMap { snippetProducts[$0] },
+                path: "DocSnippets/\(name)"))
     }
 }
-

@@ -9,6 +9,6 @@ let package = Package(
     name: "FuzzTesting",
     dependencies: [.package(name: "reachd", path: "..")],
     targets: [
-        .executableTarget(name: "reachd-fuzz", dependencies: [.product(name: "ParserFuzzing", package: "reachd")]),
+        .executableTarget(name: "reachd-fuzz", dependencies: [.product(name: "ParserFuzzing", package: "reachd")])
     ]
 )

@@ -27,11 +27,19 @@ package final class CaptivePortalAPIScheduler {
             self.interfaceIndex = interfaceIndex
             self.interfaceName = interfaceName
             let usable = CaptivePortalAPIDocument.isHTTPSURL(uri)
-            refusal = usable ? nil : "not an https:// URL of at most \(CaptivePortalAPIDocument.urlLimit) printable bytes: refused (RFC 8908's API is HTTPS only)"
+            refusal =
+                usable
+                ? nil
+                : "not an https:// URL of at most \(CaptivePortalAPIDocument.urlLimit) printable bytes: refused (RFC 8908's API is HTTPS only)"
             // What anyone on the link announced goes into the log, the document and the bus: printable and bounded.
-            self.uri = usable ? uri : String(String(uri.unicodeScalars.prefix(CaptivePortalAPIDocument.urlLimit).map {
-                $0.value > 0x20 && $0.value < 0x7F ? Character($0) : "?"
-            }))
+            self.uri =
+                usable
+                ? uri
+                : String(
+                    String(
+                        uri.unicodeScalars.prefix(CaptivePortalAPIDocument.urlLimit).map {
+                            $0.value > 0x20 && $0.value < 0x7F ? Character($0) : "?"
+                        }))
         }
     }
 
@@ -53,8 +61,10 @@ package final class CaptivePortalAPIScheduler {
     /// The minute before a counted-down session ends, when it is queried again.
     package static let expiryWarning: Int64 = 60
 
-    package init(interval: Duration, timer: TrustScheduler.Timer, now: @escaping () -> Date = Date.init,
-                 start: @escaping (_ target: Target, _ generation: Int) -> Bool) {
+    package init(
+        interval: Duration, timer: TrustScheduler.Timer, now: @escaping () -> Date = Date.init,
+        start: @escaping (_ target: Target, _ generation: Int) -> Bool
+    ) {
         self.interval = interval
         self.timer = timer
         self.now = now
@@ -145,7 +155,11 @@ package final class CaptivePortalAPIScheduler {
             if let seconds = document.secondsRemaining {
                 let expires = Date(timeIntervalSince1970: (now().timeIntervalSince1970 + Double(seconds)).rounded(.down))
                 // The same session counted again is the same end, give or take the query's own second.
-                if let kept = before?.expires, abs(kept.timeIntervalSince(expires)) <= 2 { fresh.expires = kept } else { fresh.expires = expires }
+                if let kept = before?.expires, abs(kept.timeIntervalSince(expires)) <= 2 {
+                    fresh.expires = kept
+                } else {
+                    fresh.expires = expires
+                }
             }
         } else {
             if answer.invalid { counts.invalid += 1 } else { counts.failed += 1 }

@@ -83,11 +83,13 @@ package final class TrustScheduler {
     ///   - isAwaitingProbe: whether the first connectivity probe of the way out is still out.
     ///   - mayDeliver: whether waiting reports may be sent now.
     ///   - spacingTimer: fires when a round held back by `minimumSpacing` may start (`spacingElapsed()`).
-    package init(isEnabled: Bool, canDeliver: Bool, recheck: Recheck, interval: Duration, roundTimer: Timer, deliveryTimer: Timer,
-                 spacingTimer: Timer, minimumSpacing: Duration = TrustScheduler.minimumSpacing,
-                 now: @escaping () -> ContinuousClock.Instant = { .now },
-                 isAwaitingProbe: @escaping () -> Bool, mayDeliver: @escaping () -> Bool,
-                 start: @escaping (Job, _ reason: String) -> Bool) {
+    package init(
+        isEnabled: Bool, canDeliver: Bool, recheck: Recheck, interval: Duration, roundTimer: Timer, deliveryTimer: Timer,
+        spacingTimer: Timer, minimumSpacing: Duration = TrustScheduler.minimumSpacing,
+        now: @escaping () -> ContinuousClock.Instant = { .now },
+        isAwaitingProbe: @escaping () -> Bool, mayDeliver: @escaping () -> Bool,
+        start: @escaping (Job, _ reason: String) -> Bool
+    ) {
         self.spacingTimer = spacingTimer
         self.minimumSpacing = minimumSpacing
         self.now = now

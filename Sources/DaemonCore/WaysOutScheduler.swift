@@ -29,8 +29,10 @@ package final class WaysOutScheduler {
     private var lastStarted: [Int32: ContinuousClock.Instant] = [:]
     private var generation = 0
 
-    package init(interval: Duration, timer: TrustScheduler.Timer, now: @escaping () -> ContinuousClock.Instant = { .now },
-                 start: @escaping (_ wayOut: Path, _ generation: Int) -> Void) {
+    package init(
+        interval: Duration, timer: TrustScheduler.Timer, now: @escaping () -> ContinuousClock.Instant = { .now },
+        start: @escaping (_ wayOut: Path, _ generation: Int) -> Void
+    ) {
         self.interval = interval
         self.timer = timer
         self.now = now

@@ -10,7 +10,7 @@ package enum HTTPHeadBytes {
 
     /// ASCII letters lowered, every other byte kept: header names compare case-insensitively.
     package static func lowercased<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
-        bytes.map { (65 ... 90).contains($0) ? $0 + 32 : $0 }
+        bytes.map { (65...90).contains($0) ? $0 + 32 : $0 }
     }
 
     /// A header value without the spaces and tabs around it.

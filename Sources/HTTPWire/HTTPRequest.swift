@@ -17,7 +17,8 @@ package enum HTTPRequest: Equatable {
         var lines = HTTPHeadBytes.lines(bytes[..<end])[...]
         let requestLine = lines.popFirst().map { $0.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false) } ?? []
         guard requestLine.count == 3, requestLine[2].starts(with: "HTTP/1.".utf8), !requestLine[0].isEmpty,
-              requestLine[1].first == UInt8(ascii: "/") else {
+            requestLine[1].first == UInt8(ascii: "/")
+        else {
             self = .malformed
             return
         }
@@ -32,14 +33,15 @@ package enum HTTPRequest: Equatable {
                 accept = accept.map { "\($0), \(value)" } ?? value
             }
         }
-        self = .complete(method: String(decoding: requestLine[0], as: UTF8.self),
-                         target: String(decoding: requestLine[1], as: UTF8.self), accept: accept)
+        self = .complete(
+            method: String(decoding: requestLine[0], as: UTF8.self),
+            target: String(decoding: requestLine[1], as: UTF8.self), accept: accept)
     }
 
     /// Where the blank line that ends the head begins.
     static func headEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        for index in 0 ... bytes.count - 4
+        for index in 0...bytes.count - 4
         where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
             return index
         }

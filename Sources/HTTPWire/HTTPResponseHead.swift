@@ -13,9 +13,10 @@ package struct HTTPResponseHead: Equatable {
         guard let end = Self.endOfHead(bytes) else { return nil }
         var lines = HTTPHeadBytes.lines(bytes[..<end.head])
         guard let statusLine = lines.first, statusLine.starts(with: Array("HTTP/1.".utf8)), statusLine.count >= 12,
-              statusLine[statusLine.startIndex + 8] == UInt8(ascii: " ") else { return nil }
-        let digits = statusLine[(statusLine.startIndex + 9) ..< (statusLine.startIndex + 12)]
-        guard digits.allSatisfy({ (48 ... 57).contains($0) }) else { return nil }
+            statusLine[statusLine.startIndex + 8] == UInt8(ascii: " ")
+        else { return nil }
+        let digits = statusLine[(statusLine.startIndex + 9)..<(statusLine.startIndex + 12)]
+        guard digits.allSatisfy({ (48...57).contains($0) }) else { return nil }
         status = digits.reduce(0) { $0 * 10 + Int($1 - 48) }
         chunked = false
         bodyStart = end.body
@@ -27,7 +28,7 @@ package struct HTTPResponseHead: Equatable {
             switch name {
             case Array("location".utf8): location = Array(value)
             case Array("content-length".utf8):
-                guard !value.isEmpty, value.count <= 12, value.allSatisfy({ (48 ... 57).contains($0) }) else { return nil }
+                guard !value.isEmpty, value.count <= 12, value.allSatisfy({ (48...57).contains($0) }) else { return nil }
                 contentLength = value.reduce(0) { $0 * 10 + Int($1 - 48) }
             case Array("transfer-encoding".utf8): chunked = HTTPHeadBytes.lowercased(value).suffix(7).elementsEqual("chunked".utf8)
             default: break
@@ -89,9 +90,9 @@ package struct HTTPResponseHead: Equatable {
 
     private static func hexValue(_ byte: UInt8) -> Int? {
         switch byte {
-        case 48 ... 57: Int(byte - 48)
-        case 97 ... 102: Int(byte - 87)
-        case 65 ... 70: Int(byte - 55)
+        case 48...57: Int(byte - 48)
+        case 97...102: Int(byte - 87)
+        case 65...70: Int(byte - 55)
         default: nil
         }
     }

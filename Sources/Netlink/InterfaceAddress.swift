@@ -34,8 +34,10 @@ package struct InterfaceAddress: Hashable, Sendable {
     /// kept, but listed only if someone asks for that interface.
     package var cidr: String { "\(address)/\(prefixLength)" }
 
-    package init(interfaceIndex: Int32, address: IPAddress, prefixLength: UInt8,
-                 scope: UInt8 = AddressScope.universe, flags: AddressFlags = [.permanent]) {
+    package init(
+        interfaceIndex: Int32, address: IPAddress, prefixLength: UInt8,
+        scope: UInt8 = AddressScope.universe, flags: AddressFlags = [.permanent]
+    ) {
         self.interfaceIndex = interfaceIndex
         self.address = address
         self.prefixLength = prefixLength
@@ -87,7 +89,8 @@ package struct InterfaceAddress: Hashable, Sendable {
         }
         // IPv4 sends both, the same address: only the one kept is read.
         guard let chosen = local ?? address, let address = IPAddress(bytes: chosen.bytes) else { return nil }
-        self.init(interfaceIndex: Int32(bitPattern: info.ifa_index), address: address, prefixLength: info.ifa_prefixlen,
-                  scope: info.ifa_scope, flags: AddressFlags(rawValue: flags))
+        self.init(
+            interfaceIndex: Int32(bitPattern: info.ifa_index), address: address, prefixLength: info.ifa_prefixlen,
+            scope: info.ifa_scope, flags: AddressFlags(rawValue: flags))
     }
 }

@@ -118,8 +118,9 @@ package struct Link: Hashable, Sendable {
             default: break
             }
         }
-        self.init(index: info.ifi_index, name: name ?? "if\(info.ifi_index)", kind: kind, hardwareType: info.ifi_type,
-                  flags: LinkFlags(rawValue: info.ifi_flags), operationalState: operationalState,
-                  masterIndex: masterIndex.flatMap { $0 > 0 ? $0 : nil }, lowerIndex: lowerIndex.flatMap { $0 > 0 ? $0 : nil }, mtu: mtu)
+        self.init(
+            index: info.ifi_index, name: name ?? "if\(info.ifi_index)", kind: kind, hardwareType: info.ifi_type,
+            flags: LinkFlags(rawValue: info.ifi_flags), operationalState: operationalState,
+            masterIndex: masterIndex.flatMap { $0 > 0 ? $0 : nil }, lowerIndex: lowerIndex.flatMap { $0 > 0 ? $0 : nil }, mtu: mtu)
     }
 }

@@ -1,5 +1,6 @@
 import CNetlink
 import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif

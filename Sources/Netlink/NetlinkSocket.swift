@@ -1,5 +1,6 @@
-import SystemCalls
 import CNetlink
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -88,8 +89,10 @@ final class NetlinkSocket {
     }
 
     /// Calls `body` for each whole message in `datagram` (4-byte aligned, as the kernel's).
-    static func forEachMessage(in datagram: UnsafeMutableRawBufferPointer,
-                               _ body: (UnsafeMutablePointer<nlmsghdr>) throws -> Void) rethrows {
+    static func forEachMessage(
+        in datagram: UnsafeMutableRawBufferPointer,
+        _ body: (UnsafeMutablePointer<nlmsghdr>) throws -> Void
+    ) rethrows {
         guard let start = datagram.baseAddress else { return }
         var remaining = Int32(datagram.count)
         var header = start.assumingMemoryBound(to: nlmsghdr.self)
@@ -100,8 +103,10 @@ final class NetlinkSocket {
     }
 
     /// Sends a request built by `build` and returns its sequence number.
-    func send(type: UInt16, flags: Int32, operation: @autoclosure () -> String,
-              build: (OpaquePointer) -> Int32) throws -> UInt32 {
+    func send(
+        type: UInt16, flags: Int32, operation: @autoclosure () -> String,
+        build: (OpaquePointer) -> Int32
+    ) throws -> UInt32 {
         guard let message = nlmsg_alloc_simple(Int32(type), flags) else {
             throw NetlinkError.libnl(operation: operation(), code: NLE_NOMEM)
         }

@@ -1,4 +1,5 @@
 import CNetlink
+
 #if canImport(Glibc)
 import Glibc
 import SystemCalls
@@ -18,8 +19,10 @@ package struct RouteLookup: Hashable, Sendable {
     /// The route's metric, when the kernel reports one (FIB-match lookups).
     package var priority: UInt32?
 
-    package init(destination: IPAddress, outputInterface: Int32, gateway: IPAddress? = nil, preferredSource: IPAddress? = nil,
-                 type: UInt8, table: UInt32, destinationPrefixLength: UInt8, priority: UInt32? = nil) {
+    package init(
+        destination: IPAddress, outputInterface: Int32, gateway: IPAddress? = nil, preferredSource: IPAddress? = nil,
+        type: UInt8, table: UInt32, destinationPrefixLength: UInt8, priority: UInt32? = nil
+    ) {
         self.destination = destination
         self.outputInterface = outputInterface
         self.gateway = gateway
@@ -79,9 +82,10 @@ extension RouteLookup {
             }
         }
         guard let outputInterface else { return nil }
-        self.init(destination: destination, outputInterface: outputInterface, gateway: gateway,
-                  preferredSource: source, type: route.rtm_type, table: table,
-                  destinationPrefixLength: route.rtm_dst_len, priority: priority)
+        self.init(
+            destination: destination, outputInterface: outputInterface, gateway: gateway,
+            preferredSource: source, type: route.rtm_type, table: table,
+            destinationPrefixLength: route.rtm_dst_len, priority: priority)
     }
 
     /// Picks one nexthop of an `RTA_MULTIPATH` (FIB-match answers for ECMP routes):
@@ -93,14 +97,14 @@ extension RouteLookup {
         while offset + 8 <= bytes.count {
             let length = Int(UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8)
             guard length >= 8, offset + length <= bytes.count else { break }
-            let index = bytes[offset + 4 ..< offset + 8].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
+            let index = bytes[offset + 4..<offset + 8].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
             var gateway: IPAddress?
             var attributeOffset = offset + 8
             while attributeOffset + 4 <= offset + length {
                 let attributeLength = Int(UInt16(bytes[attributeOffset]) | UInt16(bytes[attributeOffset + 1]) << 8)
                 let type = UInt16(bytes[attributeOffset + 2]) | UInt16(bytes[attributeOffset + 3]) << 8
                 guard attributeLength >= 4, attributeOffset + attributeLength <= offset + length else { break }
-                let value = Array(bytes[attributeOffset + 4 ..< attributeOffset + attributeLength])
+                let value = Array(bytes[attributeOffset + 4..<attributeOffset + attributeLength])
                 if type == RouteAttribute.gateway { gateway = IPAddress(bytes: value) }
                 if type == RouteAttribute.via { gateway = IPAddress(bytes: Array(value.dropFirst(2))) }
                 attributeOffset += (attributeLength + 3) & ~3

@@ -1,8 +1,9 @@
 import CNetlink
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import SystemCalls
 
 /// One option of an IPv6 router advertisement that the kernel does not act on
 /// itself and passes to userspace (`RTM_NEWNDUSEROPT` on `RTNLGRP_ND_USEROPT`,
@@ -50,8 +51,10 @@ package struct RouterAdvertisementOption: Hashable, Sendable {
         let field = Int(body[0]) << 8 | Int(body[1])
         // The codes 0–5 stand for 96, 64, 56, 48, 40 and 32 bits: RFC 6052's lengths, longest first.
         guard field & 7 < NAT64Prefix.lengths.count,
-              let prefix = NAT64Prefix(IPAddress(bytes: Array(body[2 ..< 14]) + [0, 0, 0, 0])!,
-                                       length: NAT64Prefix.lengths[field & 7]) else { return nil }
+            let prefix = NAT64Prefix(
+                IPAddress(bytes: Array(body[2..<14]) + [0, 0, 0, 0])!,
+                length: NAT64Prefix.lengths[field & 7])
+        else { return nil }
         return (prefix, .seconds((field >> 3) * 8))
     }
 
@@ -65,13 +68,15 @@ package struct RouterAdvertisementOption: Hashable, Sendable {
         let length = Int(payload.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
         // Only router advertisements (ICMPv6 134) of IPv6, with one whole option: type, length in 8-octet units.
         guard payload[0] == UInt8(AF_INET6), payload[8] == 134, length >= 8, fixed + length <= payloadLength,
-              Int(payload[fixed + 1]) * 8 == length else { return nil }
+            Int(payload[fixed + 1]) * 8 == length
+        else { return nil }
         var router: IPAddress?
         // The attributes follow the option.
         header.forEachAttribute(headerSize: fixed + length) { attribute in
-            if attribute.type == 1, nla_len(attribute) == 16 { router = IPAddress(bytes: attribute.bytes) }  // NDUSEROPT_SRCADDR
+            if attribute.type == 1, nla_len(attribute) == 16 { router = IPAddress(bytes: attribute.bytes) } // NDUSEROPT_SRCADDR
         }
-        self.init(interfaceIndex: payload.loadUnaligned(fromByteOffset: 4, as: Int32.self), router: router,
-                  type: payload[fixed], body: Array(payload[(fixed + 2) ..< (fixed + length)]))
+        self.init(
+            interfaceIndex: payload.loadUnaligned(fromByteOffset: 4, as: Int32.self), router: router,
+            type: payload[fixed], body: Array(payload[(fixed + 2)..<(fixed + length)]))
     }
 }

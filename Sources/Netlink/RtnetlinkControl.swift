@@ -1,4 +1,5 @@
 import CNetlink
+
 #if canImport(Glibc)
 import Glibc
 import SystemCalls
@@ -29,15 +30,15 @@ package final class RtnetlinkControl {
     /// `ip route add|del DEST/LEN via GATEWAY dev X` in the main table.
     package func route(add: Bool, destination: IPAddress, prefixLength: UInt8, gateway: IPAddress, interface: Int32) throws {
         let type = add ? MessageType.newRoute : MessageType.deleteRoute
-        let flags: Int32 = add ? 0x400 | 0x200 : 0  // NLM_F_CREATE | NLM_F_EXCL
+        let flags: Int32 = add ? 0x400 | 0x200 : 0 // NLM_F_CREATE | NLM_F_EXCL
         try request(type, flags: flags, "\(add ? "adding" : "deleting") route \(destination)/\(prefixLength)") { message in
             var route = rtmsg()
             route.rtm_family = UInt8(destination.family.kernelValue)
             route.rtm_dst_len = prefixLength
-            route.rtm_table = 254  // RT_TABLE_MAIN
+            route.rtm_table = 254 // RT_TABLE_MAIN
             // A delete matches on every field it sets: leave protocol and type open, as `ip` does.
-            route.rtm_protocol = add ? 4 : 0  // RTPROT_STATIC
-            route.rtm_scope = add ? 0 : 255  // RT_SCOPE_UNIVERSE, RT_SCOPE_NOWHERE
+            route.rtm_protocol = add ? 4 : 0 // RTPROT_STATIC
+            route.rtm_scope = add ? 0 : 255 // RT_SCOPE_UNIVERSE, RT_SCOPE_NOWHERE
             route.rtm_type = add ? RouteType.unicast : 0
             var status = nlmsg_append(message, &route, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO))
             if status >= 0, prefixLength > 0 { status = put(message, RouteAttribute.destination, destination.bytes) }
@@ -56,8 +57,8 @@ package final class RtnetlinkControl {
             info.ifa_prefixlen = prefixLength
             info.ifa_index = UInt32(bitPattern: interface)
             var status = nlmsg_append(message, &info, MemoryLayout<ifaddrmsg>.size, Int32(NLMSG_ALIGNTO))
-            if status >= 0 { status = put(message, 2, address.bytes) }  // IFA_LOCAL
-            if status >= 0 { status = put(message, 1, address.bytes) }  // IFA_ADDRESS
+            if status >= 0 { status = put(message, 2, address.bytes) } // IFA_LOCAL
+            if status >= 0 { status = put(message, 1, address.bytes) } // IFA_ADDRESS
             return status
         }
     }
@@ -68,8 +69,9 @@ package final class RtnetlinkControl {
 
     /// Sends with `NLM_F_ACK` and waits for the kernel's answer.
     private func request(_ type: UInt16, flags: Int32, _ operation: String, build: (OpaquePointer) -> Int32) throws {
-        let sequence = try socket.send(type: type, flags: MessageFlags.request | 0x4 | flags,  // NLM_F_ACK
-                                       operation: operation, build: build)
+        let sequence = try socket.send(
+            type: type, flags: MessageFlags.request | 0x4 | flags, // NLM_F_ACK
+            operation: operation, build: build)
         while true {
             guard case let .messages(bytes) = try socket.receive(blocking: true, operation: operation) else { continue }
             var code: Int32?

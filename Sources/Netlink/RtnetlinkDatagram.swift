@@ -16,7 +16,8 @@ package enum RtnetlinkDatagram {
         NetlinkSocket.forEachMessage(in: datagram) { header in
             if let message = RtnetlinkMessage(header) { messages.append(message) }
             if header.pointee.nlmsg_type == MessageType.newRoute,
-               let lookup = RouteLookup(header, destination: IPAddress("192.0.2.1")!, requestedInterface: 2) {
+                let lookup = RouteLookup(header, destination: IPAddress("192.0.2.1")!, requestedInterface: 2)
+            {
                 lookups.append(lookup)
             }
         }

@@ -1,4 +1,5 @@
 import CNetlink
+
 #if canImport(Glibc)
 import Glibc
 import SystemCalls
@@ -18,8 +19,10 @@ package struct RouteChange: Hashable, Sendable {
     /// empty for a route that names none (blackhole, unreachable).
     package var outputInterfaces: [Int32]
 
-    package init(family: IPAddress.Family, table: UInt8, destination: IPAddress? = nil, destinationPrefixLength: UInt8,
-                 type: UInt8, removed: Bool, outputInterfaces: [Int32] = []) {
+    package init(
+        family: IPAddress.Family, table: UInt8, destination: IPAddress? = nil, destinationPrefixLength: UInt8,
+        type: UInt8, removed: Bool, outputInterfaces: [Int32] = []
+    ) {
         self.family = family
         self.table = table
         self.destination = destination
@@ -34,7 +37,7 @@ package struct RouteChange: Hashable, Sendable {
     package var mayCarryGlobalTraffic: Bool {
         guard family == .v6, let bytes = destination?.bytes, destinationPrefixLength >= 8 else { return true }
         let multicast = bytes[0] == 0xFF
-        let linkLocal = destinationPrefixLength >= 10 && bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80  // fe80::/10
+        let linkLocal = destinationPrefixLength >= 10 && bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 // fe80::/10
         return !multicast && !linkLocal
     }
 
@@ -43,7 +46,7 @@ package struct RouteChange: Hashable, Sendable {
     package func covers(_ address: IPAddress) -> Bool {
         guard address.family == family else { return false }
         guard destinationPrefixLength > 0 else { return true }
-        guard let destination else { return true }  // a prefix without its address: assume it may
+        guard let destination else { return true } // a prefix without its address: assume it may
         var remaining = Int(destinationPrefixLength)
         for (own, other) in zip(destination.bytes, address.bytes) where remaining > 0 {
             let bits = min(8, remaining)
@@ -121,10 +124,12 @@ extension RtnetlinkMessage {
                 default: break
                 }
             }
-            self = .route(RouteChange(family: family, table: route.rtm_table, destination: destination,
-                                      destinationPrefixLength: route.rtm_dst_len, type: route.rtm_type,
-                                      removed: header.pointee.nlmsg_type == MessageType.deleteRoute,
-                                      outputInterfaces: outputInterfaces))
+            self = .route(
+                RouteChange(
+                    family: family, table: route.rtm_table, destination: destination,
+                    destinationPrefixLength: route.rtm_dst_len, type: route.rtm_type,
+                    removed: header.pointee.nlmsg_type == MessageType.deleteRoute,
+                    outputInterfaces: outputInterfaces))
         case MessageType.newRule, MessageType.deleteRule:
             self = .rule
         case MessageType.newNDUserOption:

@@ -1,4 +1,5 @@
 import CNetlink
+
 #if canImport(Glibc)
 import Glibc
 import SystemCalls
@@ -34,8 +35,10 @@ package final class RtnetlinkQuery: KernelQueries {
     /// Every address of the namespace, both families (`ip addr show`).
     package func addresses() throws -> [InterfaceAddress] {
         var addresses: [InterfaceAddress] = []
-        try dump(type: MessageType.getAddress, operation: "dumping addresses",
-                 reset: { addresses.removeAll() }) { message in
+        try dump(
+            type: MessageType.getAddress, operation: "dumping addresses",
+            reset: { addresses.removeAll() }
+        ) { message in
             if case let .address(address) = message { addresses.append(address) }
         } build: { message in
             var info = ifaddrmsg()
@@ -54,13 +57,17 @@ package final class RtnetlinkQuery: KernelQueries {
     ///   - matchingFIBEntry: answer with the FIB entry that matched (`ip route get fibmatch`):
     ///     its prefix length and metric. With `outputInterface` this tells whether that
     ///     interface has a real route (a plain lookup would invent an on-link one).
-    package func lookupRoute(to destination: IPAddress, outputInterface: Int32? = nil,
-                             matchingFIBEntry: Bool = false) -> Result<RouteLookup, RouteLookupFailure> {
+    package func lookupRoute(
+        to destination: IPAddress, outputInterface: Int32? = nil,
+        matchingFIBEntry: Bool = false
+    ) -> Result<RouteLookup, RouteLookupFailure> {
         // Built only when something fails: lookups are the hot path of every evaluation.
         func operation() -> String { "looking up the route to \(destination)" }
         do {
-            let sequence = try socket.send(type: MessageType.getRoute, flags: MessageFlags.request,
-                                           operation: operation()) { message in
+            let sequence = try socket.send(
+                type: MessageType.getRoute, flags: MessageFlags.request,
+                operation: operation()
+            ) { message in
                 var route = rtmsg()
                 route.rtm_family = UInt8(destination.family.kernelValue)
                 route.rtm_dst_len = UInt8(destination.family.bitCount)
@@ -104,12 +111,15 @@ package final class RtnetlinkQuery: KernelQueries {
 
     /// Runs a dump to its end. A dump the kernel marks inconsistent (the table
     /// changed under it, `NLM_F_DUMP_INTR`) is started again.
-    private func dump(type: UInt16, operation: String, reset: () -> Void,
-                      handle: (RtnetlinkMessage) -> Void, build: (OpaquePointer) -> Int32) throws {
-        for _ in 0 ..< 5 {
+    private func dump(
+        type: UInt16, operation: String, reset: () -> Void,
+        handle: (RtnetlinkMessage) -> Void, build: (OpaquePointer) -> Int32
+    ) throws {
+        for _ in 0..<5 {
             reset()
-            let sequence = try socket.send(type: type, flags: MessageFlags.request | MessageFlags.dump,
-                                           operation: operation, build: build)
+            let sequence = try socket.send(
+                type: type, flags: MessageFlags.request | MessageFlags.dump,
+                operation: operation, build: build)
             var finished = false
             var interrupted = false
             while !finished {

@@ -1,4 +1,5 @@
 import CNetlink
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,9 +20,11 @@ package final class RtnetlinkSubscription: KernelEvents {
     ///   privileged, `SO_RCVBUF` (capped by `net.core.rmem_max`) otherwise.
     package init(receiveBufferSize: Int = 4 << 20) throws {
         socket = try NetlinkSocket()
-        for group in [MulticastGroup.link, MulticastGroup.ipv4Address, MulticastGroup.ipv6Address,
-                      MulticastGroup.ipv4Route, MulticastGroup.ipv6Route,
-                      MulticastGroup.ipv4Rule, MulticastGroup.ipv6Rule, MulticastGroup.ndUserOption] {
+        for group in [
+            MulticastGroup.link, MulticastGroup.ipv4Address, MulticastGroup.ipv6Address,
+            MulticastGroup.ipv4Route, MulticastGroup.ipv6Route,
+            MulticastGroup.ipv4Rule, MulticastGroup.ipv6Rule, MulticastGroup.ndUserOption
+        ] {
             try socket.join(group: group)
         }
         self.receiveBufferSize = socket.setReceiveBufferSize(receiveBufferSize)

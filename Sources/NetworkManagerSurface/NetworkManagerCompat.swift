@@ -1,5 +1,6 @@
 import ReachabilityBus
 import ReachabilityCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,8 +22,10 @@ package final class NetworkManagerCompat {
     /// The API level whose subset is served: NetworkManager 1.42, Debian 12's.
     package static let version = "1.42.0"
 
-    package init(connection: BusConnection, loop: EventLoop, log: @escaping (String) -> Void,
-                 checkConnectivity: @escaping (uid_t?, @escaping () -> Void) -> Void) throws {
+    package init(
+        connection: BusConnection, loop: EventLoop, log: @escaping (String) -> Void,
+        checkConnectivity: @escaping (uid_t?, @escaping () -> Void) -> Void
+    ) throws {
         self.connection = connection
         self.checkConnectivity = checkConnectivity
         self.log = log
@@ -33,8 +36,9 @@ package final class NetworkManagerCompat {
     /// Serves the surface (and asks for the name) or withdraws it; `path` is the published one.
     package func configure(enabled: Bool, path: Path?) throws {
         if enabled, object == nil {
-            let served = try NetworkManagerObject(connection: connection, catchUp: catchUp, version: Self.version,
-                                                  checkConnectivity: checkConnectivity)
+            let served = try NetworkManagerObject(
+                connection: connection, catchUp: catchUp, version: Self.version,
+                checkConnectivity: checkConnectivity)
             if let path { served.update(NetworkManagerState(path)) }
             object = served
         }

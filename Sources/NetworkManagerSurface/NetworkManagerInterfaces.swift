@@ -1,6 +1,7 @@
 import CSystemd
 import CSystemdShim
 import ReachabilityBus
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,7 @@ extension NetworkManagerObject {
             ("Connectivity", "u", { .u32($0.state.connectivity.rawValue) }),
             ("Metered", "u", { .u32($0.state.metered.rawValue) }),
             ("PrimaryConnection", "o", { .objectPath($0.primaryConnection) }),
-            ("PrimaryConnectionType", "s", { .string($0.state.primary?.connectionType ?? "") }),
+            ("PrimaryConnectionType", "s", { .string($0.state.primary?.connectionType ?? "") })
         ]
 
         /// The names of the properties whose values differ from `other`'s, for PropertiesChanged.
@@ -31,9 +32,13 @@ extension NetworkManagerObject {
 
     static let manager = BusInterface<NetworkManagerObject>(
         REACHD_NM_INTERFACE,
-        properties: ManagerValues.table.map { property in .init(property.name, property.signature) { object in property.value(object.values) } }
-            + [.init("NetworkingEnabled", "b", constant: true) { _ in .boolean(true) },
-               .init("Version", "s", constant: true) { object in .string(object.version) }],
+        properties: ManagerValues.table.map { property in
+            .init(property.name, property.signature) { object in property.value(object.values) }
+        }
+            + [
+                .init("NetworkingEnabled", "b", constant: true) { _ in .boolean(true) },
+                .init("Version", "s", constant: true) { object in .string(object.version) }
+            ],
         methods: [
             .init("state", "", "u") { object, call in reachd_bus_reply_u32(call.message, object.current.state.rawValue) },
             .init("CheckConnectivity", "", "u") { object, call in
@@ -43,7 +48,7 @@ extension NetworkManagerObject {
                     sd_bus_message_unref(message)
                 }
                 return 1
-            },
+            }
         ],
         signals: [.init("StateChanged", "u")])
 
@@ -54,7 +59,7 @@ extension NetworkManagerObject {
         properties: [
             .init("Devices", "ao", constant: true) { object in object.current.primary.map { .objectPaths([object.devicePath($0)]) } },
             .init("Type", "s", constant: true) { object in object.current.primary.map { .string($0.connectionType) } },
-            .init("Vpn", "b", constant: true) { object in object.current.primary.map { .boolean($0.isVPN) } },
+            .init("Vpn", "b", constant: true) { object in object.current.primary.map { .boolean($0.isVPN) } }
         ])
 
     static let device = BusInterface<NetworkManagerObject>(
@@ -62,6 +67,6 @@ extension NetworkManagerObject {
         properties: [
             .init("Interface", "s", constant: true) { object in object.current.primary.map { .string($0.interface) } },
             .init("DeviceType", "u", constant: true) { object in object.current.primary.map { .u32($0.deviceType.rawValue) } },
-            .init("Metered", "u", constant: true) { object in object.current.primary.map { _ in .u32(object.current.metered.rawValue) } },
+            .init("Metered", "u", constant: true) { object in object.current.primary.map { _ in .u32(object.current.metered.rawValue) } }
         ])
 }

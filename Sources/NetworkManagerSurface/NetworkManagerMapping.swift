@@ -12,30 +12,34 @@ extension NetworkManagerState {
             self.init(state: .disconnected, connectivity: .none)
             return
         }
-        let (state, connectivity): (NMState, NMConnectivity) = switch path.connectivity {
-        case .portal: (.connectedSite, .portal)
-        case .limited: (.connectedSite, .limited)
-        case .full, .unknown: (.connectedGlobal, .full)
-        case .none: (.disconnected, .none)
-        }
-        self.init(state: state, connectivity: connectivity, metered: path.expensive ? .yes : .guessNo,
-                  primary: Self.primary(of: path, interface: interface))
+        let (state, connectivity): (NMState, NMConnectivity) =
+            switch path.connectivity {
+            case .portal: (.connectedSite, .portal)
+            case .limited: (.connectedSite, .limited)
+            case .full, .unknown: (.connectedGlobal, .full)
+            case .none: (.disconnected, .none)
+            }
+        self.init(
+            state: state, connectivity: connectivity, metered: path.expensive ? .yes : .guessNo,
+            primary: Self.primary(of: path, interface: interface))
     }
 
     /// The device NetworkManager would make primary: the tunnel under a VPN (its
     /// default route wins), else the interface, typed by the medium it reports.
     static func primary(of path: Path, interface: Path.Interface) -> NetworkManagerState.Primary {
         let device = path.vpn ?? interface
-        let (type, connection): (NMDeviceType, String) = if path.vpn != nil {
-            device.kind == .wireguard ? (.wireguard, "wireguard") : (.tun, "tun")
-        } else {
-            switch path.status {
-            case .wifi: (.wifi, "802-11-wireless")
-            case .cellular: (.modem, "gsm")
-            default: [.ppp, .other].contains(interface.kind) ? (.generic, "generic") : (.ethernet, "802-3-ethernet")
+        let (type, connection): (NMDeviceType, String) =
+            if path.vpn != nil {
+                device.kind == .wireguard ? (.wireguard, "wireguard") : (.tun, "tun")
+            } else {
+                switch path.status {
+                case .wifi: (.wifi, "802-11-wireless")
+                case .cellular: (.modem, "gsm")
+                default: [.ppp, .other].contains(interface.kind) ? (.generic, "generic") : (.ethernet, "802-3-ethernet")
+                }
             }
-        }
-        return NetworkManagerState.Primary(interfaceIndex: Int32(device.index), interface: device.name, deviceType: type,
-                                           connectionType: connection, isVPN: path.vpn != nil)
+        return NetworkManagerState.Primary(
+            interfaceIndex: Int32(device.index), interface: device.name, deviceType: type,
+            connectionType: connection, isVPN: path.vpn != nil)
     }
 }

@@ -1,4 +1,5 @@
 import ReachabilityBus
+
 /// Owns `org.freedesktop.NetworkManager` only while no NetworkManager could want it.
 ///
 /// NetworkManager asks for its name without queueing and without replacing, and
@@ -35,26 +36,34 @@ package final class NetworkManagerName {
     package init(connection: BusConnection, log: @escaping (String) -> Void) throws(BusError) {
         self.connection = connection
         self.log = log
-        try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                member: "NameOwnerChanged") { [unowned self] message in
+        try connection.onSignal(
+            sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "NameOwnerChanged"
+        ) { [unowned self] message in
             guard message.string() == Self.name, message.string() != nil, let new = message.string() else { return }
             ownerChanged(to: new)
         }
         for member in ["JobNew", "JobRemoved"] {
-            try connection.onSignal(sender: Self.systemd, path: "/org/freedesktop/systemd1",
-                                    interface: "org.freedesktop.systemd1.Manager", member: member) { [unowned self] message in
+            try connection.onSignal(
+                sender: Self.systemd, path: "/org/freedesktop/systemd1",
+                interface: "org.freedesktop.systemd1.Manager", member: member
+            ) { [unowned self] message in
                 guard let id = message.uint32(), message.objectPath() != nil, message.string() == Self.unit else { return }
                 jobChanged(id, queued: member == "JobNew")
             }
         }
         // systemd sends job signals only to subscribers; then: a job queued before we listened?
         try connection.callAsync(Self.systemd, "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", "Subscribe") { _ in }
-        try connection.callAsync(Self.systemd, "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", "GetUnit",
-                                 [.string(Self.unit)]) { [unowned self] reply in
-            guard let unitPath = reply.objectPath() else { return systemdAnswered() }  // not loaded, or no systemd
+        try connection.callAsync(
+            Self.systemd, "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", "GetUnit",
+            [.string(Self.unit)]
+        ) { [unowned self] reply in
+            guard let unitPath = reply.objectPath() else { return systemdAnswered() } // not loaded, or no systemd
             do {
-                try connection.callAsync(Self.systemd, unitPath, "org.freedesktop.DBus.Properties", "Get",
-                                         [.string("org.freedesktop.systemd1.Unit"), .string("Job")]) { [unowned self] reply in
+                try connection.callAsync(
+                    Self.systemd, unitPath, "org.freedesktop.DBus.Properties", "Get",
+                    [.string("org.freedesktop.systemd1.Unit"), .string("Job")]
+                ) { [unowned self] reply in
                     if reply.enter("v", "(uo)"), reply.enter("r", "uo"), let id = reply.uint32(), id != 0 { jobs.insert(id) }
                     systemdAnswered()
                 }
@@ -80,7 +89,9 @@ package final class NetworkManagerName {
     private func jobChanged(_ id: UInt32, queued: Bool) {
         if queued {
             jobs.insert(id)
-            if ownership == .owned || ownership == .requesting { log("compat: systemd queued a job for \(Self.unit): releasing \(Self.name)") }
+            if ownership == .owned || ownership == .requesting {
+                log("compat: systemd queued a job for \(Self.unit): releasing \(Self.name)")
+            }
         } else {
             jobs.remove(id)
         }
@@ -107,7 +118,7 @@ package final class NetworkManagerName {
         switch (ownership, mayOwn) {
         case (.released, true): request()
         case (.owned, false): release()
-        default: break  // a request or release in flight reconsiders when it is answered
+        default: break // a request or release in flight reconsiders when it is answered
         }
     }
 
@@ -117,14 +128,16 @@ package final class NetworkManagerName {
         let flags: UInt32 = 0x4 | 0x1
         call("RequestName", [.string(Self.name), .uint32(flags)]) { [unowned self] reply in
             switch (reply.errorName, reply.uint32()) {
-            case (nil, 1?), (nil, 4?):  // primary owner, already owner
+            case (nil, 1?), (nil, 4?): // primary owner, already owner
                 ownership = .owned
                 log("compat: owning \(Self.name)")
             case ("org.freedesktop.DBus.Error.AccessDenied"?, _):
                 ownership = .released
                 denied = true
-                log("compat: the bus policy does not let this user own \(Self.name) (\(reply.errorMessage ?? "access denied")); link /usr/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf into /etc/dbus-1/system.d/, reload the bus, then reload reachd")
-            case (nil, _):  // exists: NameOwnerChanged says when it is free
+                log(
+                    "compat: the bus policy does not let this user own \(Self.name) (\(reply.errorMessage ?? "access denied")); link /usr/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf into /etc/dbus-1/system.d/, reload the bus, then reload reachd"
+                )
+            case (nil, _): // exists: NameOwnerChanged says when it is free
                 ownership = .released
                 otherOwner = otherOwner ?? "another connection"
             default:
@@ -147,7 +160,8 @@ package final class NetworkManagerName {
 
     private func call(_ member: String, _ arguments: [BusMessage.Argument], reply: @escaping (BusMessage) -> Void) {
         do {
-            try connection.callAsync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", member, arguments, reply: reply)
+            try connection.callAsync(
+                "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", member, arguments, reply: reply)
         } catch {
             ownership = .released
             denied = true

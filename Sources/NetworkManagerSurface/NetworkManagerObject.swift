@@ -1,6 +1,7 @@
 import CSystemd
 import CSystemdShim
 import ReachabilityBus
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,8 +34,10 @@ package final class NetworkManagerObject {
     package static let managerPath = REACHD_NM_PATH
 
     /// Served (on `connection`) for as long as it lives; `catchUp` is switched on while the connection is behind.
-    package init(connection: BusConnection, catchUp: EventLoop.Switch, version: String,
-                 checkConnectivity: @escaping (uid_t?, @escaping () -> Void) -> Void) throws(BusError) {
+    package init(
+        connection: BusConnection, catchUp: EventLoop.Switch, version: String,
+        checkConnectivity: @escaping (uid_t?, @escaping () -> Void) -> Void
+    ) throws(BusError) {
         self.connection = connection
         self.catchUp = catchUp
         self.version = version

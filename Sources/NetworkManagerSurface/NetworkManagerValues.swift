@@ -1,4 +1,5 @@
 import ReachabilityBus
+
 /// NetworkManager's D-Bus vocabulary, as its documentation (`nm-dbus-interface.h`)
 /// numbers it: what GLib's and Qt's NetworkManager backends decode.
 package enum NMState: UInt32, Sendable {
@@ -44,7 +45,8 @@ package struct NetworkManagerState: Equatable, Sendable {
         }
     }
 
-    package init(state: NMState = .unknown, connectivity: NMConnectivity = .unknown, metered: NMMetered = .unknown, primary: Primary? = nil) {
+    package init(state: NMState = .unknown, connectivity: NMConnectivity = .unknown, metered: NMMetered = .unknown, primary: Primary? = nil)
+    {
         self.state = state
         self.connectivity = connectivity
         self.metered = metered

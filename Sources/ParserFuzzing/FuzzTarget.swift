@@ -64,7 +64,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     private static func capport(_ bytes: [UInt8]) {
         guard let document = try? CaptivePortalAPIDocument.parse(bytes) else { return }
         guard let encoded = try? JSONEncoder().encode(CaptivePortalAPIAnswer(document: document)),
-              let answer = try? JSONDecoder().decode(CaptivePortalAPIAnswer.self, from: encoded), answer.document == document else {
+            let answer = try? JSONDecoder().decode(CaptivePortalAPIAnswer.self, from: encoded), answer.document == document
+        else {
             fatalError("\(document) does not survive the way to reachd")
         }
         if document.captive, document.userPortalURL == nil { fatalError("captive without a user-portal-url was kept") }
@@ -86,7 +87,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// looked up in a directory that does not exist, so nothing is read).
     private static func config(_ bytes: [UInt8]) {
         guard let text = String(validating: bytes, as: UTF8.self),
-              let document = try? TOML.parse(text, file: "fuzz.toml") else { return }
+            let document = try? TOML.parse(text, file: "fuzz.toml")
+        else { return }
         var root = TOMLTableReader(document, file: "fuzz.toml", name: "")
         if var monitor = try? root.table("monitor") { _ = try? MonitorOptions(reading: &monitor) }
         if var trust = try? root.table("trust") { _ = try? TrustConfiguration(reading: &trust, relativeTo: "/nonexistent/reachd-fuzz") }
@@ -97,7 +99,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let text = String(validating: bytes, as: UTF8.self), let pin = try? PublicKeyPin(parsing: text) else { return }
         let base64 = String(pin.description.dropFirst("sha256/".count))
         for spelling in [pin.description, "sha256//" + base64, "pin-sha256=\"\(base64)\"", base64] {
-            guard (try? PublicKeyPin(parsing: spelling)) == pin else { fatalError("\(text) parsed, but \(spelling) did not parse back to it") }
+            guard (try? PublicKeyPin(parsing: spelling)) == pin else {
+                fatalError("\(text) parsed, but \(spelling) did not parse back to it")
+            }
         }
     }
 }

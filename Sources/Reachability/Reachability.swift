@@ -1,5 +1,5 @@
-@_exported import ReachabilityCore
 import Foundation
+@_exported import ReachabilityCore
 
 /// NotificationCenter for the monitor: what this module adds to ReachabilityCore.
 extension ReachabilityMonitor {
@@ -20,8 +20,9 @@ private enum NotificationBridge {
         let name = Notification.Name("io.reachd.Reachability.pathDidChange")
         ReachabilityMonitor.publishObserver.withLock { observer in
             observer = { monitor, path in
-                NotificationCenter.default.post(name: name, object: monitor,
-                                                userInfo: [ReachabilityMonitor.pathUserInfoKey: path])
+                NotificationCenter.default.post(
+                    name: name, object: monitor,
+                    userInfo: [ReachabilityMonitor.pathUserInfoKey: path])
             }
         }
         return name

@@ -1,5 +1,6 @@
 import CSystemd
 import CSystemdShim
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import CSystemd
 import CSystemdShim
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -86,16 +87,19 @@ package final class BusConnection {
         try check(sd_bus_start(bus), "serving a peer")
         var filter: OpaquePointer?
         // The connection owns the slot and frees it before itself: the filter never outlives it.
-        try check(sd_bus_add_filter(bus, &filter, { message, userdata, _ in
-            let connection = Unmanaged<BusConnection>.fromOpaque(userdata!).takeUnretainedValue()
-            // sd-bus synthesises Disconnected when the peer goes (or it closes the connection itself).
-            if sd_bus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") > 0 {
-                connection.onDisconnect()
-            } else {
-                connection.hasSpoken = true
-            }
-            return 0
-        }, Unmanaged.passUnretained(connection).toOpaque()), "serving a peer")
+        try check(
+            sd_bus_add_filter(
+                bus, &filter,
+                { message, userdata, _ in
+                    let connection = Unmanaged<BusConnection>.fromOpaque(userdata!).takeUnretainedValue()
+                    // sd-bus synthesises Disconnected when the peer goes (or it closes the connection itself).
+                    if sd_bus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") > 0 {
+                        connection.onDisconnect()
+                    } else {
+                        connection.hasSpoken = true
+                    }
+                    return 0
+                }, Unmanaged.passUnretained(connection).toOpaque()), "serving a peer")
         connection.slots.append(filter!)
         // sd-bus forces 8 MiB socket buffers each way: a peer that never reads would
         // hold 8 MiB of kernel memory before its queue even starts to grow here.
@@ -158,22 +162,27 @@ package final class BusConnection {
 
     /// Calls a method of io.reachd.Reachability1 taking zero, one or two strings and
     /// returning zero or one string.
-    package func call(_ member: String, _ arguments: String..., destination: String?,
-                      timeout: Duration = .seconds(25)) throws(BusError) -> String? {
+    package func call(
+        _ member: String, _ arguments: String..., destination: String?,
+        timeout: Duration = .seconds(25)
+    ) throws(BusError) -> String? {
         try callWithSerial(member, arguments, destination: destination, timeout: timeout).answer
     }
 
     /// `call`, with the reply's serial: a signal of the same sender with a lower
     /// serial was sent before the reply, and is older than the answer.
-    package func callWithSerial(_ member: String, _ arguments: [String] = [], destination: String?,
-                                timeout: Duration = .seconds(25)) throws(BusError) -> (answer: String?, serial: UInt64) {
+    package func callWithSerial(
+        _ member: String, _ arguments: [String] = [], destination: String?,
+        timeout: Duration = .seconds(25)
+    ) throws(BusError) -> (answer: String?, serial: UInt64) {
         precondition(arguments.count <= 2, "io.reachd.Reachability1's methods take at most two strings")
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var result: UnsafeMutablePointer<CChar>?
         var serial: UInt64 = 0
-        let status = reachd_bus_call(bus, destination, member, arguments.first, arguments.dropFirst().first, timeout.microseconds,
-                                     &result, &serial, &error)
+        let status = reachd_bus_call(
+            bus, destination, member, arguments.first, arguments.dropFirst().first, timeout.microseconds,
+            &result, &serial, &error)
         guard status >= 0 else {
             let name = error.name.map { String(cString: $0) }
             let message = error.message.map { String(cString: $0) }
@@ -217,8 +226,10 @@ package final class BusConnection {
 
     /// Calls `body` with the first one or two string arguments of each matching
     /// signal (`twoArguments`: the signal carries at least two strings), and its serial.
-    package func onSignal(sender: String?, path: String, interface: String, member: String, twoArguments: Bool,
-                          _ body: @escaping (String, String?, UInt64) -> Void) throws(BusError) {
+    package func onSignal(
+        sender: String?, path: String, interface: String, member: String, twoArguments: Bool,
+        _ body: @escaping (String, String?, UInt64) -> Void
+    ) throws(BusError) {
         try onSignal(sender: sender, path: path, interface: interface, member: member) { message in
             guard let first = message.string() else { return }
             let second = twoArguments ? message.string() : nil
@@ -228,15 +239,20 @@ package final class BusConnection {
     }
 
     /// Calls `body` with each matching signal (a nil field matches any).
-    package func onSignal(sender: String?, path: String?, interface: String, member: String,
-                          _ body: @escaping (BusMessage) -> Void) throws(BusError) {
+    package func onSignal(
+        sender: String?, path: String?, interface: String, member: String,
+        _ body: @escaping (BusMessage) -> Void
+    ) throws(BusError) {
         let handler = MessageHandler(body)
         signalHandlers.append(handler)
         var slot: OpaquePointer?
-        try check(sd_bus_match_signal(bus, &slot, sender, path, interface, member, { message, userdata, _ in
-            Unmanaged<MessageHandler>.fromOpaque(userdata!).takeUnretainedValue().body(BusMessage(message!))
-            return 0
-        }, Unmanaged.passUnretained(handler).toOpaque()), "subscribing to \(member)")
+        try check(
+            sd_bus_match_signal(
+                bus, &slot, sender, path, interface, member,
+                { message, userdata, _ in
+                    Unmanaged<MessageHandler>.fromOpaque(userdata!).takeUnretainedValue().body(BusMessage(message!))
+                    return 0
+                }, Unmanaged.passUnretained(handler).toOpaque()), "subscribing to \(member)")
         slots.append(slot!)
     }
 
@@ -248,18 +264,22 @@ package final class BusConnection {
     }
 
     /// Calls a method without waiting: `reply` gets the answer (or the error) on the loop.
-    package func callAsync(_ destination: String, _ path: String, _ interface: String, _ member: String,
-                           _ arguments: [BusMessage.Argument] = [], reply: @escaping (BusMessage) -> Void) throws(BusError) {
+    package func callAsync(
+        _ destination: String, _ path: String, _ interface: String, _ member: String,
+        _ arguments: [BusMessage.Argument] = [], reply: @escaping (BusMessage) -> Void
+    ) throws(BusError) {
         var call: OpaquePointer?
         try check(sd_bus_message_new_method_call(bus, &call, destination, path, interface, member), "calling \(member)")
         defer { sd_bus_message_unref(call) }
         for argument in arguments { try check(argument.append(to: call), "calling \(member)") }
         let handler = Unmanaged.passRetained(MessageHandler(reply)).toOpaque()
         // A floating slot: the call lives as long as the connection; sd-bus calls back with an error if it closes first.
-        let status = sd_bus_call_async(bus, nil, call, { message, userdata, _ in
-            Unmanaged<MessageHandler>.fromOpaque(userdata!).takeRetainedValue().body(BusMessage(message!))
-            return 0
-        }, handler, 0)
+        let status = sd_bus_call_async(
+            bus, nil, call,
+            { message, userdata, _ in
+                Unmanaged<MessageHandler>.fromOpaque(userdata!).takeRetainedValue().body(BusMessage(message!))
+                return 0
+            }, handler, 0)
         if status < 0 { Unmanaged<MessageHandler>.fromOpaque(handler).release() }
         try check(status, "calling \(member)")
     }

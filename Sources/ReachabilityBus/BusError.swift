@@ -1,4 +1,5 @@
 import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import CSystemd
 import CSystemdShim
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,8 +21,10 @@ package struct BusInterface<Object: AnyObject>: Sendable {
         /// Its value, nil when the object has none now.
         package let value: @Sendable (Object) -> BusValue?
 
-        package init(_ name: String, _ signature: String, constant: Bool = false,
-                     value: @escaping @Sendable (Object) -> BusValue?) {
+        package init(
+            _ name: String, _ signature: String, constant: Bool = false,
+            value: @escaping @Sendable (Object) -> BusValue?
+        ) {
             (self.name, self.signature, self.constant, self.value) = (name, signature, constant, value)
         }
     }
@@ -56,14 +59,17 @@ package struct BusInterface<Object: AnyObject>: Sendable {
 
     package init(_ name: String, properties: [Property] = [], methods: [Method] = [], signals: [Signal] = []) {
         (self.name, self.properties, self.methods, self.signals) = (name, properties, methods, signals)
-        vtable = BusVtable(properties.map { .init(kind: REACHD_BUS_PROPERTY, name: $0.name, signature: $0.signature, constant: $0.constant) }
-            + methods.map { .init(kind: REACHD_BUS_METHOD, name: $0.name, signature: $0.input, result: $0.output) }
-            + signals.map { .init(kind: REACHD_BUS_SIGNAL, name: $0.name, signature: $0.signature) })
+        vtable = BusVtable(
+            properties.map { .init(kind: REACHD_BUS_PROPERTY, name: $0.name, signature: $0.signature, constant: $0.constant) }
+                + methods.map { .init(kind: REACHD_BUS_METHOD, name: $0.name, signature: $0.input, result: $0.output) }
+                + signals.map { .init(kind: REACHD_BUS_SIGNAL, name: $0.name, signature: $0.signature) })
         let byName = Dictionary(uniqueKeysWithValues: methods.map { ($0.name, $0.call) })
         let properties = Dictionary(uniqueKeysWithValues: self.properties.map { ($0.name, $0.value) })
-        BusDispatch.register(name, BusDispatch.Entry(
-            method: { object, member, call in byName[member].map { $0(object as! Object, call) } },
-            property: { object, property in properties[property]?(object as! Object) }))
+        BusDispatch.register(
+            name,
+            BusDispatch.Entry(
+                method: { object, member, call in byName[member].map { $0(object as! Object, call) } },
+                property: { object, property in properties[property]?(object as! Object) }))
     }
 
     /// PropertiesChanged for `names` (nothing when empty); sd-bus reads their values through the getters.
@@ -82,8 +88,9 @@ package struct BusInterface<Object: AnyObject>: Sendable {
     /// Serves `object` under `path` until the returned slot is released (`sd_bus_slot_unref`).
     package func slot(serving object: Object, at path: String, on connection: BusConnection) throws(BusError) -> OpaquePointer {
         var slot: OpaquePointer?
-        try check(sd_bus_add_object_vtable(connection.bus, &slot, path, name, vtable.table, Unmanaged.passUnretained(object).toOpaque()),
-                  "serving \(name) at \(path)")
+        try check(
+            sd_bus_add_object_vtable(connection.bus, &slot, path, name, vtable.table, Unmanaged.passUnretained(object).toOpaque()),
+            "serving \(name) at \(path)")
         return slot!
     }
 }
@@ -119,8 +126,9 @@ private extension Array where Element == BusVtable.Member {
             return UnsafePointer(duplicate)
         }
         let members = map {
-            reachd_bus_member(kind: $0.kind, name: copy($0.name), signature: copy($0.signature), result: copy($0.result),
-                              constant: $0.constant ? 1 : 0)
+            reachd_bus_member(
+                kind: $0.kind, name: copy($0.name), signature: copy($0.signature), result: copy($0.result),
+                constant: $0.constant ? 1 : 0)
         }
         return body(members)
     }
@@ -150,7 +158,8 @@ private enum BusDispatch {
     private static let installTrampolines: Void = reachd_bus_set_dispatch(
         { message, userdata, error in
             guard let userdata, let member = sd_bus_message_get_member(message),
-                  let entry = BusDispatch.entry(sd_bus_message_get_interface(message)) else { return -ENOENT }
+                let entry = BusDispatch.entry(sd_bus_message_get_interface(message))
+            else { return -ENOENT }
             let object = Unmanaged<AnyObject>.fromOpaque(userdata).takeUnretainedValue()
             return entry.method(object, String(cString: member), BusCall(message: message, error: error)) ?? -ENOENT
         },

@@ -1,4 +1,5 @@
 import CSystemd
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,12 +49,15 @@ package final class EventLoop {
     private func watch(_ descriptor: Int32, events: UInt32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
         let handler = Handler(body)
         var source: OpaquePointer?
-        try check(sd_event_add_io(event, &source, descriptor, events, { _, _, _, userdata in
-            // The closure is copied out first: cancelling from inside it frees the handler, not the closure.
-            let body = Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body
-            body()
-            return 0
-        }, Unmanaged.passUnretained(handler).toOpaque()), "watching descriptor \(descriptor)")
+        try check(
+            sd_event_add_io(
+                event, &source, descriptor, events,
+                { _, _, _, userdata in
+                    // The closure is copied out first: cancelling from inside it frees the handler, not the closure.
+                    let body = Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body
+                    body()
+                    return 0
+                }, Unmanaged.passUnretained(handler).toOpaque()), "watching descriptor \(descriptor)")
         let key = ObjectIdentifier(handler)
         watches[key] = (source!, handler)
         return Watch(loop: self, key: key)
@@ -74,10 +78,13 @@ package final class EventLoop {
     /// Calls `body` on `signal` (which must be blocked in every thread).
     package func onSignal(_ signal: Int32, _ body: @escaping () -> Void) throws(BusError) {
         var source: OpaquePointer?
-        try check(sd_event_add_signal(event, &source, signal, { _, _, userdata in
-            Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
-            return 0
-        }, keep(Handler(body))), "handling signal \(signal)")
+        try check(
+            sd_event_add_signal(
+                event, &source, signal,
+                { _, _, userdata in
+                    Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+                    return 0
+                }, keep(Handler(body))), "handling signal \(signal)")
         sources.append(source!)
     }
 
@@ -86,17 +93,22 @@ package final class EventLoop {
     /// moves a wake-up to coalesce it with others — a 0.25 ms re-check would come up
     /// to a quarter of a second late, and a 5 ms coalescing window would be 250 ms.
     package func timer(_ body: @escaping () -> Void) throws(BusError) -> Timer {
-        Timer(source: try addSwitchedOff("creating a timer", keep(Handler(body))) { source, handler in
-            sd_event_add_time(event, source, CLOCK_MONOTONIC, UInt64.max, 1, { _, _, userdata in
-                Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
-                return 0
-            }, handler)
-        })
+        Timer(
+            source: try addSwitchedOff("creating a timer", keep(Handler(body))) { source, handler in
+                sd_event_add_time(
+                    event, source, CLOCK_MONOTONIC, UInt64.max, 1,
+                    { _, _, userdata in
+                        Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+                        return 0
+                    }, handler)
+            })
     }
 
     /// Adds a source with `add`, kept for the loop's life, and switches it off until armed.
-    private func addSwitchedOff(_ operation: String, _ handler: UnsafeMutableRawPointer,
-                                _ add: (UnsafeMutablePointer<OpaquePointer?>, UnsafeMutableRawPointer) -> Int32) throws(BusError) -> OpaquePointer {
+    private func addSwitchedOff(
+        _ operation: String, _ handler: UnsafeMutableRawPointer,
+        _ add: (UnsafeMutablePointer<OpaquePointer?>, UnsafeMutableRawPointer) -> Int32
+    ) throws(BusError) -> OpaquePointer {
         var source: OpaquePointer?
         try check(add(&source, handler), operation)
         sources.append(source!)
@@ -128,10 +140,12 @@ package final class EventLoop {
     /// `first`: before the other post-iteration sources.
     package func afterEachIteration(first: Bool = false, _ body: @escaping () -> Void) throws(BusError) -> Switch {
         let source = try addSwitchedOff("adding a post-iteration source", keep(Handler(body))) { source, handler in
-            sd_event_add_post(event, source, { _, userdata in
-                Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
-                return 0
-            }, handler)
+            sd_event_add_post(
+                event, source,
+                { _, userdata in
+                    Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().body()
+                    return 0
+                }, handler)
         }
         if first { try check(sd_event_source_set_priority(source, Int64(SD_EVENT_PRIORITY_IMPORTANT)), "ordering a post-iteration source") }
         return Switch(source: source)

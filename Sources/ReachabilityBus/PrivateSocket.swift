@@ -1,6 +1,7 @@
 import CLinuxShim
 import CSystemd
 import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,13 +40,19 @@ package final class PrivateSocket {
         guard lstat(directory, &status) == 0 else { throw SystemCallError("checking \(directory)") }
         let user = geteuid()
         if status.st_mode & S_IFMT != S_IFDIR {
-            throw SystemCallError("\(directory) is not a directory (a link or a file someone else may have put there): refusing it", errno: Errno(rawValue: ENOTDIR))
+            throw SystemCallError(
+                "\(directory) is not a directory (a link or a file someone else may have put there): refusing it",
+                errno: Errno(rawValue: ENOTDIR))
         }
         if status.st_uid != user {
-            throw SystemCallError("\(directory) belongs to uid \(status.st_uid), not to uid \(user): refusing a socket directory another user created (remove it, or use --socket)", errno: Errno(rawValue: EPERM))
+            throw SystemCallError(
+                "\(directory) belongs to uid \(status.st_uid), not to uid \(user): refusing a socket directory another user created (remove it, or use --socket)",
+                errno: Errno(rawValue: EPERM))
         }
         if status.st_mode & 0o022 != 0 {
-            throw SystemCallError("\(directory) is writable by other users (mode \(String(status.st_mode & 0o777, radix: 8))): refusing it", errno: Errno(rawValue: EPERM))
+            throw SystemCallError(
+                "\(directory) is writable by other users (mode \(String(status.st_mode & 0o777, radix: 8))): refusing it",
+                errno: Errno(rawValue: EPERM))
         }
     }
 
@@ -86,8 +93,10 @@ package final class PrivateSocket {
     }
 
     /// Serves `object` on every connection accepted from now on, within `limits`.
-    package func serve(_ object: ReachabilityObject, on loop: EventLoop, limits: ConnectionLimits = ConnectionLimits(),
-                       log: @escaping (String) -> Void) throws(BusError) {
+    package func serve(
+        _ object: ReachabilityObject, on loop: EventLoop, limits: ConnectionLimits = ConnectionLimits(),
+        log: @escaping (String) -> Void
+    ) throws(BusError) {
         let admission = Admission(limits: limits, descriptorLimit: limits.raiseDescriptorLimit(), log: log)
         admission.sweep = try loop.timer { admission.dropUnauthenticated() }
         admission.afterIteration = try loop.afterEachIteration(first: true) { admission.afterEachIteration(object) }

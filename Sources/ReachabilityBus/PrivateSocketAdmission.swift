@@ -1,5 +1,6 @@
 import CSystemd
 import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -120,7 +121,9 @@ extension PrivateSocket {
                 let deadline = accepted + limits.authenticationTimeout
                 if deadline <= now {
                     connection.close()
-                    log("private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that did not authenticate within \(limits.authenticationTimeout)")
+                    log(
+                        "private socket: dropped a peer of uid \(connection.peerUID.map(String.init) ?? "?") that did not authenticate within \(limits.authenticationTimeout)"
+                    )
                 } else {
                     next = min(next ?? deadline, deadline)
                 }

@@ -1,5 +1,6 @@
 import CSystemd
 import CSystemdShim
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -74,7 +75,7 @@ extension ReachabilityObject {
             ("CLAT", "s", { .string($0.clat) }),
             ("NAT64Prefix", "s", { .string($0.nat64Prefix) }),
             ("NAT64Source", "s", { .string($0.nat64Source) }),
-            ("BetterWayOut", "s", { .string($0.betterWayOut) }),
+            ("BetterWayOut", "s", { .string($0.betterWayOut) })
         ]
 
         /// The names of the properties whose values differ from `other`'s, for PropertiesChanged.
@@ -85,7 +86,9 @@ extension ReachabilityObject {
 
     static let interface = BusInterface<ReachabilityObject>(
         REACHD_BUS_INTERFACE,
-        properties: Properties.table.map { property in .init(property.name, property.signature) { object in property.value(object.properties) } },
+        properties: Properties.table.map { property in
+            .init(property.name, property.signature) { object in property.value(object.properties) }
+        },
         methods: [
             .init("Describe", "", "s") { object, call in object.answer(call) { $0.describe() } },
             .init("Route", "s", "s") { object, call in
@@ -121,7 +124,11 @@ extension ReachabilityObject {
             .init("Interfaces", "", "s") { object, call in object.answer(call) { $0.interfaces() } },
             .init("WatchInterfaces", "", "s") { object, call in
                 if let subscriber = object.subscriber(on: call.bus) {
-                    if let sender = call.sender { subscriber.busInterfaceWatchers.insert(sender) } else { subscriber.peerWatchesInterfaces = true }
+                    if let sender = call.sender {
+                        subscriber.busInterfaceWatchers.insert(sender)
+                    } else {
+                        subscriber.peerWatchesInterfaces = true
+                    }
                 }
                 // Signals sent after this reply are newer than the inventory it carries.
                 let answer = object.answer(call) { $0.interfaces() }
@@ -138,7 +145,8 @@ extension ReachabilityObject {
                     reply(.failure(.limitsExceeded("at most \(pathWatchesPerClient) WatchPath() watches per connection")))
                     return 1
                 }
-                delegate.watchPath(destination: destination, interfaceTypes: types, caller: object.caller(of: call)) { [weak object] result in
+                delegate.watchPath(destination: destination, interfaceTypes: types, caller: object.caller(of: call)) {
+                    [weak object] result in
                     // Registered before the reply: every PathChanged numbered after it is newer than its document.
                     if case let .success(watch) = result, let object, let subscriber = object.subscriber(on: bus) {
                         subscriber.pathWatchers[watch.key, default: []].insert(watcher)
@@ -147,10 +155,12 @@ extension ReachabilityObject {
                     reply(result.map(\.document))
                 }
                 return 1
-            },
+            }
         ],
-        signals: [.init("StatusChanged", "ss"), .init("InterfaceChanged", "ss"), .init("TrustChanged", "ss"), .init("PinFailure", "s"),
-                  .init("PathChanged", "ss")])
+        signals: [
+            .init("StatusChanged", "ss"), .init("InterfaceChanged", "ss"), .init("TrustChanged", "ss"), .init("PinFailure", "s"),
+            .init("PathChanged", "ss")
+        ])
 
     /// Answers now with what the delegate says.
     private func answer(_ call: BusCall, _ body: (any ReachabilityObjectDelegate) -> String) -> Int32 {

@@ -1,5 +1,6 @@
 import CSystemd
 import CSystemdShim
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -98,8 +99,10 @@ package final class ReachabilityObject {
         subscribers.append(subscriber)
         if !connection.isPeerToPeer {
             // A bus client that watched interfaces and disconnected (a unique name loses its owner only then).
-            try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                    member: "NameOwnerChanged", twoArguments: false) { [weak self, weak subscriber] name, _, _ in
+            try connection.onSignal(
+                sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "NameOwnerChanged", twoArguments: false
+            ) { [weak self, weak subscriber] name, _, _ in
                 guard let self, let subscriber else { return }
                 if subscriber.busInterfaceWatchers.remove(name) != nil { interfaceWatchersChanged() }
                 var watched = false

@@ -22,6 +22,7 @@ package protocol ReachabilityObjectDelegate: AnyObject {
     /// Starts (or joins) a watch of the path to `destination` ("" for the default path)
     /// leaving by `interfaceTypes` (a comma-separated list, "" for all): `reply` once, on
     /// the loop thread, with the watch's key (`PathChanged`'s first argument) and its document.
-    func watchPath(destination: String, interfaceTypes: String, caller: String,
-                   reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void)
+    func watchPath(
+        destination: String, interfaceTypes: String, caller: String,
+        reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void)
 }

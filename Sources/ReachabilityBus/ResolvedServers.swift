@@ -22,10 +22,14 @@ package final class ResolvedServers {
     package init(connection: BusConnection, onChange: @escaping ([Server]?) -> Void) throws(BusError) {
         self.connection = connection
         self.onChange = onChange
-        try connection.onSignal(sender: Self.name, path: nil, interface: "org.freedesktop.DBus.Properties",
-                                member: "PropertiesChanged") { [weak self] _ in self?.read() }
-        try connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                member: "NameOwnerChanged", twoArguments: false) { [weak self] name, _, _ in
+        try connection.onSignal(
+            sender: Self.name, path: nil, interface: "org.freedesktop.DBus.Properties",
+            member: "PropertiesChanged"
+        ) { [weak self] _ in self?.read() }
+        try connection.onSignal(
+            sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "NameOwnerChanged", twoArguments: false
+        ) { [weak self] name, _, _ in
             if name == Self.name { self?.read() }
         }
         read()
@@ -36,8 +40,10 @@ package final class ResolvedServers {
         guard !reading else { return readAgain = true }
         reading = true
         do {
-            try connection.callAsync(Self.name, Self.path, "org.freedesktop.DBus.Properties", "Get",
-                                     [.string("org.freedesktop.resolve1.Manager"), .string("DNS")]) { [weak self] reply in
+            try connection.callAsync(
+                Self.name, Self.path, "org.freedesktop.DBus.Properties", "Get",
+                [.string("org.freedesktop.resolve1.Manager"), .string("DNS")]
+            ) { [weak self] reply in
                 guard let self else { return }
                 reading = false
                 onChange(reply.errorName == nil ? Self.servers(in: reply) : nil)

@@ -1,7 +1,8 @@
 import FoundationEssentials
 import ReachabilityBus
-import SystemCalls
 import Synchronization
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -102,24 +103,28 @@ extension ReachabilityClient {
         private func followOnce() throws {
             switch mode {
             case .paths:
-                try follow("StatusChanged", reading: "Describe", answer: { [self] in offer(try ReachabilityClient.decode($0)) },
-                           signal: { [self] _, document in (try? ReachabilityClient.decode(document)).map(offer) })
+                try follow(
+                    "StatusChanged", reading: "Describe", answer: { [self] in offer(try ReachabilityClient.decode($0)) },
+                    signal: { [self] _, document in (try? ReachabilityClient.decode(document)).map(offer) })
             case let .interfaces(buffer):
                 try followInterfaces(into: buffer)
             case let .watch(request, _):
-                try follow("PathChanged", reading: "WatchPath", arguments: [request.destination, request.interfaceTypesText],
-                           answer: { [self] in offer(try ReachabilityClient.decode($0)) },
-                           signal: { [self] key, document in
-                               guard key == request.key else { return }
-                               (try? ReachabilityClient.decode(document)).map(offer)
-                           })
+                try follow(
+                    "PathChanged", reading: "WatchPath", arguments: [request.destination, request.interfaceTypesText],
+                    answer: { [self] in offer(try ReachabilityClient.decode($0)) },
+                    signal: { [self] key, document in
+                        guard key == request.key else { return }
+                        (try? ReachabilityClient.decode(document)).map(offer)
+                    })
             case let .trust(continuation):
-                try follow("TrustChanged", reading: "TrustStatus",
-                           answer: { [self] in offer(try ReachabilityClient.decodeTrust($0), to: continuation) },
-                           signal: { [self] _, document in (try? ReachabilityClient.decodeTrust(document)).map { offer($0, to: continuation) } })
+                try follow(
+                    "TrustChanged", reading: "TrustStatus",
+                    answer: { [self] in offer(try ReachabilityClient.decodeTrust($0), to: continuation) },
+                    signal: { [self] _, document in (try? ReachabilityClient.decodeTrust(document)).map { offer($0, to: continuation) } })
             case let .pinFailures(continuation):
-                try follow("PinFailure", reading: nil, answer: { _ in },
-                           signal: { report, _ in (try? PinFailure(json: report)).map { _ = continuation.yield($0) } })
+                try follow(
+                    "PinFailure", reading: nil, answer: { _ in },
+                    signal: { report, _ in (try? PinFailure(json: report)).map { _ = continuation.yield($0) } })
             }
         }
 
@@ -128,29 +133,31 @@ extension ReachabilityClient {
         /// reconnection the inventory is compared with what was delivered: what
         /// changed meanwhile is delivered, and what vanished as removed.
         private func followInterfaces(into buffer: InterfaceChangeStream.Buffer) throws {
-            try follow("InterfaceChanged", reading: "WatchInterfaces", answer: { [self] inventory in
-                let entries: [InterfaceChange]
-                do {
-                    entries = try InterfaceChange.decodeArray(inventory)
-                } catch {
-                    throw ReachabilityClient.Failure(description: "the daemon's interfaces do not parse: \(error)")
-                }
-                let initial = !deliveredInventory
-                deliveredInventory = true
-                var vanished = known
-                for var entry in entries {
-                    vanished[entry.index] = nil
-                    entry.initial = initial
-                    if initial || known[entry.index].map({ $0.interface != entry.interface || $0.master != entry.master }) ?? true {
-                        deliver(entry, to: buffer)
+            try follow(
+                "InterfaceChanged", reading: "WatchInterfaces",
+                answer: { [self] inventory in
+                    let entries: [InterfaceChange]
+                    do {
+                        entries = try InterfaceChange.decodeArray(inventory)
+                    } catch {
+                        throw ReachabilityClient.Failure(description: "the daemon's interfaces do not parse: \(error)")
                     }
-                }
-                for var gone in vanished.values {
-                    gone.removed = true
-                    gone.available = false
-                    deliver(gone, to: buffer)
-                }
-            }, signal: { [self] _, document in (try? InterfaceChange(json: document)).map { deliver($0, to: buffer) } })
+                    let initial = !deliveredInventory
+                    deliveredInventory = true
+                    var vanished = known
+                    for var entry in entries {
+                        vanished[entry.index] = nil
+                        entry.initial = initial
+                        if initial || known[entry.index].map({ $0.interface != entry.interface || $0.master != entry.master }) ?? true {
+                            deliver(entry, to: buffer)
+                        }
+                    }
+                    for var gone in vanished.values {
+                        gone.removed = true
+                        gone.available = false
+                        deliver(gone, to: buffer)
+                    }
+                }, signal: { [self] _, document in (try? InterfaceChange(json: document)).map { deliver($0, to: buffer) } })
         }
 
         /// One connection's life: returns when it ends. Subscribes to `member`, then
@@ -162,20 +169,26 @@ extension ReachabilityClient {
         /// Signals that arrived while the method was answered are queued behind its
         /// reply but were sent before it: they are older than the answer, and are
         /// skipped (by serial), or the subscriber would end on an earlier state.
-        private func follow(_ member: String, reading method: String?, arguments: [String] = [],
-                            answer: @escaping (String) throws -> Void, signal: @escaping (String, String) -> Void) throws {
+        private func follow(
+            _ member: String, reading method: String?, arguments: [String] = [],
+            answer: @escaping (String) throws -> Void, signal: @escaping (String, String) -> Void
+        ) throws {
             var answered = method == nil ? 0 : UInt64.max
             var refresh = method != nil && method != "Describe"
             let (session, document, serial) = try client.connect { session in
-                try session.connection.onSignal(sender: session.signalSender, path: "/io/reachd/Reachability1",
-                                                interface: ReachabilityClient.name, member: member,
-                                                twoArguments: member != "PinFailure") { first, second, serial in
+                try session.connection.onSignal(
+                    sender: session.signalSender, path: "/io/reachd/Reachability1",
+                    interface: ReachabilityClient.name, member: member,
+                    twoArguments: member != "PinFailure"
+                ) { first, second, serial in
                     guard serial > answered else { return }
                     signal(first, second ?? "")
                 }
-                try session.connection.onSignal(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
-                                                twoArguments: false) { name, _, _ in
+                try session.connection.onSignal(
+                    sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                    twoArguments: false
+                ) { name, _, _ in
                     guard name == ReachabilityClient.name else { return }
                     // A new daemon numbers its messages from 1 again.
                     answered = 0
@@ -191,8 +204,9 @@ extension ReachabilityClient {
                 guard refresh, let method else { return }
                 refresh = false
                 // The name may have no owner for a moment: failing here means reconnecting.
-                let (fresh, serial) = try session.connection.callWithSerial(method, arguments, destination: session.destination,
-                                                                            timeout: .seconds(5))
+                let (fresh, serial) = try session.connection.callWithSerial(
+                    method, arguments, destination: session.destination,
+                    timeout: .seconds(5))
                 answered = serial
                 try answer(fresh ?? "")
             }
@@ -211,12 +225,17 @@ extension ReachabilityClient {
                 try refresh()
                 guard connection.isOpen else { throw ReachabilityClient.Failure(description: "the connection closed") }
                 let request = connection.pollRequest
-                var descriptors = [pollfd(fd: connection.fileDescriptor, events: request.events, revents: 0),
-                                   pollfd(fd: wake!.readEnd.rawValue, events: Int16(POLLIN), revents: 0)]
-                let timeout = request.deadline.map { deadline -> Int32 in
-                    let remaining = ContinuousClock.now.duration(to: deadline)
-                    return Int32(clamping: max(0, remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
-                } ?? -1
+                var descriptors = [
+                    pollfd(fd: connection.fileDescriptor, events: request.events, revents: 0),
+                    pollfd(fd: wake!.readEnd.rawValue, events: Int16(POLLIN), revents: 0)
+                ]
+                let timeout =
+                    request.deadline.map { deadline -> Int32 in
+                        let remaining = ContinuousClock.now.duration(to: deadline)
+                        return Int32(
+                            clamping: max(0, remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000)
+                        )
+                    } ?? -1
                 _ = poll(&descriptors, 2, timeout)
             }
         }

@@ -36,11 +36,11 @@ public struct PinFailure: Decodable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case dateTime = "date-time", hostname, port, notedHostname = "noted-hostname",
-             includeSubdomains = "include-subdomains", enforcePinning = "enforce-pinning",
-             servedCertificateChain = "served-certificate-chain",
-             validatedCertificateChain = "validated-certificate-chain", knownPins = "known-pins",
-             validationResult = "validation-result", knownPinsExpirationDate = "known-pins-expiration-date", path,
-             captivePortal = "captive-portal"
+            includeSubdomains = "include-subdomains", enforcePinning = "enforce-pinning",
+            servedCertificateChain = "served-certificate-chain",
+            validatedCertificateChain = "validated-certificate-chain", knownPins = "known-pins",
+            validationResult = "validation-result", knownPinsExpirationDate = "known-pins-expiration-date", path,
+            captivePortal = "captive-portal"
     }
 
     /// Reads one report as the daemon signals it.

@@ -5,7 +5,8 @@ import Synchronization
 /// global pool (a call waits up to 25 s for a busy daemon), so no task of the caller's
 /// executor is held while the daemon answers. Code that cannot `await` uses ``ReachabilityClient/blocking``.
 extension ReachabilityClient {
-    private func offThread<Value: Sendable>(_ body: @escaping @Sendable (Blocking) throws(Failure) -> Value) async throws(Failure) -> Value {
+    private func offThread<Value: Sendable>(_ body: @escaping @Sendable (Blocking) throws(Failure) -> Value) async throws(Failure) -> Value
+    {
         let blocking = blocking
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Failure>, Never>) in
             DispatchQueue.global().async { continuation.resume(returning: Result { () throws(Failure) in try body(blocking) }) }
@@ -14,7 +15,9 @@ extension ReachabilityClient {
     }
 
     /// The daemon's current path.
-    public func currentPath() async throws(Failure) -> Path { try await offThread { blocking throws(Failure) in try blocking.currentPath() } }
+    public func currentPath() async throws(Failure) -> Path {
+        try await offThread { blocking throws(Failure) in try blocking.currentPath() }
+    }
 
     /// Every interface the daemon sees, in index order: the inventory of
     /// `reachctl status --interfaces` (the path lists only the available ones).
@@ -31,7 +34,9 @@ extension ReachabilityClient {
     }
 
     /// The latest trust round: the overall verdict, each host's verdict and reason.
-    public func trustStatus() async throws(Failure) -> TrustStatus { try await offThread { blocking throws(Failure) in try blocking.trustStatus() } }
+    public func trustStatus() async throws(Failure) -> TrustStatus {
+        try await offThread { blocking throws(Failure) in try blocking.trustStatus() }
+    }
 
     /// The latest trust round as JSON, as the daemon wrote it (what `reachctl trust status --json` prints).
     public func trustStatusDocument() async throws(Failure) -> String {
@@ -69,7 +74,8 @@ extension ReachabilityClient {
         public var description: String {
             switch self {
             case let .timedOut(last): "timed out: the path is \(last)"
-            case .connectivityUnknown: "timed out: connectivity is unknown (no [connectivity] uri is configured, or the probe has not answered)"
+            case .connectivityUnknown:
+                "timed out: connectivity is unknown (no [connectivity] uri is configured, or the probe has not answered)"
             case let .noDaemon(reason): "no reachd: \(reason)"
             case .cancelled: "cancelled"
             }

@@ -93,7 +93,9 @@ extension ReachabilityClient {
     public func trustStatus() throws(Failure) -> TrustStatus { try blocking.trustStatus() }
 
     /// Moved: `try await trustStatusDocument()`, or `blocking.trustStatusDocument()`.
-    @available(*, unavailable, message: "blocks its thread: `try await reachd.trustStatusDocument()`, or `reachd.blocking.trustStatusDocument()`")
+    @available(
+        *, unavailable, message: "blocks its thread: `try await reachd.trustStatusDocument()`, or `reachd.blocking.trustStatusDocument()`"
+    )
     public func trustStatusDocument() throws(Failure) -> String { try blocking.trustStatusDocument() }
 
     /// Moved: `try await recheckTrust()`, or `blocking.recheckTrust()`.
@@ -101,7 +103,9 @@ extension ReachabilityClient {
     public func recheckTrust() throws(Failure) { try blocking.recheckTrust() }
 
     /// Moved: `try await checkConnectivity()`, or `blocking.checkConnectivity()`.
-    @available(*, unavailable, message: "blocks its thread: `try await reachd.checkConnectivity()`, or `reachd.blocking.checkConnectivity()`")
+    @available(
+        *, unavailable, message: "blocks its thread: `try await reachd.checkConnectivity()`, or `reachd.blocking.checkConnectivity()`"
+    )
     public func checkConnectivity() throws(Failure) -> Connectivity { try blocking.checkConnectivity() }
 
     /// Moved: `try await reload()`, or `blocking.reload()`.

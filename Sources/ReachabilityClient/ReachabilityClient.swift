@@ -1,10 +1,11 @@
 import CSystemd
 import Dispatch
 import FoundationEssentials
-@_exported import ReachabilityCore
 import ReachabilityBus
-import SystemCalls
+@_exported import ReachabilityCore
 import Synchronization
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -239,8 +240,10 @@ public final class ReachabilityClient: Sendable {
     /// - Parameters:
     ///   - destination: A host name or IP address; nil for the default path.
     ///   - interfaceTypes: The types the path may leave by; all by default.
-    public func paths(to destination: String? = nil,
-                      interfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)) -> AsyncStream<Path> {
+    public func paths(
+        to destination: String? = nil,
+        interfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)
+    ) -> AsyncStream<Path> {
         let request = PathWatchRequest(destination: destination ?? "", interfaceTypes: interfaceTypes)
         return stream { .watch(request, $0) }
     }
@@ -271,8 +274,10 @@ public final class ReachabilityClient: Sendable {
     /// Calls `handler` on `queue` (``callbackQueue`` by default) with the current value
     /// of `keyPath`, then each time it changes. Cancel the returned subscription to stop.
     @discardableResult
-    public func onChange<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable, queue: DispatchQueue? = nil,
-                                                      _ handler: @escaping @Sendable (Value) -> Void) -> PathChangeSubscription {
+    public func onChange<Value: Equatable & Sendable>(
+        of keyPath: KeyPath<Path, Value> & Sendable, queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (Value) -> Void
+    ) -> PathChangeSubscription {
         PathChanges.deliver(changes(of: keyPath), on: queue ?? callbackQueue, to: handler)
     }
 
@@ -308,8 +313,10 @@ public final class ReachabilityClient: Sendable {
     /// Calls `handler` on the main actor with the current value of `keyPath`, then each time it changes.
     /// - Returns: the subscription; it lasts until cancelled.
     @discardableResult
-    public func onMainActorChange<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable,
-                                                               _ handler: @escaping @MainActor (Value) -> Void) -> PathChangeSubscription {
+    public func onMainActorChange<Value: Equatable & Sendable>(
+        of keyPath: KeyPath<Path, Value> & Sendable,
+        _ handler: @escaping @MainActor (Value) -> Void
+    ) -> PathChangeSubscription {
         PathChanges.deliverOnMainActor(changes(of: keyPath), to: handler)
     }
 

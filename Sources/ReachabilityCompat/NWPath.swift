@@ -97,8 +97,9 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
     /// Two paths are equal when everything above is; reachd's document may differ
     /// in what NWPath does not show (addresses, connectivity, `since`).
     public static func == (lhs: NWPath, rhs: NWPath) -> Bool {
-        (lhs.status, lhs.isExpensive, lhs.supportsIPv4, lhs.supportsIPv6, lhs.supportsDNS) ==
-            (rhs.status, rhs.isExpensive, rhs.supportsIPv4, rhs.supportsIPv6, rhs.supportsDNS)
+        (lhs.status, lhs.isExpensive, lhs.supportsIPv4, lhs.supportsIPv6, lhs.supportsDNS) == (
+            rhs.status, rhs.isExpensive, rhs.supportsIPv4, rhs.supportsIPv6, rhs.supportsDNS
+        )
             && lhs.availableInterfaces == rhs.availableInterfaces && lhs.gateways == rhs.gateways
             && lhs.reachdPath.usesVPN == rhs.reachdPath.usesVPN && lhs.reachdPath.interface == rhs.reachdPath.interface
     }
@@ -130,13 +131,14 @@ public struct NWInterface: Hashable, Sendable, CustomDebugStringConvertible {
     init(name: String, index: Int, kind: InterfaceKind) {
         self.name = name
         self.index = index
-        type = switch kind.interfaceType {
-        case _ where kind == .loopback: .loopback
-        case .wired?: .wiredEthernet
-        case .wifi?: .wifi
-        case .cellular?: .cellular
-        case nil: .other
-        }
+        type =
+            switch kind.interfaceType {
+            case _ where kind == .loopback: .loopback
+            case .wired?: .wiredEthernet
+            case .wifi?: .wifi
+            case .cellular?: .cellular
+            case nil: .other
+            }
     }
 
     /// The name.

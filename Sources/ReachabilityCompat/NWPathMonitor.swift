@@ -57,7 +57,8 @@ public final class NWPathMonitor: @unchecked Sendable {
 
     /// A monitor of the paths that avoid some types of interface: "can I get out without cellular?".
     public convenience init(prohibitedInterfaceTypes: [NWInterface.InterfaceType]) {
-        self.init(interfaceTypes: Set(InterfaceType.allCases).subtracting(prohibitedInterfaceTypes.compactMap(Self.types)), endpoint: .automatic)
+        self.init(
+            interfaceTypes: Set(InterfaceType.allCases).subtracting(prohibitedInterfaceTypes.compactMap(Self.types)), endpoint: .automatic)
     }
 
     /// A monitor that asks the reachd daemon at `endpoint` (reachd's own addition):
@@ -67,8 +68,10 @@ public final class NWPathMonitor: @unchecked Sendable {
     ///   - interfaceTypes: The interface types the path may leave by; all by default.
     ///   - endpoint: Where to ask the daemon first; nil: never ask one.
     ///   - options: What an in-process monitor watches, when no daemon answers.
-    public init(interfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases), endpoint: ReachabilityClient.Endpoint?,
-                options: MonitorOptions = MonitorOptions()) {
+    public init(
+        interfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases), endpoint: ReachabilityClient.Endpoint?,
+        options: MonitorOptions = MonitorOptions()
+    ) {
         self.interfaceTypes = interfaceTypes
         self.endpoint = endpoint
         self.options = options
@@ -116,11 +119,13 @@ public final class NWPathMonitor: @unchecked Sendable {
         // off the caller's thread, as Apple's start returns at once.
         Task.detached { [weak self, interfaceTypes, options, endpoint] in
             guard let feed = PathFeed.open(host: nil, interfaceTypes: interfaceTypes, options: options, endpoint: endpoint) else { return }
-            guard let self, state.withLock({ state -> Bool in
-                guard !state.cancelled else { return false }
-                state.backend = feed.backend
-                return true
-            }) else { return feed.stop() }
+            guard let self,
+                state.withLock({ state -> Bool in
+                    guard !state.cancelled else { return false }
+                    state.backend = feed.backend
+                    return true
+                })
+            else { return feed.stop() }
             let task = Task { [weak self] in
                 for await path in feed.paths {
                     guard let self else { return }

@@ -1,7 +1,7 @@
 import Dispatch
 @_exported import ReachabilityClient
-import SystemCalls
 import Synchronization
+import SystemCalls
 
 /// Alamofire 5's `NetworkReachabilityManager`, on Linux: the same public API, so
 /// that code written for Alamofire on Apple platforms compiles and behaves the
@@ -149,8 +149,10 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     ///   - options: What an in-process monitor watches, when no daemon answers.
     ///   - resolutionTimeout: How long a read of ``status`` may wait for `host` to resolve
     ///     (a resolver that gets no answer takes 5 s per server): past it, `.unknown`.
-    public init?(host: String? = nil, endpoint: ReachabilityClient.Endpoint?, options: MonitorOptions = MonitorOptions(),
-                 resolutionTimeout: Duration = NetworkReachabilityManager.defaultResolutionTimeout) {
+    public init?(
+        host: String? = nil, endpoint: ReachabilityClient.Endpoint?, options: MonitorOptions = MonitorOptions(),
+        resolutionTimeout: Duration = NetworkReachabilityManager.defaultResolutionTimeout
+    ) {
         if let host, IPAddress(host) == nil, !HostResolver.isHostName(host) { return nil }
         self.host = host
         self.options = options
@@ -178,8 +180,10 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     ///
     /// - Returns: `true` if listening was started successfully, `false` otherwise.
     @discardableResult
-    open func startListening(onQueue queue: DispatchQueue = .main,
-                             onUpdatePerforming listener: @escaping Listener) -> Bool {
+    open func startListening(
+        onQueue queue: DispatchQueue = .main,
+        onUpdatePerforming listener: @escaping Listener
+    ) -> Bool {
         stopListening()
         guard let feed = PathFeed.open(host: host, interfaceTypes: Set(InterfaceType.allCases), options: options, endpoint: endpoint) else {
             return false

@@ -18,8 +18,10 @@ struct PathFeed {
 
     /// Subscribes to `host`'s path (nil: the default path) leaving by `interfaceTypes`;
     /// nil when neither a daemon answers nor netlink can be opened.
-    static func open(host: String?, interfaceTypes: Set<InterfaceType>, options: MonitorOptions,
-                     endpoint: ReachabilityClient.Endpoint?) -> PathFeed? {
+    static func open(
+        host: String?, interfaceTypes: Set<InterfaceType>, options: MonitorOptions,
+        endpoint: ReachabilityClient.Endpoint?
+    ) -> PathFeed? {
         let everyType = interfaceTypes == Set(InterfaceType.allCases)
         if let endpoint {
             let client = ReachabilityClient(endpoint: endpoint)

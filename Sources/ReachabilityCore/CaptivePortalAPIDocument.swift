@@ -39,8 +39,10 @@ public struct CaptivePortalAPIDocument: Codable, Equatable, Sendable {
     public static let urlLimit = 2048
 
     /// A document with these fields (the parser's checks are not applied: use `parse(_:)` for what a network sent).
-    public init(captive: Bool, userPortalURL: String? = nil, venueInfoURL: String? = nil, secondsRemaining: Int64? = nil,
-                bytesRemaining: Int64? = nil, canExtendSession: Bool? = nil) {
+    public init(
+        captive: Bool, userPortalURL: String? = nil, venueInfoURL: String? = nil, secondsRemaining: Int64? = nil,
+        bytesRemaining: Int64? = nil, canExtendSession: Bool? = nil
+    ) {
         self.captive = captive
         self.userPortalURL = userPortalURL
         self.venueInfoURL = venueInfoURL
@@ -71,14 +73,15 @@ public struct CaptivePortalAPIDocument: Codable, Equatable, Sendable {
         let bytes = Array(text.utf8)
         let scheme = Array("https://".utf8)
         guard bytes.count > scheme.count, bytes.count <= urlLimit, bytes.prefix(scheme.count).map({ $0 | 0x20 }) == scheme,
-              bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
+            bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { return false }
         let authority = bytes[scheme.count...].prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
         return !authority.isEmpty && !authority.contains(UInt8(ascii: "@"))
     }
 
     enum CodingKeys: String, CodingKey {
         case captive, userPortalURL = "user-portal-url", venueInfoURL = "venue-info-url", secondsRemaining = "seconds-remaining",
-             bytesRemaining = "bytes-remaining", canExtendSession = "can-extend-session"
+            bytesRemaining = "bytes-remaining", canExtendSession = "can-extend-session"
     }
 
     /// Reads a document with RFC 8908's rules (see the type's description); throws ``Invalid`` for a refused value.

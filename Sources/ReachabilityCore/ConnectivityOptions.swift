@@ -63,7 +63,8 @@ public struct ConnectivityOptions: Sendable, Equatable {
             let bytes = Array(text.utf8)
             let scheme = Array("http://".utf8)
             guard bytes.count > scheme.count, bytes.prefix(scheme.count).map({ $0 | 0x20 }) == scheme,
-                  bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }) else { return nil }
+                bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") })
+            else { return nil }
             let rest = bytes[scheme.count...]
             let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
             let authority = rest[..<slash]
@@ -72,7 +73,7 @@ public struct ConnectivityOptions: Sendable, Equatable {
             var port: UInt16 = 80
             if authority.first == UInt8(ascii: "[") {
                 guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return nil }
-                hostBytes = authority[(authority.startIndex + 1) ..< close]
+                hostBytes = authority[(authority.startIndex + 1)..<close]
                 let after = authority[(close + 1)...]
                 if !after.isEmpty {
                     guard after.first == UInt8(ascii: ":"), let number = Self.port(after.dropFirst()) else { return nil }
@@ -93,8 +94,9 @@ public struct ConnectivityOptions: Sendable, Equatable {
         }
 
         private static func port(_ digits: ArraySlice<UInt8>) -> UInt16? {
-            guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ (48 ... 57).contains($0) }),
-                  let number = UInt16(String(decoding: digits, as: UTF8.self)), number > 0 else { return nil }
+            guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ (48...57).contains($0) }),
+                let number = UInt16(String(decoding: digits, as: UTF8.self)), number > 0
+            else { return nil }
             return number
         }
 
@@ -110,7 +112,8 @@ public struct ConnectivityOptions: Sendable, Equatable {
         self.init()
         if let (text, line) = try table.string("uri") {
             guard let uri = ProbeURI(text) else {
-                throw table.error("uri must be an http:// URL (\"http://connectivity-check.example.net/generate_204\"), not \"\(text)\"", line: line)
+                throw table.error(
+                    "uri must be an http:// URL (\"http://connectivity-check.example.net/generate_204\"), not \"\(text)\"", line: line)
             }
             self.uri = uri
         }
@@ -123,7 +126,9 @@ public struct ConnectivityOptions: Sendable, Equatable {
             interval = value
         }
         if let (value, text, line) = try table.duration("timeout") {
-            guard value > .zero, value <= .seconds(60) else { throw table.error("timeout must be more than 0 and at most 1m, not \(text)", line: line) }
+            guard value > .zero, value <= .seconds(60) else {
+                throw table.error("timeout must be more than 0 and at most 1m, not \(text)", line: line)
+            }
             timeout = value
         }
         if let (text, line) = try table.string("capport") {
@@ -132,7 +137,8 @@ public struct ConnectivityOptions: Sendable, Equatable {
             case "off": capport = .off
             case _ where CaptivePortalAPIDocument.isHTTPSURL(text): capport = .uri(text)
             default:
-                throw table.error("capport must be \"auto\", \"off\" or an https:// URL (RFC 8908's API is HTTPS only), not \"\(text)\"", line: line)
+                throw table.error(
+                    "capport must be \"auto\", \"off\" or an https:// URL (RFC 8908's API is HTTPS only), not \"\(text)\"", line: line)
             }
         }
         if let (text, _) = try table.string("networkd-links") { networkdLinks = text.isEmpty ? nil : text }

@@ -1,8 +1,8 @@
-import HTTPWire
 import Dispatch
+import HTTPWire
 import Netlink
-import SystemCalls
 import Synchronization
+import SystemCalls
 
 /// The connectivity probe (docs/connectivity.md): an HTTP GET of the configured URL over the
 /// path's own interface, one per address family, no redirect followed. Blocks
@@ -64,8 +64,9 @@ package struct ConnectivityProbe: Sendable {
         }
         let found = answers.withLock { $0.map { $0! } }
         let best = found.max { $0.connectivity.rank < $1.connectivity.rank }
-        return Verdict(connectivity: best?.connectivity ?? .limited, portal: best?.portal,
-                       details: zip(families, found).map { "\($0 == .v4 ? "ipv4" : "ipv6") \($1.detail)" }, httpStatus: best?.httpStatus)
+        return Verdict(
+            connectivity: best?.connectivity ?? .limited, portal: best?.portal,
+            details: zip(families, found).map { "\($0 == .v4 ? "ipv4" : "ipv6") \($1.detail)" }, httpStatus: best?.httpStatus)
     }
 
     private func inNamespace(_ body: () -> Answer) -> Answer {
@@ -92,7 +93,8 @@ package struct ConnectivityProbe: Sendable {
         var received: [UInt8] = []
         do {
             let connection = try TCPClient(connectingTo: address, port: uri.port, device: device, deadline: deadline)
-            let request = "GET \(uri.target) HTTP/1.1\r\nHost: \(uri.hostHeader)\r\nUser-Agent: reachd\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+            let request =
+                "GET \(uri.target) HTTP/1.1\r\nHost: \(uri.hostHeader)\r\nUser-Agent: reachd\r\nAccept: */*\r\nConnection: close\r\n\r\n"
             try connection.send(Array(request.utf8))
             while received.count < Self.responseLimit {
                 let bytes = try connection.receive(upTo: Self.responseLimit - received.count)
@@ -115,21 +117,24 @@ package struct ConnectivityProbe: Sendable {
         }
         guard head.status == 200 || head.status == 204 else {
             let location = head.status / 100 == 3 ? head.location.flatMap(portalURL) : nil
-            return Answer(connectivity: .portal, portal: location,
-                          detail: "\(head.status)" + (location.map { " to \($0)" } ?? ""), httpStatus: head.status)
+            return Answer(
+                connectivity: .portal, portal: location,
+                detail: "\(head.status)" + (location.map { " to \($0)" } ?? ""), httpStatus: head.status)
         }
         if head.status == 204 && response.isEmpty { return Answer(connectivity: .full, portal: nil, detail: "204", httpStatus: 204) }
         guard let body = head.body(of: bytes, atEnd: atEnd, needed: max(response.count, 1)) else { return nil }
         let expected = response.isEmpty ? body.isEmpty : (head.status == 200 && body.starts(with: response))
-        return Answer(connectivity: expected ? .full : .portal, portal: nil,
-                      detail: "\(head.status) with \(body.isEmpty ? "an empty body" : expected ? "the expected body" : "another body")",
-                      httpStatus: head.status)
+        return Answer(
+            connectivity: expected ? .full : .portal, portal: nil,
+            detail: "\(head.status) with \(body.isEmpty ? "an empty body" : expected ? "the expected body" : "another body")",
+            httpStatus: head.status)
     }
 
     /// An absolute URL for the login page (a relative `Location` is taken from the probe's host).
     func portalURL(_ location: [UInt8]) -> String? {
         guard !location.isEmpty, location.count <= Self.portalURLLimit, location.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
         let text = String(decoding: location, as: UTF8.self)
-        return location.first == UInt8(ascii: "/") && location.dropFirst().first != UInt8(ascii: "/") ? "http://\(uri.hostHeader)\(text)" : text
+        return location.first == UInt8(ascii: "/") && location.dropFirst().first != UInt8(ascii: "/")
+            ? "http://\(uri.hostHeader)\(text)" : text
     }
 }

@@ -34,8 +34,10 @@ package final class ConnectivityScheduler {
 
     private let namespace: NetworkNamespace?
 
-    package init(options: ConnectivityOptions, namespace: NetworkNamespace? = nil, arm: @escaping (Duration) -> Void,
-                 disarm: @escaping () -> Void, post: @escaping @Sendable (_ generation: Int, _ verdict: ConnectivityProbe.Verdict) -> Void) {
+    package init(
+        options: ConnectivityOptions, namespace: NetworkNamespace? = nil, arm: @escaping (Duration) -> Void,
+        disarm: @escaping () -> Void, post: @escaping @Sendable (_ generation: Int, _ verdict: ConnectivityProbe.Verdict) -> Void
+    ) {
         self.namespace = namespace
         probe = ConnectivityProbe(options, namespace: namespace)
         interval = options.interval

@@ -40,7 +40,8 @@ package struct DNSServers: Equatable, Sendable {
             let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard words.count >= 2, words[0] == "nameserver" else { continue }
             let word = words[1]
-            let (text, zone) = word.firstIndex(of: "%").map { (String(word[..<$0]), String(word[word.index(after: $0)...])) } ?? (String(word), nil)
+            let (text, zone) =
+                word.firstIndex(of: "%").map { (String(word[..<$0]), String(word[word.index(after: $0)...])) } ?? (String(word), nil)
             // An empty zone ("fe80::1%") names no interface: the line is as unusable as a bad address.
             guard let address = IPAddress(text), zone?.isEmpty != true else { continue }
             let link: Server.Link? = zone.map { zone in Int32(zone).map { .index($0) } ?? .name(zone) }

@@ -79,7 +79,7 @@ public struct InterfaceChangeStream: AsyncSequence, Sendable {
                 }
                 var entry = entry
                 if let waiting = state.waiting[entry.index] {
-                    entry.initial = entry.initial || waiting.initial  // still the inventory's first word on it
+                    entry.initial = entry.initial || waiting.initial // still the inventory's first word on it
                 } else {
                     state.order.append(entry.index)
                 }

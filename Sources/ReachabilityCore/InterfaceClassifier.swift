@@ -10,7 +10,7 @@ struct InterfaceClassifier: Sendable {
     /// USB network drivers that mean a modem or a tethered phone.
     static let cellularDrivers: Set<String> = [
         "qmi_wwan", "cdc_mbim", "huawei_cdc_ncm", "sierra_net", "mhi_net", "ipheth", "rndis_host",
-        "cdc_subset_wwan", "option", "gobi", "GobiNet", "hso", "kalmia", "ipa", "mtk_t7xx", "iosm",
+        "cdc_subset_wwan", "option", "gobi", "GobiNet", "hso", "kalmia", "ipa", "mtk_t7xx", "iosm"
     ]
     /// Name prefixes of Qualcomm/MediaTek modem data channels.
     static let cellularNamePrefixes = ["rmnet", "ccmni", "wwan"]
@@ -23,7 +23,7 @@ struct InterfaceClassifier: Sendable {
         "ip6gre": .tunnel, "ip6gretap": .tunnel, "sit": .tunnel, "ip6tnl": .tunnel, "vti": .tunnel,
         "vti6": .tunnel, "xfrm": .tunnel, "vxlan": .tunnel, "geneve": .tunnel, "erspan": .tunnel,
         "ip6erspan": .tunnel, "openvpn": .tunnel, "wwan": .cellular, "rmnet": .cellular,
-        "ppp": .ppp, "dummy": .other, "ifb": .other, "vrf": .other, "nlmon": .other,
+        "ppp": .ppp, "dummy": .other, "ifb": .other, "vrf": .other, "nlmon": .other
     ]
 
     func kind(of link: Link) -> InterfaceKind {

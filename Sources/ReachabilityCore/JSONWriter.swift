@@ -114,7 +114,7 @@ struct JSONWriter {
             case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
             case UInt8(ascii: "\r"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
             case UInt8(ascii: "\t"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0 ..< 0x20:
+            case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
                 bytes += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
             default: bytes.append(byte)

@@ -1,8 +1,9 @@
 import Dispatch
 import FoundationEssentials
 import Netlink
-import SystemCalls
 import Synchronization
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,8 +43,10 @@ package final class MonitorLoop: @unchecked Sendable {
     /// Work other threads ask of the loop's thread (the engine is not thread-safe).
     private let requests = Mutex<[@Sendable () -> Void]>([])
 
-    init(engine: PathEngine, target: ReachabilityMonitor.Target, connectivity options: ConnectivityOptions,
-         monitor: ReachabilityMonitor) throws {
+    init(
+        engine: PathEngine, target: ReachabilityMonitor.Target, connectivity options: ConnectivityOptions,
+        monitor: ReachabilityMonitor
+    ) throws {
         self.target = target
         self.monitor = monitor
         addresses = Self.resolve(target)
@@ -78,8 +81,10 @@ package final class MonitorLoop: @unchecked Sendable {
 
     /// The path to `target`; with `watch` false, a one-off answer that leaves what the engine watches as it is.
     /// `allowed`: the interface types the path may leave by.
-    package static func evaluate(_ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress],
-                                 watch: Bool = true, allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
+    package static func evaluate(
+        _ engine: PathEngine, target: ReachabilityMonitor.Target, addresses: [IPAddress],
+        watch: Bool = true, allowed: Set<InterfaceType> = Set(InterfaceType.allCases)
+    ) -> Path {
         switch target {
         case .defaultPath:
             return engine.evaluateDefaultPath(allowed: allowed, watch: watch)
@@ -147,15 +152,21 @@ package final class MonitorLoop: @unchecked Sendable {
     private func onLoop(_ body: @escaping @Sendable () -> Void) {
         guard let thread, !thread.isCurrent, !stopRequested.load(ordering: .sequentiallyConsistent) else { return body() }
         let done = DispatchSemaphore(value: 0)
-        requests.withLock { $0.append({ body(); done.signal() }) }
+        requests.withLock {
+            $0.append({
+                body(); done.signal()
+            })
+        }
         signalWake()
         done.wait()
     }
 
     private func run() {
-        var descriptors = [pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wake.readEnd.rawValue, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: resolvConf?.fileDescriptor.rawValue ?? -1, events: Int16(POLLIN), revents: 0)]
+        var descriptors = [
+            pollfd(fd: engine.fileDescriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake.readEnd.rawValue, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: resolvConf?.fileDescriptor.rawValue ?? -1, events: Int16(POLLIN), revents: 0)
+        ]
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
             // Sleep until told, unless the watcher's or the probe's timer is due.
             var timeout: Duration?
@@ -169,8 +180,12 @@ package final class MonitorLoop: @unchecked Sendable {
             var evaluate = false
             if descriptors[1].revents != 0 {
                 wake.drain()
-                for request in requests.withLock({ value in defer { value = [] }; return value }) { request() }
-                if let fresh = resolved.withLock({ value in defer { value = nil }; return value }) {
+                for request in requests.withLock({ value in
+                    defer { value = [] }; return value
+                }) { request() }
+                if let fresh = resolved.withLock({ value in
+                    defer { value = nil }; return value
+                }) {
                     let again = lookup == .runningThenAgain
                     lookup = .idle
                     if fresh != addresses {

@@ -44,10 +44,12 @@ public struct MonitorOptions: Sendable, Equatable {
 
     /// - Throws: `MonitorOptionsError` for a probe address that is not a global address of its family,
     ///   or a NAT64 prefix that is not one of RFC 6052's.
-    public init(probeIPv4: String = MonitorOptions.defaultProbeIPv4, probeIPv6: String = MonitorOptions.defaultProbeIPv6,
-                ignore: [String] = [], metered: [String] = [], kindOverrides: [(pattern: String, kind: InterfaceKind)] = [],
-                receiveBufferSize: Int = 4 << 20, networkNamespace: String? = nil,
-                resolvConf: String? = MonitorOptions.defaultResolvConf, nat64Prefix: String? = nil) throws {
+    public init(
+        probeIPv4: String = MonitorOptions.defaultProbeIPv4, probeIPv6: String = MonitorOptions.defaultProbeIPv6,
+        ignore: [String] = [], metered: [String] = [], kindOverrides: [(pattern: String, kind: InterfaceKind)] = [],
+        receiveBufferSize: Int = 4 << 20, networkNamespace: String? = nil,
+        resolvConf: String? = MonitorOptions.defaultResolvConf, nat64Prefix: String? = nil
+    ) throws {
         probeAddresses = (try Self.probe(probeIPv4, family: .v4), try Self.probe(probeIPv6, family: .v6))
         configuredNAT64 = try nat64Prefix.map(Self.nat64)
         self.ignore = ignore
@@ -87,7 +89,9 @@ public struct MonitorOptions: Sendable, Equatable {
 
     private static func nat64(_ text: String) throws -> NAT64Prefix {
         guard let prefix = NAT64Prefix(text) else {
-            throw MonitorOptionsError("nat64-prefix must be an IPv6 prefix of length 32, 40, 48, 56, 64 or 96 with no bits set past it (RFC 6052), such as \"64:ff9b::/96\", not \"\(text)\"")
+            throw MonitorOptionsError(
+                "nat64-prefix must be an IPv6 prefix of length 32, 40, 48, 56, 64 or 96 with no bits set past it (RFC 6052), such as \"64:ff9b::/96\", not \"\(text)\""
+            )
         }
         return prefix
     }

@@ -46,8 +46,10 @@ public struct Path: Codable, Sendable, Equatable {
         public var connectivity: Connectivity?
 
         /// One interface's state, as the monitor reports it.
-        public init(name: String, index: Int, kind: InterfaceKind, operstate: String, up: Bool, carrier: Bool, addresses: [String],
-                    connectivity: Connectivity? = nil) {
+        public init(
+            name: String, index: Int, kind: InterfaceKind, operstate: String, up: Bool, carrier: Bool, addresses: [String],
+            connectivity: Connectivity? = nil
+        ) {
             self.name = name
             self.index = index
             self.kind = kind
@@ -93,8 +95,10 @@ public struct Path: Codable, Sendable, Equatable {
         public var nat64: String?
 
         /// One probed address's route, as the kernel answered.
-        public init(destination: String, status: ReachabilityStatus, reason: UnreachableReason? = nil,
-                    interface: String? = nil, gateway: String? = nil, source: String? = nil, nat64: String? = nil) {
+        public init(
+            destination: String, status: ReachabilityStatus, reason: UnreachableReason? = nil,
+            interface: String? = nil, gateway: String? = nil, source: String? = nil, nat64: String? = nil
+        ) {
             self.destination = destination
             self.status = status
             self.reason = reason
@@ -153,12 +157,15 @@ public struct Path: Codable, Sendable, Equatable {
     public var nat64: NAT64?
 
     /// A path document; everything but the status has the value of an unreachable path.
-    public init(status: ReachabilityStatus, reason: UnreachableReason? = nil, interface: Interface? = nil,
-                gateway: String? = nil, ipv4: Bool = false, ipv6: Bool = false, expensive: Bool = false,
-                vpn: Interface? = nil, interfaces: [InterfaceState] = [], trust: TrustSummary = .none,
-                connectivity: Connectivity = .unknown, portal: String? = nil, initial: Bool = false, since: Date = Date(), source: PathSource = .direct,
-                destination: String? = nil, routes: [Route] = [], dns: DNS? = nil, capport: CaptivePortal? = nil,
-                clat: Interface? = nil, nat64: NAT64? = nil) {
+    public init(
+        status: ReachabilityStatus, reason: UnreachableReason? = nil, interface: Interface? = nil,
+        gateway: String? = nil, ipv4: Bool = false, ipv6: Bool = false, expensive: Bool = false,
+        vpn: Interface? = nil, interfaces: [InterfaceState] = [], trust: TrustSummary = .none,
+        connectivity: Connectivity = .unknown, portal: String? = nil, initial: Bool = false, since: Date = Date(),
+        source: PathSource = .direct,
+        destination: String? = nil, routes: [Route] = [], dns: DNS? = nil, capport: CaptivePortal? = nil,
+        clat: Interface? = nil, nat64: NAT64? = nil
+    ) {
         self.status = status
         self.reason = reason
         self.interface = interface
@@ -205,8 +212,9 @@ public struct Path: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, connectivity, portal, initial, since, source,
-             destination, routes, dns, capport, ipv4Via = "ipv4-via", clat, nat64, betterWayOut = "better-way-out"
+        case status, reason, interface, gateway, ipv4, ipv6, expensive, vpn, interfaces, trust, connectivity, portal, initial, since,
+            source,
+            destination, routes, dns, capport, ipv4Via = "ipv4-via", clat, nat64, betterWayOut = "better-way-out"
     }
 
     public init(from decoder: any Decoder) throws {

@@ -38,9 +38,11 @@ extension Path {
         public var error: String?
 
         /// A captive-portal state as reachd publishes it.
-        public init(api: String, source: Source, interface: String, captive: Bool? = nil, userPortalURL: String? = nil,
-                    venueInfoURL: String? = nil, expires: Date? = nil, bytesRemaining: Int64? = nil,
-                    canExtendSession: Bool? = nil, error: String? = nil) {
+        public init(
+            api: String, source: Source, interface: String, captive: Bool? = nil, userPortalURL: String? = nil,
+            venueInfoURL: String? = nil, expires: Date? = nil, bytesRemaining: Int64? = nil,
+            canExtendSession: Bool? = nil, error: String? = nil
+        ) {
             self.api = api
             self.source = source
             self.interface = interface
@@ -60,7 +62,7 @@ extension Path {
 
         enum CodingKeys: String, CodingKey {
             case api, source, interface, captive, userPortalURL = "user-portal-url", venueInfoURL = "venue-info-url", expires,
-                 bytesRemaining = "bytes-remaining", canExtendSession = "can-extend-session", error
+                bytesRemaining = "bytes-remaining", canExtendSession = "can-extend-session", error
         }
 
         /// Reads the document's `capport` object.

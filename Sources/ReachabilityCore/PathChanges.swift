@@ -10,8 +10,10 @@ import Dispatch
 /// a consumer that falls behind gets the latest value.
 package enum PathChanges {
     /// The distinct values of `keyPath` along `paths`, until `paths` ends or the consumer stops.
-    package static func values<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable,
-                                                             in paths: AsyncStream<Path>) -> AsyncStream<Value> {
+    package static func values<Value: Equatable & Sendable>(
+        of keyPath: KeyPath<Path, Value> & Sendable,
+        in paths: AsyncStream<Path>
+    ) -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(1))
         let task = Task {
             var last: Value?
@@ -29,30 +31,36 @@ package enum PathChanges {
     }
 
     /// Calls `handler` on `queue` with each value of `values`, in order.
-    package static func deliver<Value: Sendable>(_ values: AsyncStream<Value>, on queue: DispatchQueue,
-                                                 to handler: @escaping @Sendable (Value) -> Void) -> PathChangeSubscription {
-        PathChangeSubscription(Task {
-            for await value in values {
-                // One at a time, in order: the next value waits for the handler.
-                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                    queue.async {
-                        handler(value)
-                        done.resume()
+    package static func deliver<Value: Sendable>(
+        _ values: AsyncStream<Value>, on queue: DispatchQueue,
+        to handler: @escaping @Sendable (Value) -> Void
+    ) -> PathChangeSubscription {
+        PathChangeSubscription(
+            Task {
+                for await value in values {
+                    // One at a time, in order: the next value waits for the handler.
+                    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                        queue.async {
+                            handler(value)
+                            done.resume()
+                        }
                     }
                 }
-            }
-        })
+            })
     }
 }
 
 extension PathChanges {
     /// Calls `handler` on the main actor with each value of `values`, in order: for UI code,
     /// whose state is main-actor isolated (a closure on `DispatchQueue.main` is not, to Swift 6).
-    package static func deliverOnMainActor<Value: Sendable>(_ values: AsyncStream<Value>,
-                                                            to handler: @escaping @MainActor (Value) -> Void) -> PathChangeSubscription {
-        PathChangeSubscription(Task { @MainActor in
-            for await value in values { handler(value) }
-        })
+    package static func deliverOnMainActor<Value: Sendable>(
+        _ values: AsyncStream<Value>,
+        to handler: @escaping @MainActor (Value) -> Void
+    ) -> PathChangeSubscription {
+        PathChangeSubscription(
+            Task { @MainActor in
+                for await value in values { handler(value) }
+            })
     }
 }
 
@@ -85,9 +93,11 @@ extension ReachabilityMonitor {
     ///     which works in a plain `main.swift` (the main queue runs only under `dispatchMain()` or a run loop).
     ///   - handler: Called with each value, one call at a time.
     @discardableResult
-    public func onChange<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable,
-                                                      queue: DispatchQueue = DispatchQueue(label: "io.reachd.Reachability.changes"),
-                                                      _ handler: @escaping @Sendable (Value) -> Void) -> PathChangeSubscription {
+    public func onChange<Value: Equatable & Sendable>(
+        of keyPath: KeyPath<Path, Value> & Sendable,
+        queue: DispatchQueue = DispatchQueue(label: "io.reachd.Reachability.changes"),
+        _ handler: @escaping @Sendable (Value) -> Void
+    ) -> PathChangeSubscription {
         PathChanges.deliver(changes(of: keyPath), on: queue, to: handler)
     }
 
@@ -103,8 +113,10 @@ extension ReachabilityMonitor {
     /// Calls `handler` on the main actor with the current value of `keyPath`, then each time it changes.
     /// - Returns: the subscription; it lasts until cancelled (or until the monitor stops).
     @discardableResult
-    public func onMainActorChange<Value: Equatable & Sendable>(of keyPath: KeyPath<Path, Value> & Sendable,
-                                                               _ handler: @escaping @MainActor (Value) -> Void) -> PathChangeSubscription {
+    public func onMainActorChange<Value: Equatable & Sendable>(
+        of keyPath: KeyPath<Path, Value> & Sendable,
+        _ handler: @escaping @MainActor (Value) -> Void
+    ) -> PathChangeSubscription {
         PathChanges.deliverOnMainActor(changes(of: keyPath), to: handler)
     }
 }

@@ -92,14 +92,17 @@ package final class PathEngine {
             }
             try self.init(options: options, events: sockets.0, queries: sockets.1, facts: NoInterfaceFacts())
         } else {
-            try self.init(options: options, events: RtnetlinkSubscription(receiveBufferSize: options.receiveBufferSize),
-                          queries: RtnetlinkQuery(), facts: SysfsInterfaceFacts())
+            try self.init(
+                options: options, events: RtnetlinkSubscription(receiveBufferSize: options.receiveBufferSize),
+                queries: RtnetlinkQuery(), facts: SysfsInterfaceFacts())
         }
     }
 
     /// Watches another kernel than the sockets': what a test's embedded kernel plugs into. Dumps links and addresses.
-    package init(options: MonitorOptions, events: any KernelEvents, queries: any KernelQueries,
-                 facts: any InterfaceFactsSource, clock: LoopClock = .system) throws {
+    package init(
+        options: MonitorOptions, events: any KernelEvents, queries: any KernelQueries,
+        facts: any InterfaceFactsSource, clock: LoopClock = .system
+    ) throws {
         self.options = options
         watched = [options.probeAddresses.v4, options.probeAddresses.v6]
         subscription = events
@@ -166,41 +169,47 @@ package final class PathEngine {
     package func processEvents() -> EventsOutcome {
         var outcome = EventsOutcome()
         do {
-            switch try subscription.drain(limit: 10_000, { message in
-                statistics.messages += 1
-                if announce(message) { outcome.evaluate = true }
-                let urgent = isUrgent(message)
-                let before: Link? = switch message {
-                case let .link(link): state.links[link.index]
-                case let .linkRemoved(index): state.links[index]
-                default: nil
-                }
-                if case let .linkRemoved(index) = message { routedInterfaces.remove(index) }
-                switch state.apply(message) {
-                case .none:
-                    break
-                case let .interface(index):
-                    touched.insert(index)
-                    if tracksInterfaces {
-                        if let seen = state.links[index] ?? before {
-                            pendingInterfaces[index] = seen
-                            outcome.interfacesChanged = true
+            switch try subscription.drain(
+                limit: 10_000,
+                { message in
+                    statistics.messages += 1
+                    if announce(message) { outcome.evaluate = true }
+                    let urgent = isUrgent(message)
+                    let before: Link? =
+                        switch message {
+                        case let .link(link): state.links[link.index]
+                        case let .linkRemoved(index): state.links[index]
+                        default: nil
                         }
-                    }
-                    if matters(index, before: before) { outcome.evaluate = true }
-                case let .routing(change):
-                    guard let change else {
-                        outcome.evaluate = true  // a rule: any lookup may be answered otherwise
+                    if case let .linkRemoved(index) = message { routedInterfaces.remove(index) }
+                    switch state.apply(message) {
+                    case .none:
                         break
+                    case let .interface(index):
+                        touched.insert(index)
+                        if tracksInterfaces {
+                            if let seen = state.links[index] ?? before {
+                                pendingInterfaces[index] = seen
+                                outcome.interfacesChanged = true
+                            }
+                        }
+                        if matters(index, before: before) { outcome.evaluate = true }
+                    case let .routing(change):
+                        guard let change else {
+                            outcome.evaluate = true // a rule: any lookup may be answered otherwise
+                            break
+                        }
+                        if !change.removed, change.mayCarryGlobalTraffic { routedInterfaces.formUnion(change.outputInterfaces) }
+                        guard
+                            watched.contains(where: change.covers) || alsoWatched.contains(where: change.covers)
+                                || dnsAddresses.contains(where: change.covers)
+                        else { break }
+                        outcome.evaluate = true
+                        if change.removed, change.family == .v4 { outcome.recheck = true }
                     }
-                    if !change.removed, change.mayCarryGlobalTraffic { routedInterfaces.formUnion(change.outputInterfaces) }
-                    guard watched.contains(where: change.covers) || alsoWatched.contains(where: change.covers)
-                        || dnsAddresses.contains(where: change.covers) else { break }
-                    outcome.evaluate = true
-                    if change.removed, change.family == .v4 { outcome.recheck = true }
-                }
-                return urgent
-            }) {
+                    return urgent
+                })
+            {
             case .drained, .paused:
                 // Now, not at the next evaluation: on a node whose path does not move, pods
                 // would otherwise pile up here (and their kinds in the evaluator) for ever.
@@ -234,7 +243,10 @@ package final class PathEngine {
         // With no path, why there is none (link-down, no-carrier, no-interface) is read
         // from every link that is no port: one coming, going, up or down may change it.
         if !pathIsUsable, (link ?? before)?.masterIndex == nil,
-           link?.isUp != before?.isUp || link?.hasCarrier != before?.hasCarrier { return true }
+            link?.isUp != before?.isUp || link?.hasCarrier != before?.hasCarrier
+        {
+            return true
+        }
         guard let link else { return false }
         if evaluator.isAvailable(link, state: state) { return true }
         if let master = link.masterIndex, pathInterfaces.contains(master) { return true }
@@ -258,7 +270,8 @@ package final class PathEngine {
                 return announcedNAT64[option.interfaceIndex]?.removeValue(forKey: router) != nil
             }
             let seconds = Int(lifetime.components.seconds)
-            let before = Self.keep((prefix, seconds, clock.now() + lifetime), from: router, in: &announcedNAT64[option.interfaceIndex, default: [:]])
+            let before = Self.keep(
+                (prefix, seconds, clock.now() + lifetime), from: router, in: &announcedNAT64[option.interfaceIndex, default: [:]])
             // A repeated advertisement only pushes the end back: the document says the lifetime, which stays.
             return before?.prefix != prefix || before?.lifetime != seconds
         case let .link(link) where !link.isUp:
@@ -300,7 +313,8 @@ package final class PathEngine {
     /// The kernel's next hop through interface `index` (a FIB-match lookup of the IPv6 probe):
     /// the router whose announcements stand there.
     private func standingRouter(on index: Int32) -> IPAddress? {
-        guard case let .success(route) = query.lookupRoute(to: options.probeAddresses.v6, outputInterface: index, matchingFIBEntry: true) else {
+        guard case let .success(route) = query.lookupRoute(to: options.probeAddresses.v6, outputInterface: index, matchingFIBEntry: true)
+        else {
             return nil
         }
         return route.gateway
@@ -311,7 +325,8 @@ package final class PathEngine {
     /// forgotten by `nextNAT64Expiry()`, after every evaluation.
     private func announcedNAT64(on index: Int32) -> (prefix: NAT64Prefix, lifetime: Int)? {
         guard announcedNAT64[index] != nil, let router = standingRouter(on: index),
-              let entry = announcedNAT64[index]?[router], entry.expires > clock.now() else { return nil }
+            let entry = announcedNAT64[index]?[router], entry.expires > clock.now()
+        else { return nil }
         return (entry.prefix, entry.lifetime)
     }
 
@@ -358,7 +373,8 @@ package final class PathEngine {
         switch message {
         case let .link(link):
             guard let before = state.links[link.index],
-                  before.isUp != link.isUp || before.hasCarrier != link.hasCarrier else { return false }
+                before.isUp != link.isUp || before.hasCarrier != link.hasCarrier
+            else { return false }
             return pathInterfaces.contains(link.index) || (!pathIsUsable && link.isUp && link.hasCarrier)
         case let .linkRemoved(index):
             return pathInterfaces.contains(index)
@@ -404,22 +420,26 @@ package final class PathEngine {
     /// The path to one destination's addresses (already resolved). With `watch`, the
     /// destination is what the engine watches (a monitor of one host); without, a
     /// one-off answer (the daemon's `Route()`) that leaves the watched path as it is.
-    package func evaluate(destination: String, addresses: [IPAddress], watch: Bool = true,
-                          allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
+    package func evaluate(
+        destination: String, addresses: [IPAddress], watch: Bool = true,
+        allowed: Set<InterfaceType> = Set(InterfaceType.allCases)
+    ) -> Path {
         guard isSynchronized else { return .unknown(destination: destination) }
         refresh()
         // An IPv4 literal with no IPv4 route is reached through the NAT64 of the interface that carries
         // IPv6 (one lookup, made only where a NAT64 is known at all).
         var nat64: (prefix: NAT64Prefix, published: Path.NAT64)?
         if let any = anyNAT64 {
-            let carrier = evaluator.outcome(for: options.probeAddresses.v6, state: state, query: query, allowed: allowed).result.usable?.carrier
+            let carrier = evaluator.outcome(for: options.probeAddresses.v6, state: state, query: query, allowed: allowed).result.usable?
+                .carrier
             nat64 = self.nat64(on: carrier?.index)
             evaluator.nat64 = nat64?.prefix ?? any
         } else {
             evaluator.nat64 = nil
         }
-        var path = evaluator.evaluate(addresses, state: state, query: query, destination: destination, allowed: allowed,
-                                      throughNAT64: nat64 != nil)
+        var path = evaluator.evaluate(
+            addresses, state: state, query: query, destination: destination, allowed: allowed,
+            throughNAT64: nat64 != nil)
         path.nat64 = nat64?.published
         return watch ? remember(path, addresses: addresses) : path
     }
@@ -430,7 +450,8 @@ package final class PathEngine {
     package func waysOut(excluding excluded: Int?) -> [Path] {
         guard isSynchronized else { return [] }
         refresh()
-        return evaluator.waysOut(to: [options.probeAddresses.v4, options.probeAddresses.v6], excluding: excluded, state: state, query: query)
+        return evaluator.waysOut(
+            to: [options.probeAddresses.v4, options.probeAddresses.v6], excluding: excluded, state: state, query: query)
     }
 
     // MARK: Interfaces

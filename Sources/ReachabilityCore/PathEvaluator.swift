@@ -113,24 +113,27 @@ struct PathEvaluator {
 
     /// One interface as `Interfaces()` and `InterfaceChanged` describe it (docs/api.md).
     mutating func change(of link: Link, state: NetworkState) -> InterfaceChange {
-        InterfaceChange(interface: interfaceState(link, state: state),
-                        master: link.masterIndex.map { state.links[$0]?.name ?? String($0) },
-                        available: isAvailable(link, state: state))
+        InterfaceChange(
+            interface: interfaceState(link, state: state),
+            master: link.masterIndex.map { state.links[$0]?.name ?? String($0) },
+            available: isAvailable(link, state: state))
     }
 
     /// A removed interface's entry, from the link as it was last seen.
     mutating func removal(of link: Link) -> InterfaceChange {
-        let entry = Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
-                                        operstate: link.operationalState.description, up: link.isUp, carrier: link.hasCarrier,
-                                        addresses: [])
+        let entry = Path.InterfaceState(
+            name: link.name, index: Int(link.index), kind: kind(of: link),
+            operstate: link.operationalState.description, up: link.isUp, carrier: link.hasCarrier,
+            addresses: [])
         kinds[link.index] = nil
         return InterfaceChange(interface: entry, available: false, removed: true)
     }
 
     private mutating func interfaceState(_ link: Link, state: NetworkState) -> Path.InterfaceState {
-        Path.InterfaceState(name: link.name, index: Int(link.index), kind: kind(of: link),
-                            operstate: link.operationalState.description, up: link.isUp, carrier: link.hasCarrier,
-                            addresses: state.addresses(of: link.index).filter(\.hasSettled).map(\.cidr))
+        Path.InterfaceState(
+            name: link.name, index: Int(link.index), kind: kind(of: link),
+            operstate: link.operationalState.description, up: link.isUp, carrier: link.hasCarrier,
+            addresses: state.addresses(of: link.index).filter(\.hasSettled).map(\.cidr))
     }
 
     // MARK: The path
@@ -139,9 +142,11 @@ struct PathEvaluator {
     /// only by an interface of an `allowed` type (docs/path.md, "Restricting the path").
     /// With `throughNAT64`, an IPv4 address without a usable route is looked up again as the
     /// NAT64's synthesised IPv6 address (docs/path.md, "IPv6-only networks: NAT64 and CLAT").
-    mutating func evaluate(_ addresses: [IPAddress], state: NetworkState, query: any KernelQueries,
-                           destination: String? = nil, allowed: Set<InterfaceType> = Set(InterfaceType.allCases),
-                           throughNAT64: Bool = false) -> Path {
+    mutating func evaluate(
+        _ addresses: [IPAddress], state: NetworkState, query: any KernelQueries,
+        destination: String? = nil, allowed: Set<InterfaceType> = Set(InterfaceType.allCases),
+        throughNAT64: Bool = false
+    ) -> Path {
         lookedUpInterfaces = []
         var outcomes = addresses.map { outcome(for: $0, state: state, query: query, allowed: allowed) }
         if throughNAT64, let nat64 {
@@ -160,7 +165,7 @@ struct PathEvaluator {
         path.interfaces = availableInterfaces()
         path.routes = outcomes.map { describe($0, state: state) }
         if outcomes.contains(where: { $0.lookupFailed != nil }) {
-            return path  // The kernel could not be asked: say so rather than guess.
+            return path // The kernel could not be asked: say so rather than guess.
         }
         path.ipv4 = outcomes.contains { $0.destination.family == .v4 && $0.synthesized == nil && $0.result.usable != nil }
         path.ipv6 = outcomes.contains { $0.destination.family == .v6 && $0.result.usable != nil }
@@ -170,7 +175,8 @@ struct PathEvaluator {
             path.gateway = usable.gateway.map { format($0, on: usable.carrier) }
             path.vpn = usable.vpn.map { describe($0) }
             path.clat = usable.clat.map { describe($0) }
-            path.expensive = usable.medium == .cellular || options.isMetered(usable.carrier.name)
+            path.expensive =
+                usable.medium == .cellular || options.isMetered(usable.carrier.name)
                 || usable.vpn.map { options.isMetered($0.name) } == true
             return path
         }
@@ -192,16 +198,18 @@ struct PathEvaluator {
             guard !entry.kind.isTunnel, entry.index != excluded, let link = state.links[Int32(entry.index)] else { return nil }
             let routes = probes.map { probe -> RouteLookup? in
                 guard problem(with: link, family: probe.family, state: state) == nil,
-                      case let .success(match) = query.lookupRoute(to: probe, outputInterface: link.index, matchingFIBEntry: true),
-                      match.type == RouteType.unicast else { return nil }
+                    case let .success(match) = query.lookupRoute(to: probe, outputInterface: link.index, matchingFIBEntry: true),
+                    match.type == RouteType.unicast
+                else { return nil }
                 return match
             }
             let routed = routes.compactMap { $0 }
-            return Path(status: routed.isEmpty ? .unreachable : medium(of: link, state: state).status,
-                        reason: routed.isEmpty ? .noRoute : nil, interface: describe(link),
-                        gateway: routed.lazy.compactMap(\.gateway).first.map { format($0, on: link) },
-                        ipv4: zip(probes, routes).contains { $0.family == .v4 && $1 != nil },
-                        ipv6: zip(probes, routes).contains { $0.family == .v6 && $1 != nil })
+            return Path(
+                status: routed.isEmpty ? .unreachable : medium(of: link, state: state).status,
+                reason: routed.isEmpty ? .noRoute : nil, interface: describe(link),
+                gateway: routed.lazy.compactMap(\.gateway).first.map { format($0, on: link) },
+                ipv4: zip(probes, routes).contains { $0.family == .v4 && $1 != nil },
+                ipv6: zip(probes, routes).contains { $0.family == .v6 && $1 != nil })
         }
     }
 
@@ -209,21 +217,25 @@ struct PathEvaluator {
 
     /// The configured resolvers, and those the path can reach (docs/path.md, "DNS").
     /// A restricted path (`allowed`) reaches only the servers behind interfaces of the allowed types.
-    mutating func dns(_ configured: DNSServers, state: NetworkState, query: any KernelQueries,
-                      allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path.DNS {
+    mutating func dns(
+        _ configured: DNSServers, state: NetworkState, query: any KernelQueries,
+        allowed: Set<InterfaceType> = Set(InterfaceType.allCases)
+    ) -> Path.DNS {
         var servers: [String] = []
         var usable: [String] = []
         for server in configured.servers {
-            let link: Link? = switch server.link {
-            case let .index(index)?: state.links[index]
-            case let .name(name)?: state.links.values.first { $0.name == name }
-            case nil: nil
-            }
-            let text: String = switch server.link {
-            case nil: server.address.description
-            case let .index(index)?: "\(server.address)%\(link?.name ?? String(index))"
-            case let .name(name)?: "\(server.address)%\(name)"
-            }
+            let link: Link? =
+                switch server.link {
+                case let .index(index)?: state.links[index]
+                case let .name(name)?: state.links.values.first { $0.name == name }
+                case nil: nil
+                }
+            let text: String =
+                switch server.link {
+                case nil: server.address.description
+                case let .index(index)?: "\(server.address)%\(link?.name ?? String(index))"
+                case let .name(name)?: "\(server.address)%\(name)"
+                }
             servers.append(text)
             if isUsable(server, link: link, state: state, query: query, allowed: allowed) { usable.append(text) }
         }
@@ -233,15 +245,18 @@ struct PathEvaluator {
     /// A resolver on this host always answers (whether its upstream does is its
     /// business); a per-link one needs its link and a route through it; any other
     /// one a usable route, judged as the path's own.
-    private mutating func isUsable(_ server: DNSServers.Server, link: Link?, state: NetworkState, query: any KernelQueries,
-                                   allowed: Set<InterfaceType>) -> Bool {
+    private mutating func isUsable(
+        _ server: DNSServers.Server, link: Link?, state: NetworkState, query: any KernelQueries,
+        allowed: Set<InterfaceType>
+    ) -> Bool {
         if server.address.isLoopback { return true }
         guard server.link != nil else {
             return outcome(for: server.address, state: state, query: query, allowed: allowed).result.usable != nil
         }
         guard let link, link.isUp, link.hasCarrier, !options.isIgnored(link.name),
-              allowed.contains(medium(of: link, state: state).interfaceType),
-              case let .success(match) = query.lookupRoute(to: server.address, outputInterface: link.index, matchingFIBEntry: true) else {
+            allowed.contains(medium(of: link, state: state).interfaceType),
+            case let .success(match) = query.lookupRoute(to: server.address, outputInterface: link.index, matchingFIBEntry: true)
+        else {
             return false
         }
         return match.type == RouteType.unicast
@@ -249,8 +264,10 @@ struct PathEvaluator {
 
     // MARK: One address
 
-    mutating func outcome(for destination: IPAddress, state: NetworkState, query: any KernelQueries,
-                          allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Outcome {
+    mutating func outcome(
+        for destination: IPAddress, state: NetworkState, query: any KernelQueries,
+        allowed: Set<InterfaceType> = Set(InterfaceType.allCases)
+    ) -> Outcome {
         switch query.lookupRoute(to: destination) {
         case let .failure(.failed(error)):
             return Outcome(destination: destination, result: .unusable(.noRoute), lookupFailed: error)
@@ -276,7 +293,9 @@ struct PathEvaluator {
             // (SO_BINDTODEVICE) would leave — not through a tunnel riding on another.
             guard let restricted = bestRoute(to: destination, state: state, query: query, excludingTunnels: true, allowed: allowed) else {
                 let any = availableInterfaces().contains { entry in
-                    state.links[Int32(entry.index)].map { !entry.kind.isTunnel && allowed.contains(medium(of: $0, state: state).interfaceType) } ?? false
+                    state.links[Int32(entry.index)].map {
+                        !entry.kind.isTunnel && allowed.contains(medium(of: $0, state: state).interfaceType)
+                    } ?? false
                 }
                 return Outcome(destination: destination, result: .unusable(any ? .noRoute : .noInterface), lookup: nil)
             }
@@ -295,19 +314,23 @@ struct PathEvaluator {
         if kind.isTunnel {
             // A VPN: the medium is that of the path the tunnel rides on.
             guard let underlay = bestRoute(to: lookup.destination, state: state, query: query, excludingTunnels: true),
-                  let carrier = state.links[underlay.outputInterface],
-                  problem(with: carrier, family: lookup.destination.family, state: state) == nil else {
+                let carrier = state.links[underlay.outputInterface],
+                problem(with: carrier, family: lookup.destination.family, state: state) == nil
+            else {
                 // No visible underlay (a userspace stack, or the VPN's own namespace): the tunnel is the medium.
                 return .usable(Usable(medium: .wired, carrier: link, gateway: lookup.gateway, vpn: link))
             }
             // A VPN whose IPv4 rides on a CLAT rides on the CLAT's IPv6 uplink.
             if lookup.destination.family == .v4, isCLAT(carrier, state: state),
-               case var .usable(through) = translated(lookup.destination, by: carrier, state: state, query: query) {
+                case var .usable(through) = translated(lookup.destination, by: carrier, state: state, query: query)
+            {
                 through.vpn = link
                 return .usable(through)
             }
-            return .usable(Usable(medium: medium(of: carrier, state: state), carrier: carrier,
-                                   gateway: underlay.gateway, vpn: link))
+            return .usable(
+                Usable(
+                    medium: medium(of: carrier, state: state), carrier: carrier,
+                    gateway: underlay.gateway, vpn: link))
         }
         if kind == .loopback {
             return .usable(Usable(medium: .wired, carrier: link, gateway: nil))
@@ -315,7 +338,8 @@ struct PathEvaluator {
         // A CLAT in BPF on the uplink itself (NetworkManager's, networkd's) has no device of its
         // own: the IPv4 leaves by the uplink from its RFC 7335 address.
         let clatOnUplink = lookup.destination.family == .v4 && lookup.preferredSource.map(Self.isCLATAddress) == true
-        return .usable(Usable(medium: medium(of: link, state: state), carrier: link, gateway: lookup.gateway, clat: clatOnUplink ? link : nil))
+        return .usable(
+            Usable(medium: medium(of: link, state: state), carrier: link, gateway: lookup.gateway, clat: clatOnUplink ? link : nil))
     }
 
     // MARK: CLAT (464XLAT)
@@ -366,21 +390,27 @@ struct PathEvaluator {
     /// carrier, addressed, not a bridge port, not ignored): for each candidate, a FIB-match lookup restricted
     /// to it (a plain lookup with an output interface would invent an on-link route).
     /// Most specific wins, then the lowest metric.
-    mutating func bestRoute(to destination: IPAddress, state: NetworkState, query: any KernelQueries,
-                            excludingTunnels: Bool, allowed: Set<InterfaceType>? = nil) -> RouteLookup? {
+    mutating func bestRoute(
+        to destination: IPAddress, state: NetworkState, query: any KernelQueries,
+        excludingTunnels: Bool, allowed: Set<InterfaceType>? = nil
+    ) -> RouteLookup? {
         var best: RouteLookup?
         for entry in availableInterfaces() {
             guard let link = state.links[Int32(entry.index)] else { continue }
             // A CLAT is no VPN: a VPN's IPv4 may ride on it.
             guard !(excludingTunnels && entry.kind.isTunnel && !isCLAT(link, state: state)) else { continue }
             if let allowed, !allowed.contains(medium(of: link, state: state).interfaceType) { continue }
-            guard case let .success(match) = query.lookupRoute(to: destination, outputInterface: link.index,
-                                                               matchingFIBEntry: true),
-                  match.type == RouteType.unicast else { continue }
+            guard
+                case let .success(match) = query.lookupRoute(
+                    to: destination, outputInterface: link.index,
+                    matchingFIBEntry: true),
+                match.type == RouteType.unicast
+            else { continue }
             var candidate = match
             candidate.outputInterface = link.index
             if let current = best {
-                let better = candidate.destinationPrefixLength > current.destinationPrefixLength
+                let better =
+                    candidate.destinationPrefixLength > current.destinationPrefixLength
                     || (candidate.destinationPrefixLength == current.destinationPrefixLength
                         && (candidate.priority ?? 0) < (current.priority ?? 0))
                 if !better { continue }
@@ -405,7 +435,7 @@ struct PathEvaluator {
             for member in active.isEmpty ? members : active {
                 let medium = medium(of: member, state: state, depth: depth + 1)
                 if best == nil || medium.preference < best!.preference { best = medium }
-                if medium == .wired { break }  // nothing is preferred to it: a bridge of pod veths stops at the first
+                if medium == .wired { break } // nothing is preferred to it: a bridge of pod veths stops at the first
             }
             return best ?? .wired
         case .vlan, .macvlan:
@@ -449,10 +479,11 @@ struct PathEvaluator {
 
     mutating func describe(_ outcome: Outcome, state: NetworkState) -> Path.Route {
         let link = outcome.lookup.flatMap { state.links[$0.outputInterface] }
-        var route = Path.Route(destination: outcome.destination.description, status: .unknown,
-                               interface: link?.name,
-                               gateway: outcome.lookup?.gateway.map { format($0, on: link) },
-                               source: outcome.lookup?.preferredSource?.description, nat64: outcome.synthesized?.description)
+        var route = Path.Route(
+            destination: outcome.destination.description, status: .unknown,
+            interface: link?.name,
+            gateway: outcome.lookup?.gateway.map { format($0, on: link) },
+            source: outcome.lookup?.preferredSource?.description, nat64: outcome.synthesized?.description)
         guard outcome.lookupFailed == nil else { return route }
         switch outcome.result {
         case let .usable(usable): route.status = usable.medium.status

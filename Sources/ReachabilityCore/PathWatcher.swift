@@ -30,8 +30,10 @@ package final class PathWatcher {
     private let log: (String) -> Void
     private var rechecks: [ContinuousClock.Instant] = []
 
-    package init(engine: PathEngine, timer: Timer, evaluate: @escaping (PathEngine) -> Path, offer: @escaping (Path) -> Void,
-                 interfacesChanged: @escaping ([InterfaceChange]) -> Void = { _ in }, log: @escaping (String) -> Void = { _ in }) {
+    package init(
+        engine: PathEngine, timer: Timer, evaluate: @escaping (PathEngine) -> Path, offer: @escaping (Path) -> Void,
+        interfacesChanged: @escaping ([InterfaceChange]) -> Void = { _ in }, log: @escaping (String) -> Void = { _ in }
+    ) {
         self.engine = engine
         self.timer = timer
         self.evaluate = evaluate

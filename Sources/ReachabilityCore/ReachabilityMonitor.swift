@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
-import SystemCalls
 import Synchronization
+import SystemCalls
 
 /// Watches the kernel's network state and publishes the path every time it changes.
 ///
@@ -97,9 +97,11 @@ public final class ReachabilityMonitor: Sendable {
     ///     sent over the path's interface when the way out changes, then on its schedule.
     ///   - allowedInterfaceTypes: The interface types the path may leave by (docs/path.md,
     ///     "Restricting the path"); all by default.
-    public init(options: MonitorOptions = MonitorOptions(), target: Target = .defaultPath,
-                connectivity: ConnectivityOptions = ConnectivityOptions(),
-                allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)) {
+    public init(
+        options: MonitorOptions = MonitorOptions(), target: Target = .defaultPath,
+        connectivity: ConnectivityOptions = ConnectivityOptions(),
+        allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)
+    ) {
         self.options = options
         self.target = target
         self.connectivity = connectivity
@@ -110,22 +112,29 @@ public final class ReachabilityMonitor: Sendable {
     /// `NWPathMonitor(requiredInterfaceType:)`: "can I get out by Wi-Fi?". The path is
     /// the kernel's best route through an interface of that type, whatever the
     /// default route says; `unreachable` when there is none.
-    public convenience init(requiredInterfaceType: InterfaceType, target: Target = .defaultPath,
-                            options: MonitorOptions = MonitorOptions(), connectivity: ConnectivityOptions = ConnectivityOptions()) {
+    public convenience init(
+        requiredInterfaceType: InterfaceType, target: Target = .defaultPath,
+        options: MonitorOptions = MonitorOptions(), connectivity: ConnectivityOptions = ConnectivityOptions()
+    ) {
         self.init(options: options, target: target, connectivity: connectivity, allowedInterfaceTypes: [requiredInterfaceType])
     }
 
     /// A monitor of the paths that avoid some types of interface, like
     /// `NWPathMonitor(prohibitedInterfaceTypes:)`: "can I get out without cellular?".
-    public convenience init(prohibitedInterfaceTypes: [InterfaceType], target: Target = .defaultPath,
-                            options: MonitorOptions = MonitorOptions(), connectivity: ConnectivityOptions = ConnectivityOptions()) {
-        self.init(options: options, target: target, connectivity: connectivity,
-                  allowedInterfaceTypes: Set(InterfaceType.allCases).subtracting(prohibitedInterfaceTypes))
+    public convenience init(
+        prohibitedInterfaceTypes: [InterfaceType], target: Target = .defaultPath,
+        options: MonitorOptions = MonitorOptions(), connectivity: ConnectivityOptions = ConnectivityOptions()
+    ) {
+        self.init(
+            options: options, target: target, connectivity: connectivity,
+            allowedInterfaceTypes: Set(InterfaceType.allCases).subtracting(prohibitedInterfaceTypes))
     }
 
     /// A monitor of the path to one host name or address.
-    public convenience init(host: String, options: MonitorOptions = MonitorOptions(),
-                            connectivity: ConnectivityOptions = ConnectivityOptions()) {
+    public convenience init(
+        host: String, options: MonitorOptions = MonitorOptions(),
+        connectivity: ConnectivityOptions = ConnectivityOptions()
+    ) {
         self.init(options: options, target: .host(host), connectivity: connectivity)
     }
 
@@ -278,9 +287,11 @@ public final class ReachabilityMonitor: Sendable {
     ///   - allowedInterfaceTypes: The interface types the path may leave by.
     ///   - resolutionTimeout: How long the calling thread may wait for the system resolver
     ///     to resolve a host name (one that gets no answer takes 5 s per configured server).
-    public static func path(to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions(),
-                            allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases),
-                            resolutionTimeout: Duration = .seconds(5)) throws -> Path {
+    public static func path(
+        to target: Target = .defaultPath, options: MonitorOptions = MonitorOptions(),
+        allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases),
+        resolutionTimeout: Duration = .seconds(5)
+    ) throws -> Path {
         let engine = try PathEngine(options: options)
         engine.dnsServers = options.resolvConf.map { DNSServers.read(resolvConf: $0) }
         var addresses: [IPAddress] = []
@@ -297,9 +308,11 @@ public final class ReachabilityMonitor: Sendable {
     ///   - options: Probe addresses, ignored and metered interfaces, the namespace, the resolv.conf.
     ///   - allowedInterfaceTypes: The interface types the path may leave by.
     ///   - resolutionTimeout: How long the calling thread may wait for the system resolver.
-    public static func path(to host: String, options: MonitorOptions = MonitorOptions(),
-                            allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases),
-                            resolutionTimeout: Duration = .seconds(5)) throws -> Path {
+    public static func path(
+        to host: String, options: MonitorOptions = MonitorOptions(),
+        allowedInterfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases),
+        resolutionTimeout: Duration = .seconds(5)
+    ) throws -> Path {
         try path(to: .host(host), options: options, allowedInterfaceTypes: allowedInterfaceTypes, resolutionTimeout: resolutionTimeout)
     }
 
@@ -317,7 +330,8 @@ public final class ReachabilityMonitor: Sendable {
 
     /// Publishes `candidate` if it differs from the current path.
     func publish(_ candidate: Path, statistics engineStatistics: PathEngine.Statistics) {
-        let deliveries = shared.withLock { shared -> (Path, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [PathStreams.Delivery])? in
+        let deliveries = shared.withLock {
+            shared -> (Path, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [PathStreams.Delivery])? in
             shared.statistics.messages = engineStatistics.messages
             shared.statistics.overruns = engineStatistics.overruns
             shared.statistics.dumps = engineStatistics.dumps
@@ -331,7 +345,9 @@ public final class ReachabilityMonitor: Sendable {
             return (path, shared.queue, shared.handler, handlerInitial, notificationInitial, shared.streams.deliveries())
         }
         guard let (path, queue, handler, handlerInitial, notificationInitial, streams) = deliveries else { return }
-        let initialPath = { var copy = path; copy.initial = true; return copy }()
+        let initialPath = {
+            var copy = path; copy.initial = true; return copy
+        }()
         for stream in streams { stream.send(path) }
         let observer = Self.publishObserver.withLock { $0 }
         // Waking the callback queue for nobody costs a thread hop per change.

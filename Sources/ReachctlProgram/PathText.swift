@@ -19,7 +19,8 @@ enum PathText {
         if let portal = path.portal { lines.append(field("portal", portal)) }
         // Where other ways out were judged: each with its verdict, best first.
         if path.interfaces.contains(where: { $0.connectivity != nil }) {
-            let judged = path.availableInterfaces.compactMap { entry in path.connectivity(of: entry).map { "\(entry.name) \($0.rawValue)" } }
+            let judged = path.availableInterfaces.compactMap { entry in path.connectivity(of: entry).map { "\(entry.name) \($0.rawValue)" }
+            }
             lines.append(field("ways out", judged.joined(separator: ", ")))
         }
         if let better = path.betterWayOut { lines.append(field("better", "\(better): its own probe does better than the path's")) }
@@ -58,17 +59,20 @@ enum PathText {
 
     /// The network's captive-portal API: where it was learnt, and what it answered.
     static func captivePortalLines(_ capport: Path.CaptivePortal, now: Date = Date()) -> [(String, String)] {
-        let state: String = if let error = capport.error { "unusable: \(error)" }
-            else if let captive = capport.captive { captive ? "captive" : "not captive" }
-            else { "not answered yet" }
+        let state: String =
+            if let error = capport.error { "unusable: \(error)" } else if let captive = capport.captive {
+                captive ? "captive" : "not captive"
+            } else { "not answered yet" }
         var details: [String] = []
         if let seconds = capport.secondsRemaining(at: now), let expires = capport.expires {
             details.append("\(seconds) s left (until \(UTCTimestamp.format(expires)))")
         }
         if let bytes = capport.bytesRemaining { details.append("\(bytes) bytes left") }
         if capport.canExtendSession == true { details.append("can extend") }
-        var lines = [("capport", ([state] + details).joined(separator: ", ")),
-                     ("capport-api", "\(capport.api) (\(capport.source.rawValue), \(capport.interface))")]
+        var lines = [
+            ("capport", ([state] + details).joined(separator: ", ")),
+            ("capport-api", "\(capport.api) (\(capport.source.rawValue), \(capport.interface))")
+        ]
         if let venue = capport.venueInfoURL { lines.append(("venue", venue)) }
         return lines
     }

@@ -4,6 +4,7 @@ import ReachabilityCore
 import ReachctlSupport
 import ReachdVersion
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,10 +17,10 @@ struct Reachctl: AsyncParsableCommand {
         commandName: "reachctl",
         abstract: "Query and watch network reachability.",
         discussion: """
-        The status is the medium of the interface the kernel would use for the probe \
-        addresses (IPv4 and IPv6; nothing is sent): wifi, wired, cellular, or \
-        unreachable with a reason; unknown when the kernel cannot be asked.
-        """,
+            The status is the medium of the interface the kernel would use for the probe \
+            addresses (IPv4 and IPv6; nothing is sent): wifi, wired, cellular, or \
+            unreachable with a reason; unknown when the kernel cannot be asked.
+            """,
         version: reachdVersion,
         subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, RouteCommand.self, TrustCommand.self, ReloadCommand.self]
     )
@@ -48,13 +49,19 @@ struct CommonOptions: ParsableArguments {
     @Flag(help: "Compute the path in this process from netlink; never ask the daemon.")
     var direct = false
 
-    @Option(help: ArgumentHelp("Where the daemon is: system, session, or a D-Bus address or socket path (default: the system bus name, then the private socket).", valueName: "bus"))
+    @Option(
+        help: ArgumentHelp(
+            "Where the daemon is: system, session, or a D-Bus address or socket path (default: the system bus name, then the private socket).",
+            valueName: "bus"))
     var bus: String?
 
     /// The daemon, unless --direct. A watcher that lost it looks for it again within a second.
     var client: ReachabilityClient? {
-        direct ? nil : ReachabilityClient(endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic,
-                                          reconnectDelays: (.milliseconds(100), .seconds(1)))
+        direct
+            ? nil
+            : ReachabilityClient(
+                endpoint: bus.map(ReachabilityClient.Endpoint.init) ?? .automatic,
+                reconnectDelays: (.milliseconds(100), .seconds(1)))
     }
 
     @Option(help: ArgumentHelp("The reachd config whose [monitor] table to use.", valueName: "file"))

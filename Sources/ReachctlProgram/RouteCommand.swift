@@ -1,7 +1,7 @@
 import ArgumentParser
-import ReachctlSupport
 import ReachabilityClient
 import ReachabilityCore
+import ReachctlSupport
 
 struct RouteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

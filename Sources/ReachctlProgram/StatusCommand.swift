@@ -1,6 +1,6 @@
 import ArgumentParser
-import ReachctlSupport
 import ReachabilityCore
+import ReachctlSupport
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

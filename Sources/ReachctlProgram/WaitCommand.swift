@@ -1,6 +1,7 @@
 import ArgumentParser
-import ReachctlSupport
 import ReachabilityCore
+import ReachctlSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +14,9 @@ struct WaitCommand: AsyncParsableCommand {
             + "online waits for connectivity full: the daemon's probe (or a validated trust host) saw the Internet, not a captive portal."
     )
 
-    @Option(name: .customLong("for"), help: "reachable (any of wifi, wired, cellular), online (connectivity full), wifi, wired, cellular or unreachable.")
+    @Option(
+        name: .customLong("for"),
+        help: "reachable (any of wifi, wired, cellular), online (connectivity full), wifi, wired, cellular or unreachable.")
     var wanted: PathCondition = .reachable
 
     @Option(help: ArgumentHelp("How long to wait: 500ms, 30s, 2m, or seconds.", valueName: "duration"))

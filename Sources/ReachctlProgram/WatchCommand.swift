@@ -1,7 +1,8 @@
 import ArgumentParser
-import ReachctlSupport
 @preconcurrency import Dispatch
 import ReachabilityCore
+import ReachctlSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif

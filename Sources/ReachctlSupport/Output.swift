@@ -1,6 +1,7 @@
-import SystemPackage
 import ArgumentParser
+import SystemPackage
 import TOML
+
 #if canImport(Glibc)
 import Glibc
 #endif

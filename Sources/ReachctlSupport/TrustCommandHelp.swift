@@ -15,7 +15,7 @@ public enum TrustCommandHelp {
         "check": "Connect to a TLS server and judge its chain now.",
         "verify": "Judge a saved chain offline, with the same policy as check.",
         "pin": "Print the pin of each certificate, leaf first.",
-        "diagnose": "Try TLS 1.0–1.3 with and without forward secrecy against the ATS baseline.",
+        "diagnose": "Try TLS 1.0–1.3 with and without forward secrecy against the ATS baseline."
     ]
 
     public static func abstract(of command: String) -> String {

@@ -56,8 +56,10 @@ package struct MetricFamily: Sendable, Equatable {
 
     /// A state set the node_exporter way: one sample per state, every state present,
     /// 1 for the current one (none when `current` is nil), 0 for the others.
-    package static func stateSet(label: String, states: [String], current: String?,
-                                     labels: [Label] = []) -> [Sample] {
+    package static func stateSet(
+        label: String, states: [String], current: String?,
+        labels: [Label] = []
+    ) -> [Sample] {
         states.map { Sample(labels + [Label(label, $0)], $0 == current ? 1 : 0) }
     }
 }

@@ -20,7 +20,9 @@ package enum MetricsFormat: Sendable, Equatable {
     package init(accept: String?) {
         let wanted = Array("application/openmetrics-text".utf8)
         let header = HTTPHeadBytes.lowercased(accept?.utf8 ?? "".utf8)
-        let found = header.count >= wanted.count && (0 ... header.count - wanted.count).contains { header[$0 ..< $0 + wanted.count].elementsEqual(wanted) }
+        let found =
+            header.count >= wanted.count
+            && (0...header.count - wanted.count).contains { header[$0..<$0 + wanted.count].elementsEqual(wanted) }
         self = found ? .openMetrics : .prometheus
     }
 }

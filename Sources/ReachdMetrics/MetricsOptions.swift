@@ -26,17 +26,19 @@ package struct MetricsOptions: Sendable, Equatable {
             let port: ArraySlice<UInt8>
             if bytes.first == UInt8(ascii: "[") {
                 guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close + 1 < bytes.count,
-                      bytes[close + 1] == UInt8(ascii: ":") else { return nil }
-                host = bytes[1 ..< close]
+                    bytes[close + 1] == UInt8(ascii: ":")
+                else { return nil }
+                host = bytes[1..<close]
                 port = bytes[(close + 2)...]
             } else {
                 guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")), !bytes[..<colon].contains(UInt8(ascii: ":")) else { return nil }
                 host = bytes[..<colon]
                 port = bytes[(colon + 1)...]
             }
-            guard !port.isEmpty, port.count <= 5, port.allSatisfy({ (48 ... 57).contains($0) }),
-                  let address = IPAddress(String(decoding: host, as: UTF8.self)),
-                  let number = UInt16(String(decoding: port, as: UTF8.self)), number > 0 else { return nil }
+            guard !port.isEmpty, port.count <= 5, port.allSatisfy({ (48...57).contains($0) }),
+                let address = IPAddress(String(decoding: host, as: UTF8.self)),
+                let number = UInt16(String(decoding: port, as: UTF8.self)), number > 0
+            else { return nil }
             self.address = address
             self.port = number
         }
@@ -58,8 +60,10 @@ package struct MetricsOptions: Sendable, Equatable {
         if let (path, line) = try table.string("textfile") {
             // node_exporter's textfile collector reads *.prom only: any other name would be silently ignored.
             guard path.utf8.first == UInt8(ascii: "/"), path.utf8.reversed().starts(with: ".prom".utf8.reversed()),
-                  !path.utf8.reversed().starts(with: "/.prom".utf8.reversed()) else {
-                throw table.error("textfile must be an absolute path ending in .prom (node_exporter reads no other), not \"\(path)\"", line: line)
+                !path.utf8.reversed().starts(with: "/.prom".utf8.reversed())
+            else {
+                throw table.error(
+                    "textfile must be an absolute path ending in .prom (node_exporter reads no other), not \"\(path)\"", line: line)
             }
             textfile = path
         }

@@ -1,7 +1,8 @@
-import SystemCalls
-import HTTPWire
 import CLinuxShim
+import HTTPWire
 import ReachabilityBus
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,8 +46,10 @@ package final class MetricsServer {
     }
 
     /// Binds and listens; `render` builds the exposition at each scrape.
-    package init(address: MetricsOptions.ListenAddress, loop: EventLoop, log: @escaping (String) -> Void,
-                 render: @escaping (MetricsFormat) -> [UInt8]) throws {
+    package init(
+        address: MetricsOptions.ListenAddress, loop: EventLoop, log: @escaping (String) -> Void,
+        render: @escaping (MetricsFormat) -> [UInt8]
+    ) throws {
         self.address = address
         self.loop = loop
         self.log = log
@@ -117,8 +120,10 @@ package final class MetricsServer {
             if connections.count >= Self.maximumConnections {
                 // Make room by dropping the oldest client still to send its request: a real
                 // scraper sends it with the connection, so idlers cannot lock Prometheus out.
-                guard let idle = connections.values.filter({ $0.response.isEmpty && $0.watch != nil })
-                    .min(by: { $0.deadline < $1.deadline }) else {
+                guard
+                    let idle = connections.values.filter({ $0.response.isEmpty && $0.watch != nil })
+                        .min(by: { $0.deadline < $1.deadline })
+                else {
                     close(peer)
                     logRefusal("more than \(Self.maximumConnections) scrapes at once")
                     continue
@@ -176,11 +181,15 @@ package final class MetricsServer {
         case .incomplete where connection.request.count <= Self.maximumRequestBytes:
             return
         case .incomplete:
-            answer(connection, status: "431 Request Header Fields Too Large", body: Array("request larger than \(Self.maximumRequestBytes) bytes\n".utf8))
+            answer(
+                connection, status: "431 Request Header Fields Too Large",
+                body: Array("request larger than \(Self.maximumRequestBytes) bytes\n".utf8))
         case .malformed:
             answer(connection, status: "400 Bad Request", body: Array("not an HTTP request\n".utf8))
         case let .complete(method, target, accept):
-            if target.utf8.split(separator: UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false).first?.elementsEqual("/metrics".utf8) != true {
+            if target.utf8.split(separator: UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false).first?.elementsEqual(
+                "/metrics".utf8) != true
+            {
                 answer(connection, status: "404 Not Found", body: Array("reachd serves /metrics only\n".utf8))
             } else if method != "GET" && method != "HEAD" {
                 answer(connection, status: "405 Method Not Allowed", headers: "Allow: GET, HEAD\r\n", body: Array("GET /metrics\n".utf8))
@@ -191,11 +200,14 @@ package final class MetricsServer {
         }
     }
 
-    private func answer(_ connection: Connection, status: String, contentType: String = "text/plain; charset=utf-8",
-                        headers: String = "", body: [UInt8], headOnly: Bool = false) {
+    private func answer(
+        _ connection: Connection, status: String, contentType: String = "text/plain; charset=utf-8",
+        headers: String = "", body: [UInt8], headOnly: Bool = false
+    ) {
         connection.watch?.cancel()
         connection.watch = nil
-        let head = "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n\(headers)Connection: close\r\n\r\n"
+        let head =
+            "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n\(headers)Connection: close\r\n\r\n"
         connection.response = (Array(head.utf8) + (headOnly ? [] : body))[...]
         send(on: connection)
     }

@@ -26,8 +26,9 @@ final class CaptivePortalChecker {
     init(options: ConnectivityOptions, helper: TrustHelper?, runs: HelperRuns, loop: EventLoop, hooks: Hooks) throws {
         (self.options, self.helper, self.runs, self.hooks) = (options, helper, runs, hooks)
         var timer: EventLoop.Timer?
-        schedule = CaptivePortalAPIScheduler(interval: options.interval, timer: .init(arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() }),
-                                             start: { [unowned self] target, generation in start(target, generation: generation) })
+        schedule = CaptivePortalAPIScheduler(
+            interval: options.interval, timer: .init(arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() }),
+            start: { [unowned self] target, generation in start(target, generation: generation) })
         timer = try loop.timer { [unowned schedule] in schedule!.timerFired() }
         networkd = NetworkdCaptivePortal(loop: loop, onChange: hooks.changed)
         try networkd.configure(directory: options.capport == .off ? nil : options.networkdLinks)
@@ -51,7 +52,9 @@ final class CaptivePortalChecker {
                 let api = "\(target.uri) (\(target.source.rawValue), \(target.interfaceName))"
                 if let refusal = target.refusal { Log.warning("capport: \(api): \(refusal)") } else { Log.info("capport: querying \(api)") }
             } else if let before = schedule.target {
-                Log.info("capport: \(before.uri) no longer applies (the network no longer announces it, or the path left \(before.interfaceName))")
+                Log.info(
+                    "capport: \(before.uri) no longer applies (the network no longer announces it, or the path left \(before.interfaceName))"
+                )
             }
             schedule.select(target)
         } else if moved {
@@ -67,10 +70,11 @@ final class CaptivePortalChecker {
         let index = Int32(interface.index)
         networkd.follow(index)
         let found: (String, Path.CaptivePortal.Source)? =
-            if let announced = engine.announcedCaptivePortal(on: index) { (announced.uri, .routerAdvertisement) }
-            else if let recorded = networkd.uri { (recorded, .networkd) }
-            else if case let .uri(configured) = options.capport { (configured, .config) }
-            else { nil }
+            if let announced = engine.announcedCaptivePortal(on: index) {
+                (announced.uri, .routerAdvertisement)
+            } else if let recorded = networkd.uri { (recorded, .networkd) } else if case let .uri(configured) = options.capport {
+                (configured, .config)
+            } else { nil }
         return found.map { .init(uri: $0.0, source: $0.1, interfaceIndex: index, interfaceName: interface.name) }
     }
 
@@ -82,8 +86,10 @@ final class CaptivePortalChecker {
             return false
         }
         do {
-            try helper.startCaptivePortalQuery(target.uri, interfaceIndex: target.interfaceIndex, timeout: options.timeout,
-                                               anchors: options.capportAnchors, runs: runs) { [unowned self] answer in
+            try helper.startCaptivePortalQuery(
+                target.uri, interfaceIndex: target.interfaceIndex, timeout: options.timeout,
+                anchors: options.capportAnchors, runs: runs
+            ) { [unowned self] answer in
                 finish(generation, answer)
             }
             return true
@@ -104,7 +110,9 @@ final class CaptivePortalChecker {
             if error != before?.error { Log.warning("capport: \(api): \(error)") }
         } else if state.captive != before?.captive || state.expires != before?.expires {
             let session = state.secondsRemaining().map { ", the session ends in \($0) s" } ?? ""
-            Log.notice("capport: \(api) says \(state.captive == true ? "captive, log in at \(state.userPortalURL ?? "")" : "not captive")\(session)")
+            Log.notice(
+                "capport: \(api) says \(state.captive == true ? "captive, log in at \(state.userPortalURL ?? "")" : "not captive")\(session)"
+            )
         }
         hooks.changed()
     }

@@ -23,8 +23,9 @@ final class ConnectivityChecker {
         // The schedule's arm/disarm closures hold the timer; the timer's callback only a reference back.
         var timer: EventLoop.Timer?
         let mailbox = try Mailbox<Probed>()
-        schedule = ConnectivityScheduler(options: options, arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() },
-                                         post: { mailbox.post(Probed(generation: $0, verdict: $1)) })
+        schedule = ConnectivityScheduler(
+            options: options, arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() },
+            post: { mailbox.post(Probed(generation: $0, verdict: $1)) })
         timer = try loop.timer { [unowned schedule] in schedule.timerFired() }
         try loop.onReadable(mailbox.descriptor) { [unowned schedule] in
             for probed in mailbox.take() {
@@ -72,7 +73,11 @@ final class ConnectivityChecker {
     /// instead: the answer then waits for it.
     func checkNow(captivePortalAPI: Bool, reply: @escaping (Result<String, BusMethodError>) -> Void) {
         guard schedule.probe != nil || captivePortalAPI else {
-            return reply(.failure(.failed("no [connectivity] uri is configured and the network announces no captive-portal API: connectivity comes from the trust rounds")))
+            return reply(
+                .failure(
+                    .failed(
+                        "no [connectivity] uri is configured and the network announces no captive-portal API: connectivity comes from the trust rounds"
+                    )))
         }
         guard schedule.isPathReachable else { return reply(.success(Connectivity.none.rawValue)) }
         waiters.append(reply)

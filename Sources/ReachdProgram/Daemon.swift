@@ -4,6 +4,7 @@ import NetworkManagerSurface
 import ReachabilityBus
 import ReachabilityCore
 import ReachdMetrics
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -64,19 +65,22 @@ final class Daemon: ReachabilityObjectDelegate {
         /// Engines on the netlink sockets — or on `source`, a test's kernel, whatever each config
         /// says (`MonitorOptions.kernel`) — watched on `loop`.
         static func engines(on source: (any KernelSource)? = nil, loop: EventLoop) -> KernelAccess {
-            KernelAccess(openEngine: { options in
-                var options = options
-                if let source { options.kernel = source }
-                return try PathEngine(options: options)
-            }, watch: { try loop.onReadable($0, $1) })
+            KernelAccess(
+                openEngine: { options in
+                    var options = options
+                    if let source { options.kernel = source }
+                    return try PathEngine(options: options)
+                }, watch: { try loop.onReadable($0, $1) })
         }
     }
 
     private let kernel: KernelAccess
 
     /// `kernel`: nil for the netlink sockets, watched on `loop`.
-    init(configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop,
-         kernel: KernelAccess? = nil) throws {
+    init(
+        configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop,
+        kernel: KernelAccess? = nil
+    ) throws {
         self.configFile = configFile
         self.configuration = configuration
         self.helper = helper
@@ -110,23 +114,26 @@ final class Daemon: ReachabilityObjectDelegate {
         waysOut = try WaysOutChecker(options: configuration.connectivity, loop: loop) { [unowned self] in republish() }
         capport = try CaptivePortalChecker(
             options: configuration.connectivity, helper: helper, runs: helperRuns, loop: loop,
-            hooks: .init(changed: { [unowned self] in
-                if let current { capport.observe(current, moved: false, engine: self.engine) }
-                metricsOutputs.changed()
-                republish()
-            }, settled: { [unowned self] in connectivity.captivePortalAPIAnswered(current?.connectivity) }))
+            hooks: .init(
+                changed: { [unowned self] in
+                    if let current { capport.observe(current, moved: false, engine: self.engine) }
+                    metricsOutputs.changed()
+                    republish()
+                }, settled: { [unowned self] in connectivity.captivePortalAPIAnswered(current?.connectivity) }))
         trust = try TrustCoordinator(
             configFile: configFile, options: configuration.trust, helper: helper, runs: helperRuns, loop: loop, object: object,
             metrics: metrics,
-            hooks: .init(path: { [unowned self] in (current, connectivity.schedule.verdict) },
-                         isAwaitingEvidence: { [unowned self] in
-                             connectivity.schedule.isAwaitingFirstVerdict || capport.schedule.isAwaitingFirstAnswer
-                         },
-                         mayDeliver: { [unowned self] in mayDeliverReports },
-                         finished: { [unowned self] in republish() },
-                         metricsChanged: { [unowned self] in metricsOutputs.changed() }))
-        queries = try PathQueries(loop: loop, object: object, engine: { [unowned self] in self.engine },
-                                  published: { [unowned self] in current }, trust: { [unowned self] in trust.summary })
+            hooks: .init(
+                path: { [unowned self] in (current, connectivity.schedule.verdict) },
+                isAwaitingEvidence: { [unowned self] in
+                    connectivity.schedule.isAwaitingFirstVerdict || capport.schedule.isAwaitingFirstAnswer
+                },
+                mayDeliver: { [unowned self] in mayDeliverReports },
+                finished: { [unowned self] in republish() },
+                metricsChanged: { [unowned self] in metricsOutputs.changed() }))
+        queries = try PathQueries(
+            loop: loop, object: object, engine: { [unowned self] in self.engine },
+            published: { [unowned self] in current }, trust: { [unowned self] in trust.summary })
         nat64 = try NAT64Discovery(loop: loop) { [unowned self] prefix, interface in
             let found = prefix.map { (prefix: $0, interface: interface) }
             guard found?.prefix != engine.discoveredNAT64?.prefix || found?.interface != engine.discoveredNAT64?.interface else { return }
@@ -151,7 +158,9 @@ final class Daemon: ReachabilityObjectDelegate {
 
     private func dnsChanged(_ servers: DNSServers?) {
         engine.dnsServers = servers
-        Log.info("dns: \(servers?.source.rawValue ?? "not followed"): \(servers?.servers.map(\.address.description).joined(separator: " ") ?? "")")
+        Log.info(
+            "dns: \(servers?.source.rawValue ?? "not followed"): \(servers?.servers.map(\.address.description).joined(separator: " ") ?? "")"
+        )
         if isReady { publishCurrentPath() }
     }
 
@@ -196,7 +205,9 @@ final class Daemon: ReachabilityObjectDelegate {
             path.capport = capport.schedule.state
             // The network's own word is stronger than a probe's guess (docs/connectivity.md): captive is a portal at its
             // page; not captive leaves the probe to decide, so it never makes a failing path full.
-            if let announced = path.capport, announced.captive == true { (path.connectivity, path.portal) = (.portal, announced.userPortalURL) }
+            if let announced = path.capport, announced.captive == true {
+                (path.connectivity, path.portal) = (.portal, announced.userPortalURL)
+            }
         }
         // Each other way out's own verdict (docs/connectivity.md, "Every way out"); the path's own interface's is `connectivity`.
         for position in path.interfaces.indices where path.interfaces[position].index != path.interface?.index {
@@ -231,9 +242,10 @@ final class Daemon: ReachabilityObjectDelegate {
         let after = current ?? path
         queries.refresh()
         let (wasPortal, isPortal) = (path.connectivity == .portal, after.connectivity == .portal)
-        trust.schedule.connectivityPublished(portalChanged: wasPortal != isPortal,
-                                             evidenceChanged: wasPortal && isPortal && path.capport?.captive != after.capport?.captive,
-                                             connectivity: after.connectivity.rawValue)
+        trust.schedule.connectivityPublished(
+            portalChanged: wasPortal != isPortal,
+            evidenceChanged: wasPortal && isPortal && path.capport?.captive != after.capport?.captive,
+            connectivity: after.connectivity.rawValue)
         // Logged in past a portal, or back to a clean path: what waited for that goes now.
         if !couldUsePlainHTTP && plainHTTPReportsAllowed { trust.schedule.requestDelivery("connectivity full") }
     }
@@ -255,8 +267,10 @@ final class Daemon: ReachabilityObjectDelegate {
         queries.route(to: destination, caller: caller, reply: reply)
     }
 
-    func watchPath(destination: String, interfaceTypes: String, caller: String,
-                   reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void) {
+    func watchPath(
+        destination: String, interfaceTypes: String, caller: String,
+        reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void
+    ) {
         queries.watchPath(destination: destination, interfaceTypes: interfaceTypes, caller: caller, reply: reply)
     }
 
@@ -363,7 +377,8 @@ final class Daemon: ReachabilityObjectDelegate {
     private func configureCompat(_ configuration: DaemonConfiguration) throws {
         guard let compat else {
             if configuration.networkManagerCompat {
-                Log.warning("compat: networkmanager = true, but reachd is on no bus (--bus none, or no system bus): nothing serves the surface")
+                Log.warning(
+                    "compat: networkmanager = true, but reachd is on no bus (--bus none, or no system bus): nothing serves the surface")
             }
             return
         }
@@ -389,10 +404,12 @@ final class Daemon: ReachabilityObjectDelegate {
 
     /// What a scrape reads (and what tests read of the daemon's counts).
     func metricsFamilies() -> [MetricFamily] {
-        metrics.families(DaemonMetrics.State(status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
-                                             trust: trust.summary, round: trust.schedule.isEnabled ? trust.round : nil,
-                                             engine: engine.statistics, reportsPending: trust.schedule.reportsPending,
-                                             dns: current?.dns, ipv4Via: current?.ipv4Via ?? .none, nat64: current?.nat64,
-                                             interfaces: current?.interfaces ?? [], capport: current?.capport, capportQueries: capport.schedule.counts))
+        metrics.families(
+            DaemonMetrics.State(
+                status: current?.status ?? .unknown, connectivity: current?.connectivity ?? .unknown,
+                trust: trust.summary, round: trust.schedule.isEnabled ? trust.round : nil,
+                engine: engine.statistics, reportsPending: trust.schedule.reportsPending,
+                dns: current?.dns, ipv4Via: current?.ipv4Via ?? .none, nat64: current?.nat64,
+                interfaces: current?.interfaces ?? [], capport: current?.capport, capportQueries: capport.schedule.counts))
     }
 }

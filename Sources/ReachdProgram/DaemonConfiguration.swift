@@ -3,6 +3,7 @@ import ReachabilityCore
 import ReachdMetrics
 import TOML
 import TrustHelperMessages
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,8 +32,10 @@ struct DaemonConfiguration {
 
     /// `load` on the loop (a reload): the helper checks `[trust]` while the loop goes on;
     /// `completion` runs there with the configuration, or why it cannot be in force.
-    static func startLoading(_ file: String, helper: TrustHelper?, runs: HelperRuns,
-                             completion: @escaping (Result<DaemonConfiguration, any Error>) -> Void) {
+    static func startLoading(
+        _ file: String, helper: TrustHelper?, runs: HelperRuns,
+        completion: @escaping (Result<DaemonConfiguration, any Error>) -> Void
+    ) {
         let parsed: DaemonConfiguration
         do {
             parsed = try parse(file, helperInstalled: helper != nil)
@@ -42,11 +45,12 @@ struct DaemonConfiguration {
         guard let helper, access(file, F_OK) == 0 else { return completion(.success(parsed)) }
         do {
             try helper.startConfigCheck(file, runs: runs) { result in
-                completion(result.map { summary in
-                    var checked = parsed
-                    checked.trust = summary
-                    return checked
-                }.mapError { $0 })
+                completion(
+                    result.map { summary in
+                        var checked = parsed
+                        checked.trust = summary
+                        return checked
+                    }.mapError { $0 })
             }
         } catch {
             completion(.failure(error))
@@ -78,6 +82,7 @@ struct DaemonConfiguration {
         guard helperInstalled || document["trust"] == nil else {
             throw Failure(description: "\(file) has a [trust] table, but reachd-trust, which reads it, is not installed beside reachd")
         }
-        return DaemonConfiguration(monitor: monitor, metrics: metrics, connectivity: connectivity, networkManagerCompat: networkManagerCompat)
+        return DaemonConfiguration(
+            monitor: monitor, metrics: metrics, connectivity: connectivity, networkManagerCompat: networkManagerCompat)
     }
 }

@@ -1,6 +1,7 @@
 import CLinuxShim
-import SystemCalls
 import ReachabilityBus
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -172,8 +173,9 @@ final class HelperProcess {
         let status = waitStatus ?? 0
         // WIFEXITED / WEXITSTATUS are macros.
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Outcome(status: code, output: output, errors: errors, timedOut: timedOut,
-                       overflowed: output.count + errors.count > Self.limit)
+        return Outcome(
+            status: code, output: output, errors: errors, timedOut: timedOut,
+            overflowed: output.count + errors.count > Self.limit)
     }
 
     /// Runs to the end without a loop (at start, before the loop runs): the pipes and the exit polled at once.
@@ -182,7 +184,9 @@ final class HelperProcess {
             let remaining = deadline.map { ContinuousClock.now.duration(to: $0) } ?? .seconds(3600)
             if remaining <= .zero, !timedOut { expire() }
             var polled = ([exitDescriptor] + descriptors).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let nanoseconds = timedOut ? 1_000_000_000 : max(0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
+            let nanoseconds =
+                timedOut
+                ? 1_000_000_000 : max(0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
             // A poll that fails cannot wait for the end: the process is ended instead.
             if retryingOnInterrupt({ reachd_poll(&polled, nfds_t(polled.count), nanoseconds) }) < 0, !timedOut { expire() }
             for entry in polled.dropFirst() where entry.revents != 0 { read(entry.fd) }

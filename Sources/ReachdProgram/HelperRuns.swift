@@ -1,4 +1,5 @@
 import ReachabilityBus
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,8 +32,10 @@ final class HelperRuns {
     }
 
     /// Starts `arguments`; `completion` runs on the loop with the outcome, by the deadline (if any) at the latest.
-    func start(_ executable: String, _ arguments: [String], within budget: Duration?,
-               completion: @escaping (HelperProcess.Outcome) -> Void) throws(TrustHelper.Failure) {
+    func start(
+        _ executable: String, _ arguments: [String], within budget: Duration?,
+        completion: @escaping (HelperProcess.Outcome) -> Void
+    ) throws(TrustHelper.Failure) {
         let process = try HelperProcess(executable, arguments, deadline: budget.map { .now + $0 })
         let run = Run(process, completion: completion)
         do {

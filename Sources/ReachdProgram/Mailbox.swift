@@ -1,5 +1,5 @@
-import SystemCalls
 import Synchronization
+import SystemCalls
 
 /// How other threads hand results to the event loop: a queue and a wake pipe the
 /// loop watches. The loop thread alone takes messages out.

@@ -43,7 +43,7 @@ final class NAT64Discovery {
     /// IPv4 of its own, and nothing better than DNS64 says where its NAT64 is.
     func observe(_ path: Path) {
         if let reason = path.reason, [.linkDown, .noCarrier, .noAddress, .noInterface].contains(reason) {
-            asked = nil  // the link was lost: the next one may be another network
+            asked = nil // the link was lost: the next one may be another network
             return
         }
         let candidate = path.ipv6 && path.ipv4Via != .native && (path.nat64 == nil || path.nat64?.source == .dns64)
@@ -65,8 +65,11 @@ final class NAT64Discovery {
             do {
                 let answers = try HostResolver.resolve("ipv4only.arpa", family: .v6)
                 let prefix = answers.lazy.compactMap(NAT64Prefix.discovered(from:)).first
-                mailbox.post(Answer(generation: generation, prefix: prefix,
-                                    failure: prefix == nil ? "ipv4only.arpa has no synthesised address (\(answers.map(\.description).joined(separator: " ")))" : nil))
+                mailbox.post(
+                    Answer(
+                        generation: generation, prefix: prefix,
+                        failure: prefix == nil
+                            ? "ipv4only.arpa has no synthesised address (\(answers.map(\.description).joined(separator: " ")))" : nil))
             } catch {
                 mailbox.post(Answer(generation: generation, prefix: nil, failure: "\(error)"))
             }

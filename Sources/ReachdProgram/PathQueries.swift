@@ -31,8 +31,10 @@ final class PathQueries {
     private var nextRequest = 0
     private var watches = PathWatches()
 
-    init(loop: EventLoop, object: ReachabilityObject, engine: @escaping () -> PathEngine, published: @escaping () -> Path?,
-         trust: @escaping () -> TrustSummary) throws {
+    init(
+        loop: EventLoop, object: ReachabilityObject, engine: @escaping () -> PathEngine, published: @escaping () -> Path?,
+        trust: @escaping () -> TrustSummary
+    ) throws {
         (self.object, self.engine, self.published, self.trust) = (object, engine, published, trust)
         mailbox = try Mailbox()
         try loop.onReadable(mailbox.descriptor) { [unowned self] in
@@ -73,8 +75,10 @@ final class PathQueries {
 
     /// `WatchPath()`: the path to a destination (or the default path restricted to some
     /// interface types), answered now and then followed with PathChanged.
-    func watchPath(destination: String, interfaceTypes: String, caller: String,
-                   reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void) {
+    func watchPath(
+        destination: String, interfaceTypes: String, caller: String,
+        reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void
+    ) {
         let types: Set<InterfaceType>
         do {
             types = try InterfaceType.parseList(interfaceTypes)
@@ -107,19 +111,25 @@ final class PathQueries {
 
     /// The addresses of an IP address or host name, resolved off the loop under the
     /// per-caller limits; `failure` when the argument is neither, or a limit is reached.
-    private func resolve(_ destination: String, for method: String, caller: String, failure: (BusMethodError) -> Void,
-                         then done: @escaping ([IPAddress]) -> Void) {
+    private func resolve(
+        _ destination: String, for method: String, caller: String, failure: (BusMethodError) -> Void,
+        then done: @escaping ([IPAddress]) -> Void
+    ) {
         if let literal = IPAddress(destination) { return done([literal]) }
         guard HostResolver.isHostName(destination) else {
             let shown = destination.utf8.count > 64 ? String(decoding: destination.utf8.prefix(64), as: UTF8.self) + "…" : destination
-            return failure(.init("org.freedesktop.DBus.Error.InvalidArgs",
-                                 "\"\(shown)\" is neither an IP address nor a host name (at most 253 bytes of letters, digits, '-', '_' and dots)"))
+            return failure(
+                .init(
+                    "org.freedesktop.DBus.Error.InvalidArgs",
+                    "\"\(shown)\" is neither an IP address nor a host name (at most 253 bytes of letters, digits, '-', '_' and dots)"))
         }
         if pending.count >= Self.routesInFlight {
             return failure(.limitsExceeded("\(Self.routesInFlight) Route() and WatchPath() lookups are resolving already; try again"))
         }
         if pending.values.count(where: { $0.caller == caller }) >= Self.routesPerCaller {
-            return failure(.limitsExceeded("at most \(Self.routesPerCaller) \(method) lookups of one caller resolve at once (Route() and WatchPath() together)"))
+            return failure(
+                .limitsExceeded(
+                    "at most \(Self.routesPerCaller) \(method) lookups of one caller resolve at once (Route() and WatchPath() together)"))
         }
         nextRequest += 1
         let request = nextRequest
@@ -131,8 +141,10 @@ final class PathQueries {
     }
 
     /// A path this answers with: evaluated now, the daemon's, with the trust verdict.
-    private func evaluate(_ target: ReachabilityMonitor.Target, addresses: [IPAddress],
-                          allowed: Set<InterfaceType> = Set(InterfaceType.allCases)) -> Path {
+    private func evaluate(
+        _ target: ReachabilityMonitor.Target, addresses: [IPAddress],
+        allowed: Set<InterfaceType> = Set(InterfaceType.allCases)
+    ) -> Path {
         var path = MonitorLoop.evaluate(engine(), target: target, addresses: addresses, watch: false, allowed: allowed)
         path.source = .daemon
         path.trust = trust()
@@ -143,8 +155,9 @@ final class PathQueries {
     /// and connectivity when it leaves the way the probed path does (else unknown).
     private func evaluate(_ watch: PathWatches.Watch) -> Path {
         let destination = watch.request.destination
-        var path = evaluate(destination.isEmpty ? .defaultPath : .host(destination), addresses: watch.addresses,
-                            allowed: watch.request.interfaceTypes)
+        var path = evaluate(
+            destination.isEmpty ? .defaultPath : .host(destination), addresses: watch.addresses,
+            allowed: watch.request.interfaceTypes)
         if let current = published(), path.leavesTheSameWay(as: current) {
             (path.connectivity, path.portal) = (current.connectivity, current.portal)
         }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import ReachabilityBus
 import ReachabilityCore
 import ReachdVersion
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +25,7 @@ package struct Reachd {
                 exit(0)
             case let .usage(message):
                 Log.error("\(message) (see reachd --help)")
-                exit(64)  // EX_USAGE
+                exit(64) // EX_USAGE
             }
         }
         exit(Reachd(options: options).run())
@@ -93,8 +94,10 @@ package struct Reachd {
             // follow went with it. Exiting non-zero lets the service manager
             // (Restart=on-failure) start reachd afresh, which owns and follows everything
             // again; reconnecting in place would have to rebuild each of them.
-            try connection.onSignal(sender: "org.freedesktop.DBus.Local", path: "/org/freedesktop/DBus/Local",
-                                    interface: "org.freedesktop.DBus.Local", member: "Disconnected") { _ in
+            try connection.onSignal(
+                sender: "org.freedesktop.DBus.Local", path: "/org/freedesktop/DBus/Local",
+                interface: "org.freedesktop.DBus.Local", member: "Disconnected"
+            ) { _ in
                 Log.error("lost \(shown) (its broker went away): exiting so that the service manager starts reachd again")
                 loop.exit(Self.lostBusExitCode)
             }

@@ -38,9 +38,13 @@ final class ResolverFollower {
     func followResolved(on bus: BusConnection) throws {
         resolved = try ResolvedServers(connection: bus) { [unowned self] servers in
             resolvedServers = servers.map { servers in
-                DNSServers(source: .resolved, servers: servers.compactMap { server in
-                    IPAddress(bytes: server.address).map { DNSServers.Server(address: $0, link: server.interfaceIndex.map { .index($0) }) }
-                })
+                DNSServers(
+                    source: .resolved,
+                    servers: servers.compactMap { server in
+                        IPAddress(bytes: server.address).map {
+                            DNSServers.Server(address: $0, link: server.interfaceIndex.map { .index($0) })
+                        }
+                    })
             }
             changed()
         }

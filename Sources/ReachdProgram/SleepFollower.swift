@@ -7,8 +7,10 @@ import ReachabilityBus
 /// logind (a container), the signal never comes and nothing changes.
 enum SleepFollower {
     static func follow(on bus: BusConnection, sleeping: @escaping () -> Void, resumed: @escaping () -> Void) throws(BusError) {
-        try bus.onSignal(sender: "org.freedesktop.login1", path: "/org/freedesktop/login1", interface: "org.freedesktop.login1.Manager",
-                         member: "PrepareForSleep") { message in
+        try bus.onSignal(
+            sender: "org.freedesktop.login1", path: "/org/freedesktop/login1", interface: "org.freedesktop.login1.Manager",
+            member: "PrepareForSleep"
+        ) { message in
             switch message.bool() {
             case true?: sleeping()
             case false?: resumed()

@@ -3,6 +3,7 @@ import FoundationEssentials
 import ReachabilityBus
 import ReachabilityCore
 import TrustHelperMessages
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,8 +44,10 @@ final class TrustCoordinator {
     /// Any user may ask; each user at most once per 10 s, root always (docs/security.md).
     private var recheckLimit = PerUserRateLimit(interval: .seconds(10))
 
-    init(configFile: String, options: TrustConfigurationSummary, helper: TrustHelper?, runs: HelperRuns, loop: EventLoop,
-         object: ReachabilityObject, metrics: DaemonMetrics, hooks: Hooks) throws {
+    init(
+        configFile: String, options: TrustConfigurationSummary, helper: TrustHelper?, runs: HelperRuns, loop: EventLoop,
+        object: ReachabilityObject, metrics: DaemonMetrics, hooks: Hooks
+    ) throws {
         (self.configFile, self.options, self.helper, self.runs, self.object, self.metrics, self.hooks) =
             (configFile, options, helper, runs, object, metrics, hooks)
         let roundTimer = try loop.timer { [unowned self] in schedule.requestRound("interval") }
@@ -91,8 +94,9 @@ final class TrustCoordinator {
     /// A reload: the checked `[trust]` table is in force; what the old one judged is forgotten.
     func reconfigure(_ fresh: TrustConfigurationSummary, connectivityChanged: Bool) {
         options = fresh
-        schedule.reconfigure(isEnabled: Self.checksTrust(fresh, helper), canDeliver: helper != nil, recheck: Self.recheckPolicy(fresh),
-                             interval: .seconds(fresh.interval), connectivityChanged: connectivityChanged)
+        schedule.reconfigure(
+            isEnabled: Self.checksTrust(fresh, helper), canDeliver: helper != nil, recheck: Self.recheckPolicy(fresh),
+            interval: .seconds(fresh.interval), connectivityChanged: connectivityChanged)
         round = nil
         validated = false
         loggedWarnings = []
@@ -107,12 +111,16 @@ final class TrustCoordinator {
             case .round:
                 Log.debug("trust: checking \(options.hosts) hosts (\(reason))")
                 let (path, probe) = hooks.path()
-                try helper.startCheck(configFile, path: path, probe: probe, within: options.roundBudget(reportsPending: schedule.reportsPending),
-                                      runs: runs) { [unowned self] result in finishRound(job, result) }
+                try helper.startCheck(
+                    configFile, path: path, probe: probe, within: options.roundBudget(reportsPending: schedule.reportsPending),
+                    runs: runs
+                ) { [unowned self] result in finishRound(job, result) }
             case .delivery:
                 Log.debug("trust: delivering \(schedule.reportsPending) waiting reports (\(reason))")
-                try helper.startDelivery(configFile, route: (hooks.path().path?.connectivity ?? .none, summary),
-                                         within: options.deliveryBudget(reports: schedule.reportsPending), runs: runs) {
+                try helper.startDelivery(
+                    configFile, route: (hooks.path().path?.connectivity ?? .none, summary),
+                    within: options.deliveryBudget(reports: schedule.reportsPending), runs: runs
+                ) {
                     [unowned self] result in finishDelivery(result)
                 }
             }
@@ -133,7 +141,8 @@ final class TrustCoordinator {
                 apply(round)
                 // The helper sends what waits only over an unaltered path (ReportRoute): else a pass
                 // follows for the new reports (those that waited before keep their retry's backoff).
-                heldBack = !round.reports.isEmpty
+                heldBack =
+                    !round.reports.isEmpty
                     && !ReportRoute(connectivity: hooks.path().path?.connectivity.rawValue, trust: round.overall).allowsPlainHTTP
             case let .failure(failure) where failure.timedOut:
                 validated = false
@@ -189,14 +198,16 @@ final class TrustCoordinator {
     /// "trust: pin failure for HOST[ behind …]: RESULT (report spooled)".
     private static func logLine(ofReport report: String) -> String {
         let head = try? JSONDecoder().decode(PinFailureReportHead.self, from: Data(report.utf8))
-        let portal = head?.captivePortal.map { portal in
-            let probe = "the probe got \(portal.httpStatus.map(String.init) ?? "no HTTP answer")\(portal.location.map { " to \($0)" } ?? "")"
-            return switch portal.kind {
-            case .announced: " behind a captive portal announced by \(portal.api ?? "the network")"
-            case .contradicted: " where \(probe), yet \(portal.api ?? "the network's API") says the network is not captive"
-            case .redirect: " behind a captive portal (\(probe))"
-            }
-        } ?? ""
+        let portal =
+            head?.captivePortal.map { portal in
+                let probe =
+                    "the probe got \(portal.httpStatus.map(String.init) ?? "no HTTP answer")\(portal.location.map { " to \($0)" } ?? "")"
+                return switch portal.kind {
+                case .announced: " behind a captive portal announced by \(portal.api ?? "the network")"
+                case .contradicted: " where \(probe), yet \(portal.api ?? "the network's API") says the network is not captive"
+                case .redirect: " behind a captive portal (\(probe))"
+                }
+            } ?? ""
         return "trust: pin failure for \(head?.hostname ?? "?")\(portal): \(head?.validationResult.rawValue ?? "?") (report spooled)"
     }
 
@@ -208,13 +219,15 @@ final class TrustCoordinator {
         metrics.roundsKilled += 1
         let checkedAt = Date()
         let hosts = options.probed.map {
-            TrustStatus.Host(host: $0.host, port: $0.port, pattern: $0.host, verdict: .unknown, reason: "not judged: \(failure)",
-                             enforced: true, checkedAt: checkedAt)
+            TrustStatus.Host(
+                host: $0.host, port: $0.port, pattern: $0.host, verdict: .unknown, reason: "not judged: \(failure)",
+                enforced: true, checkedAt: checkedAt)
         }
         let before = summary
         // Every host keeps its verdict series (now `unknown`): an absent series never means "fine".
-        round = TrustRound(overall: .unknown, hosts: hosts, reports: [], warnings: [], reportsPending: schedule.reportsPending,
-                           evicted: [])
+        round = TrustRound(
+            overall: .unknown, hosts: hosts, reports: [], warnings: [], reportsPending: schedule.reportsPending,
+            evicted: [])
         if summary != before { announce() } else { object.publishTrust(summary.rawValue, document: status()) }
     }
 

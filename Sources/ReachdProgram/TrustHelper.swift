@@ -1,9 +1,10 @@
-import SystemCalls
 import FoundationEssentials
 import Libexec
-import ReachabilityCore
 import ReachabilityBus
+import ReachabilityCore
+import SystemCalls
 import TrustHelperMessages
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,8 +36,10 @@ struct TrustHelper {
     }
 
     /// Validates it on the loop (a reload): `completion` runs there with the outcome.
-    func startConfigCheck(_ file: String, runs: HelperRuns,
-                          completion: @escaping (Result<TrustConfigurationSummary, Failure>) -> Void) throws(Failure) {
+    func startConfigCheck(
+        _ file: String, runs: HelperRuns,
+        completion: @escaping (Result<TrustConfigurationSummary, Failure>) -> Void
+    ) throws(Failure) {
         try runs.start(executable, ["check-config", file], within: Self.configCheckBudget) { outcome in
             completion(Result { () throws(Failure) in try Self.configSummary(outcome) })
         }
@@ -62,34 +65,45 @@ struct TrustHelper {
     /// Behind a portal, the round is given the evidence for its reports: the probe's answer,
     /// and what the network's API said — announced it, said it is not captive (the redirect is
     /// then suspect), or nothing.
-    func startCheck(_ file: String, path: Path?, probe: ConnectivityProbe.Verdict?, within budget: Duration, runs: HelperRuns,
-                    completion: @escaping (Result<TrustRound, Failure>) -> Void) throws(Failure) {
+    func startCheck(
+        _ file: String, path: Path?, probe: ConnectivityProbe.Verdict?, within budget: Duration, runs: HelperRuns,
+        completion: @escaping (Result<TrustRound, Failure>) -> Void
+    ) throws(Failure) {
         var arguments = path.map { [$0.status.rawValue, $0.interface?.name ?? "", $0.connectivity.rawValue] } ?? []
         if let path, path.connectivity == .portal {
-            let evidence: CaptivePortalEvidence.Kind = switch path.capport?.captive {
-            case true?: .announced
-            case false?: .contradicted
-            case nil: .redirect
-            }
-            arguments += [probe?.httpStatus.map(String.init) ?? "", probe?.portal ?? "", evidence.rawValue, path.capport?.api ?? "",
-                          path.capport?.userPortalURL ?? ""]
+            let evidence: CaptivePortalEvidence.Kind =
+                switch path.capport?.captive {
+                case true?: .announced
+                case false?: .contradicted
+                case nil: .redirect
+                }
+            arguments += [
+                probe?.httpStatus.map(String.init) ?? "", probe?.portal ?? "", evidence.rawValue, path.capport?.api ?? "",
+                path.capport?.userPortalURL ?? ""
+            ]
         }
         try start(["check", file] + arguments, within: budget, runs: runs, completion: completion)
     }
 
     /// Starts a delivery pass over the report outbox, killed past `budget`; `completion` runs on the loop.
-    func startDelivery(_ file: String, route: (connectivity: Connectivity, trust: TrustSummary), within budget: Duration, runs: HelperRuns,
-                       completion: @escaping (Result<TrustDelivery, Failure>) -> Void) throws(Failure) {
+    func startDelivery(
+        _ file: String, route: (connectivity: Connectivity, trust: TrustSummary), within budget: Duration, runs: HelperRuns,
+        completion: @escaping (Result<TrustDelivery, Failure>) -> Void
+    ) throws(Failure) {
         try start(["deliver", file, route.connectivity.rawValue, route.trust.rawValue], within: budget, runs: runs, completion: completion)
     }
 
     /// Queries a captive-portal API (RFC 8908) through interface `index` within `timeout`,
     /// trusting `anchors` beside the system's roots; `completion` runs on the loop.
-    func startCaptivePortalQuery(_ uri: String, interfaceIndex index: Int32, timeout: Duration, anchors: [String], runs: HelperRuns,
-                                 completion: @escaping (CaptivePortalAPIAnswer) -> Void) throws(Failure) {
+    func startCaptivePortalQuery(
+        _ uri: String, interfaceIndex index: Int32, timeout: Duration, anchors: [String], runs: HelperRuns,
+        completion: @escaping (CaptivePortalAPIAnswer) -> Void
+    ) throws(Failure) {
         let milliseconds = String(Int64(timeout / .milliseconds(1)))
-        try start(["capport", uri, String(index), milliseconds] + anchors, within: timeout + TrustConfigurationSummary.budgetMargin,
-                  runs: runs) { (result: Result<CaptivePortalAPIAnswer, Failure>) in
+        try start(
+            ["capport", uri, String(index), milliseconds] + anchors, within: timeout + TrustConfigurationSummary.budgetMargin,
+            runs: runs
+        ) { (result: Result<CaptivePortalAPIAnswer, Failure>) in
             switch result {
             case let .success(answer): completion(answer)
             case let .failure(failure): completion(CaptivePortalAPIAnswer(failure: "\(failure)", invalid: false))
@@ -99,13 +113,18 @@ struct TrustHelper {
 
     /// Runs the helper without blocking the loop; its one JSON line is decoded when it exits.
     /// Its own log lines (stderr) go, as it wrote them, where the daemon's go.
-    private func start<Answer: Decodable>(_ arguments: [String], within budget: Duration, runs: HelperRuns,
-                                          completion: @escaping (Result<Answer, Failure>) -> Void) throws(Failure) {
+    private func start<Answer: Decodable>(
+        _ arguments: [String], within budget: Duration, runs: HelperRuns,
+        completion: @escaping (Result<Answer, Failure>) -> Void
+    ) throws(Failure) {
         try runs.start(executable, arguments, within: budget) { outcome in
             _ = try? FileDescriptor.standardError.writeAll(outcome.errors)
             if outcome.timedOut {
-                completion(.failure(Failure(description: "reachd-trust \(arguments[0]) did not finish within \(budget) (killed)", timedOut: true)))
-            } else if outcome.status == 0, !outcome.overflowed, let answer = try? JSONDecoder().decode(Answer.self, from: Data(outcome.output)) {
+                completion(
+                    .failure(Failure(description: "reachd-trust \(arguments[0]) did not finish within \(budget) (killed)", timedOut: true)))
+            } else if outcome.status == 0, !outcome.overflowed,
+                let answer = try? JSONDecoder().decode(Answer.self, from: Data(outcome.output))
+            {
                 completion(.success(answer))
             } else {
                 completion(.failure(Failure(description: "reachd-trust \(arguments[0]) exited \(outcome.status) without a result")))

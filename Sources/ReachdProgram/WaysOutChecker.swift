@@ -29,7 +29,8 @@ final class WaysOutChecker {
         self.configured = configured
         var timer: EventLoop.Timer?
         let mailbox = try Mailbox<Probed>()
-        schedule = WaysOutScheduler(interval: options.interval, timer: .init(arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() })) { wayOut, generation in
+        schedule = WaysOutScheduler(interval: options.interval, timer: .init(arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() })) {
+            wayOut, generation in
             guard let probe = configured.probe, let index = wayOut.interface?.index else { return }
             DispatchQueue.global().async {
                 mailbox.post(Probed(index: Int32(index), generation: generation, verdict: probe.probe(wayOut).connectivity))

@@ -1,10 +1,11 @@
 import FoundationEssentials
 import ReachabilityCore
+import ReachdVersion
 import ServerTrust
 import TrustCommands
 import TrustHelperMessages
-import ReachdVersion
 import X509
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,7 +78,9 @@ package enum ReachdTrust {
             exit(0)
         }
         guard arguments.count >= 2, ["check-config", "check", "deliver"].contains(arguments[0]) else {
-            fail("usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION [EVIDENCE [API [USER-PORTAL-URL]]]]]]]] | deliver FILE [CONNECTIVITY TRUST] | capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …] | ctl COMMAND …")
+            fail(
+                "usage: reachd-trust check-config FILE | check FILE [STATUS [INTERFACE [CONNECTIVITY [HTTP-STATUS [LOCATION [EVIDENCE [API [USER-PORTAL-URL]]]]]]]] | deliver FILE [CONNECTIVITY TRUST] | capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …] | ctl COMMAND …"
+            )
         }
         let file = arguments[1]
         let configuration: TrustConfiguration
@@ -94,11 +97,14 @@ package enum ReachdTrust {
             let disabled = configuration.hosts.entries.filter { $0.value.policy.mode == .disabled }.map(\.pattern.description)
             if !disabled.isEmpty {
                 let named = disabled.prefix(3).joined(separator: ", ") + (disabled.count > 3 ? " and \(disabled.count - 3) more" : "")
-                printLine("reachd-trust: trust evaluation is DISABLED for \(disabled.count == 1 ? "" : "\(disabled.count) entries: ")\(named): any certificate is accepted",
-                          to: STDERR_FILENO)
+                printLine(
+                    "reachd-trust: trust evaluation is DISABLED for \(disabled.count == 1 ? "" : "\(disabled.count) entries: ")\(named): any certificate is accepted",
+                    to: STDERR_FILENO)
             }
             for collector in configuration.plainHTTPReportURIs {
-                printLine("reachd-trust: report-uri \(collector) is plain HTTP (allow-http-report-uri = true): anyone on the path reads its reports and can answer for it", to: STDERR_FILENO)
+                printLine(
+                    "reachd-trust: report-uri \(collector) is plain HTTP (allow-http-report-uri = true): anyone on the path reads its reports and can answer for it",
+                    to: STDERR_FILENO)
             }
             let reportsPending: Int
             do {
@@ -107,10 +113,14 @@ package enum ReachdTrust {
                 printLine("reachd-trust: \(error): its waiting reports are not counted", to: STDERR_FILENO)
                 reportsPending = 0
             }
-            printLine(try json(TrustConfigurationSummary(recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
-                                                         probed: configuration.probedHosts.map { .init(host: $0.pattern.domain, port: $0.port) }, reportsPending: reportsPending,
-                                                         timeoutMilliseconds: Int64(configuration.timeout / .milliseconds(1)),
-                                                         collectors: Set(configuration.hosts.entries.flatMap(\.value.reportURIs)).count)))
+            printLine(
+                try json(
+                    TrustConfigurationSummary(
+                        recheck: configuration.recheck.rawValue, interval: configuration.interval.components.seconds,
+                        probed: configuration.probedHosts.map { .init(host: $0.pattern.domain, port: $0.port) },
+                        reportsPending: reportsPending,
+                        timeoutMilliseconds: Int64(configuration.timeout / .milliseconds(1)),
+                        collectors: Set(configuration.hosts.entries.flatMap(\.value.reportURIs)).count)))
             exit(0)
         }
 
@@ -126,31 +136,42 @@ package enum ReachdTrust {
 
         if arguments[0] == "deliver" {
             // Collectors are judged as hosts are: the system's roots, the config's pins.
-            let route = ReportRoute(connectivity: arguments.count > 2 ? arguments[2] : nil,
-                                    trust: arguments.count > 3 ? TrustSummary(rawValue: arguments[3]) ?? .unknown : .ok)
+            let route = ReportRoute(
+                connectivity: arguments.count > 2 ? arguments[2] : nil,
+                trust: arguments.count > 3 ? TrustSummary(rawValue: arguments[3]) ?? .unknown : .ok)
             let delivery = await spool.outbox.deliver(timeout: configuration.timeout, judgedBy: checker, route: route)
-            printLine(try json(TrustDelivery(delivered: delivery.delivered, dropped: delivery.dropped,
-                                             reportsPending: delivery.pending, warnings: warnings + delivery.errors,
-                                             reportFailures: delivery.failures)))
+            printLine(
+                try json(
+                    TrustDelivery(
+                        delivered: delivery.delivered, dropped: delivery.dropped,
+                        reportsPending: delivery.pending, warnings: warnings + delivery.errors,
+                        reportFailures: delivery.failures)))
             exit(0)
         }
 
         var path: [String: String] = [:]
-        for (key, index) in [("status", 2), ("interface", 3), ("connectivity", 4)] where arguments.count > index { path[key] = arguments[index] }
+        for (key, index) in [("status", 2), ("interface", 3), ("connectivity", 4)] where arguments.count > index {
+            path[key] = arguments[index]
+        }
         func argument(_ index: Int) -> String? { arguments.count > index && !arguments[index].isEmpty ? arguments[index] : nil }
-        let behindPortal = path["connectivity"] == "portal"
-            ? CaptivePortalEvidence(kind: argument(7).flatMap(CaptivePortalEvidence.Kind.init(rawValue:)) ?? .redirect,
-                                    httpStatus: argument(5).flatMap { Int($0) }, location: argument(6), api: argument(8), userPortalURL: argument(9))
+        let behindPortal =
+            path["connectivity"] == "portal"
+            ? CaptivePortalEvidence(
+                kind: argument(7).flatMap(CaptivePortalEvidence.Kind.init(rawValue:)) ?? .redirect,
+                httpStatus: argument(5).flatMap { Int($0) }, location: argument(6), api: argument(8), userPortalURL: argument(9))
             : nil
         let round = await checker.checkAll(path: path, behindPortal: behindPortal)
         let pinsEnforced = zip(configuration.probedHosts, round.hosts).filter { host, result in host.isPinned && result.enforced }.map(\.1)
-        printLine(try json(TrustRound(overall: round.overall, hosts: round.hosts.map(\.status),
-                                      reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
-                                      warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } },
-                                      reportsPending: round.reportsPending,
-                                      pinFailures: pinsEnforced.filter(\.verdict.isInterception).map(\.host),
-                                      pinFailuresBehindPortal: pinsEnforced.filter { $0.verdict == .portal }.map(\.host),
-                                      evicted: round.evicted, reportFailures: round.reportFailures)))
+        printLine(
+            try json(
+                TrustRound(
+                    overall: round.overall, hosts: round.hosts.map(\.status),
+                    reports: try round.reports.map { String(decoding: try $0.json(), as: UTF8.self) },
+                    warnings: warnings + round.reportErrors + round.hosts.compactMap { host in host.warning.map { "\(host.host): \($0)" } },
+                    reportsPending: round.reportsPending,
+                    pinFailures: pinsEnforced.filter(\.verdict.isInterception).map(\.host),
+                    pinFailuresBehindPortal: pinsEnforced.filter { $0.verdict == .portal }.map(\.host),
+                    evicted: round.evicted, reportFailures: round.reportFailures)))
     }
 
     /// `capport URI INTERFACE-INDEX TIMEOUT-MS [ANCHOR …]`: the API's document, parsed, or why there is none.
@@ -166,8 +187,9 @@ package enum ReachdTrust {
                 return CaptivePortalAPIAnswer(failure: "capport-anchors \(file): \(error)", invalid: false)
             }
         }
-        let request = CaptivePortalAPIRequest(uri: arguments[0], interfaceIndex: index > 0 ? index : nil, anchors: anchors,
-                                              timeout: .milliseconds(milliseconds))
+        let request = CaptivePortalAPIRequest(
+            uri: arguments[0], interfaceIndex: index > 0 ? index : nil, anchors: anchors,
+            timeout: .milliseconds(milliseconds))
         do {
             return CaptivePortalAPIAnswer(document: try CaptivePortalAPIDocument.parse(try await request.fetch()))
         } catch let failure as CaptivePortalAPIRequest.Failure {

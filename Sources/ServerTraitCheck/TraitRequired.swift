@@ -3,7 +3,8 @@
 // off to depend on the lighter products asks for this one by name (docs/swift-libraries.md). This
 // module is ServerTrust's first dependency, so the build stops here, with these words.
 #if !ServerTrust
-#error("""
+#error(
+    """
     ServerTrust needs reachd's ServerTrust trait: \
     .package(path: "…/reachd", traits: ["ServerTrust"]) (or leave `traits:` out for the defaults)
     """)

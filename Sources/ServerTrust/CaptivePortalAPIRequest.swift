@@ -62,7 +62,9 @@ public struct CaptivePortalAPIRequest: Sendable {
         }
         let mediaType = String((answer.contentType ?? "").prefix { $0 != ";" }.filter { $0 != " " && $0 != "\t" }).lowercased()
         guard mediaType == "application/captive+json" || mediaType == "application/json" else {
-            throw Failure(description: "\(uri) answered \(mediaType.isEmpty ? "without a media type" : mediaType), not application/captive+json", answered: true)
+            throw Failure(
+                description: "\(uri) answered \(mediaType.isEmpty ? "without a media type" : mediaType), not application/captive+json",
+                answered: true)
         }
         return answer.body
     }

@@ -30,10 +30,11 @@ struct CertificateFields {
         guard case let .constructed(spki) = fields[5].content else { return nil }
         let parts = Array(spki)
         guard parts.count == 2, case let .primitive(bitString) = parts[1].content, bitString.count > 1,
-              let key = try? DER.parse(Array(bitString.dropFirst())),
-              case let .constructed(numbers) = key.content,
-              let modulus = numbers.first(where: { _ in true }),
-              case let .primitive(modulusBytes) = modulus.content else { return nil }
+            let key = try? DER.parse(Array(bitString.dropFirst())),
+            case let .constructed(numbers) = key.content,
+            let modulus = numbers.first(where: { _ in true }),
+            case let .primitive(modulusBytes) = modulus.content
+        else { return nil }
         let significant = modulusBytes.drop { $0 == 0 }
         guard let first = significant.first else { return nil }
         return significant.count * 8 - first.leadingZeroBitCount

@@ -2,6 +2,7 @@ import SwiftASN1
 import SystemPackage
 import TOML
 import X509
+
 #if canImport(Glibc)
 import Glibc
 #endif

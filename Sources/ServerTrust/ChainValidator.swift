@@ -34,8 +34,10 @@ public struct ChainValidator: Sendable {
     ///   - maximumIntermediates: The longest chain of intermediates accepted; nil: the policy's default.
     ///   - publicSuffixes: Where wildcard names may not reach (no `*.co.uk`).
     ///   - profile: The web PKI's rules, or RFC 5280 alone for pinned private anchors.
-    public init(anchors: [Certificate], validationTime: Date? = nil, maximumIntermediates: Int? = nil,
-                publicSuffixes: PublicSuffixList = .system, profile: Profile = .webPKI) {
+    public init(
+        anchors: [Certificate], validationTime: Date? = nil, maximumIntermediates: Int? = nil,
+        publicSuffixes: PublicSuffixList = .system, profile: Profile = .webPKI
+    ) {
         self.anchors = anchors
         anchorStore = CertificateStore(anchors)
         self.validationTime = validationTime
@@ -108,8 +110,10 @@ public struct ChainValidator: Sendable {
 
     /// Names the failure: a chain that validates without the identity check is a
     /// host mismatch; a certificate outside its validity period is expired.
-    private func explain(leaf: Certificate, intermediates: CertificateStore, time: Date,
-                         failures: [CertificateValidationResult.PolicyFailure], host: String?) async -> TrustEvaluation {
+    private func explain(
+        leaf: Certificate, intermediates: CertificateStore, time: Date,
+        failures: [CertificateValidationResult.PolicyFailure], host: String?
+    ) async -> TrustEvaluation {
         if let host {
             var withoutIdentity = Verifier(rootCertificates: anchorStore) { webPKIPolicies(at: time) }
             if case .validCertificate = await withoutIdentity.validate(leaf: leaf, intermediates: intermediates) {

@@ -1,6 +1,6 @@
 import NIOCore
-import SwiftASN1
 import NIOSSL
+import SwiftASN1
 import X509
 
 /// A host's `[[trust.host]]` policy as far as a `TLSConfiguration` alone can carry
@@ -55,12 +55,15 @@ public struct ClientTLSPolicy: Sendable {
         var enforced: [String] = []
         var notEnforced: [String] = []
         guard let entry = configuration.hosts.lookup(host)?.value else {
-            self.init(tls, enforced: ["the chain to the system's roots and the host name (no [[trust.host]] entry matches \(host))"], notEnforced: [])
+            self.init(
+                tls, enforced: ["the chain to the system's roots and the host name (no [[trust.host]] entry matches \(host))"],
+                notEnforced: [])
             return
         }
         let policy = entry.policy
         guard policy.mode != .disabled, policy.validateChain || (policy.mode == .certificate && policy.acceptSelfSigned) else {
-            throw Refusal(description: "the policy of \(host) does not validate the chain: only a verification callback can replace that check")
+            throw Refusal(
+                description: "the policy of \(host) does not validate the chain: only a verification callback can replace that check")
         }
         if !policy.validateHost {
             tls.certificateVerification = .noHostnameVerification

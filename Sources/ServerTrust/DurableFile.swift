@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SystemPackage
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +16,8 @@ enum DurableFile {
         let temporary = "\(directory)/.\(name).tmp"
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite, .groupRead])
+            file = try FileDescriptor.open(
+                temporary, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite, .groupRead])
         } catch {
             throw SpoolError("creating \(temporary)", error)
         }

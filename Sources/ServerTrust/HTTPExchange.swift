@@ -40,7 +40,9 @@ struct HTTPExchange: Sendable {
     }
 
     /// A 2xx answer: its body and its `Content-Type`.
-    func exchange(on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> (body: [UInt8], contentType: String?) {
+    func exchange(
+        on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> (body: [UInt8], contentType: String?) {
         let target = try Target(url)
         // Why the judge refused the server: the handshake's own error says only that it failed.
         let refusal = NIOLockedValueBox<String?>(nil)
@@ -52,7 +54,9 @@ struct HTTPExchange: Sendable {
         }
     }
 
-    private func send(to target: Target, on group: any EventLoopGroup, refusal: NIOLockedValueBox<String?>) async throws -> (body: [UInt8], contentType: String?) {
+    private func send(
+        to target: Target, on group: any EventLoopGroup, refusal: NIOLockedValueBox<String?>
+    ) async throws -> (body: [UInt8], contentType: String?) {
         var configuration = TLSConfiguration.makeClientConfiguration()
         if judge != nil {
             // The judge checks the chain and the name, with reasons, and pins where the config has them.
@@ -65,25 +69,30 @@ struct HTTPExchange: Sendable {
         var bootstrap = ClientBootstrap(group: group).connectTimeout(timeout)
         if let interfaceIndex {
             // SO_BINDTOIFINDEX (Linux 5.0): through the network the URL was learnt on, whichever way the routes point.
-            bootstrap = bootstrap.channelOption(ChannelOptions.socket(SocketOptionLevel(SOL_SOCKET), SocketOptionName(62)), value: SocketOptionValue(interfaceIndex))
+            bootstrap = bootstrap.channelOption(
+                ChannelOptions.socket(SocketOptionLevel(SOL_SOCKET), SocketOptionName(62)), value: SocketOptionValue(interfaceIndex))
         }
-        let channel = try await bootstrap
+        let channel =
+            try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
-                        let handler = if let judge {
-                            try NIOSSLClientHandler(context: tls, serverHostname: ServerNamePolicy.addressBytes(target.host) == nil ? target.host : nil) {
-                                certificates, promise in
-                                promise.completeWithTask {
-                                    let chain = certificates.compactMap { try? Certificate(derEncoded: $0.toDERBytes()) }
-                                    guard let reason = await judge(target.host, chain) else { return .certificateVerified }
-                                    refusal.withLockedValue { $0 = reason }
-                                    return .failed
+                        let handler =
+                            if let judge {
+                                try NIOSSLClientHandler(
+                                    context: tls, serverHostname: ServerNamePolicy.addressBytes(target.host) == nil ? target.host : nil
+                                ) {
+                                    certificates, promise in
+                                    promise.completeWithTask {
+                                        let chain = certificates.compactMap { try? Certificate(derEncoded: $0.toDERBytes()) }
+                                        guard let reason = await judge(target.host, chain) else { return .certificateVerified }
+                                        refusal.withLockedValue { $0 = reason }
+                                        return .failed
+                                    }
                                 }
+                            } else {
+                                try NIOSSLClientHandler(context: tls, serverHostname: target.host)
                             }
-                        } else {
-                            try NIOSSLClientHandler(context: tls, serverHostname: target.host)
-                        }
                         try channel.pipeline.syncOperations.addHandler(handler)
                     }
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()

@@ -27,8 +27,10 @@ public struct HostTrustConfiguration: Sendable {
     ///   - policy: How the chain is judged.
     ///   - pinSet: Pins with TrustKit's rules, instead of the policy's bare pins.
     ///   - reportURIs: Where pin-failure reports are also POSTed.
-    public init(pattern: HostPattern, port: Int = 443, connect: String? = nil, policy: TrustPolicy,
-                pinSet: PinSet? = nil, reportURIs: [String] = []) {
+    public init(
+        pattern: HostPattern, port: Int = 443, connect: String? = nil, policy: TrustPolicy,
+        pinSet: PinSet? = nil, reportURIs: [String] = []
+    ) {
         self.pattern = pattern
         self.port = port
         self.connect = connect
@@ -58,7 +60,9 @@ public struct HostTrustConfiguration: Sendable {
         var mode = TrustPolicy.Mode.default
         if let (text, modeLine) = try table.string("mode") {
             guard let parsed = TrustPolicy.Mode(rawValue: text) else {
-                throw table.error("mode must be one of \(TrustPolicy.Mode.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"", line: modeLine)
+                throw table.error(
+                    "mode must be one of \(TrustPolicy.Mode.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"",
+                    line: modeLine)
             }
             mode = parsed
         }
@@ -91,11 +95,12 @@ public struct HostTrustConfiguration: Sendable {
             requiresTLSBaseline = text == "ats"
         }
         do {
-            policy = try TrustPolicy(mode: mode, pins: pins, certificates: certificates,
-                                     validateChain: try table.bool("validate-chain") ?? true,
-                                     validateHost: try table.bool("validate-host") ?? true,
-                                     acceptSelfSigned: try table.bool("accept-self-signed") ?? false,
-                                     anchors: anchors, revocation: revocation, requiresTLSBaseline: requiresTLSBaseline)
+            policy = try TrustPolicy(
+                mode: mode, pins: pins, certificates: certificates,
+                validateChain: try table.bool("validate-chain") ?? true,
+                validateHost: try table.bool("validate-host") ?? true,
+                acceptSelfSigned: try table.bool("accept-self-signed") ?? false,
+                anchors: anchors, revocation: revocation, requiresTLSBaseline: requiresTLSBaseline)
         } catch let error as TrustPolicyError {
             throw table.error("\(match): \(error)", line: line)
         }
@@ -124,7 +129,8 @@ public struct HostTrustConfiguration: Sendable {
                 throw table.error("\(match): \(error)", line: line)
             }
         } else if let value = table.table["expires"] ?? table.table["enforce"] ?? table.table["min-pins"] {
-            throw table.error("expires, enforce and min-pins apply to pins: they need mode = \"public-key\" or \"certificate\"", line: value.line)
+            throw table.error(
+                "expires, enforce and min-pins apply to pins: they need mode = \"public-key\" or \"certificate\"", line: value.line)
         }
         reportURIs = try table.strings("report-uri")?.map(\.value) ?? []
         for uri in reportURIs where !(uri.hasPrefix("https://") || uri.hasPrefix("http://")) {
@@ -133,7 +139,9 @@ public struct HostTrustConfiguration: Sendable {
         try table.finish()
     }
 
-    private static func load(_ name: String, relativeTo directory: String, line: Int, in table: TOMLTableReader) throws(TOMLError) -> [Certificate] {
+    private static func load(
+        _ name: String, relativeTo directory: String, line: Int, in table: TOMLTableReader
+    ) throws(TOMLError) -> [Certificate] {
         let path = TrustConfiguration.resolve(name, in: directory)
         do {
             return try CertificateLoader.certificates(inFile: path)

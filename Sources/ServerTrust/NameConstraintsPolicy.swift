@@ -15,7 +15,7 @@ struct NameConstraintsPolicy: VerifierPolicy {
 
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) -> PolicyEvaluationResult {
         let certificates = Array(chain)
-        let constrainers = certificates.count == 1 ? [0] : Array(1 ..< certificates.count)
+        let constrainers = certificates.count == 1 ? [0] : Array(1..<certificates.count)
         for position in constrainers {
             let authority = certificates[position]
             let constraints: NameConstraints?
@@ -122,8 +122,10 @@ extension NameConstraintsPolicy {
     /// "example.com"), overlapping when one is the constraint ("bar.example.com").
     static func dnsRelation(of name: String, to constraint: String) -> Relation {
         guard let nameLabels = dnsLabels(name, allowingWildcard: true),
-              var constraintLabels = dnsLabels(constraint.hasSuffix(".") ? String(constraint.dropLast()) : constraint,
-                                               allowingWildcard: false, allowingLeadingPeriod: true) else { return .outside }
+            var constraintLabels = dnsLabels(
+                constraint.hasSuffix(".") ? String(constraint.dropLast()) : constraint,
+                allowingWildcard: false, allowingLeadingPeriod: true)
+        else { return .outside }
         let strictlyBelow = constraintLabels.first == ""
         if strictlyBelow { constraintLabels.removeFirst() }
         let name = Array(nameLabels.reversed()), base = Array(constraintLabels.reversed())
@@ -147,7 +149,8 @@ extension NameConstraintsPolicy {
             if label.isEmpty && index == 0 && allowingLeadingPeriod && labels.count > 1 { continue }
             if label == "*" && index == 0 && allowingWildcard && labels.count > 2 { continue }
             guard !label.isEmpty, label.utf8.count <= 63, label.first != "-", label.last != "-",
-                  label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else { return nil }
+                label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+            else { return nil }
         }
         if let last = labels.last, last.allSatisfy(\.isNumber) { return nil }
         return labels
@@ -158,7 +161,7 @@ extension NameConstraintsPolicy {
     static func ipAddress(_ address: [UInt8], isWithin subnet: [UInt8]) -> Bool {
         guard address.count == 4 || address.count == 16, subnet.count == address.count * 2 else { return false }
         let base = subnet[..<address.count], mask = subnet[address.count...]
-        let bits: [Bool] = mask.flatMap { byte in (0 ..< 8).map { (byte << $0) & 0x80 != 0 } }
+        let bits: [Bool] = mask.flatMap { byte in (0..<8).map { (byte << $0) & 0x80 != 0 } }
         guard !bits.drop(while: { $0 }).contains(true) else { return false }
         return zip(zip(address, base), mask).allSatisfy { pair, mask in pair.0 & mask == pair.1 & mask }
     }

@@ -37,11 +37,11 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case dateTime = "date-time", hostname, port, notedHostname = "noted-hostname",
-             includeSubdomains = "include-subdomains", enforcePinning = "enforce-pinning",
-             servedCertificateChain = "served-certificate-chain",
-             validatedCertificateChain = "validated-certificate-chain", knownPins = "known-pins",
-             validationResult = "validation-result", knownPinsExpirationDate = "known-pins-expiration-date", path,
-             captivePortal = "captive-portal"
+            includeSubdomains = "include-subdomains", enforcePinning = "enforce-pinning",
+            servedCertificateChain = "served-certificate-chain",
+            validatedCertificateChain = "validated-certificate-chain", knownPins = "known-pins",
+            validationResult = "validation-result", knownPinsExpirationDate = "known-pins-expiration-date", path,
+            captivePortal = "captive-portal"
     }
 
     /// A report of one failure.
@@ -61,10 +61,12 @@ public struct PinFailureReport: Codable, Sendable, Equatable {
     ///   - path: The status, interface and connectivity when the check ran.
     ///   - captivePortal: The probe's answer, when it found a captive portal.
     /// - Throws: when a certificate cannot be serialized to PEM.
-    public init(dateTime: Date, hostname: String, port: Int, notedHostname: String, includeSubdomains: Bool,
-                enforcePinning: Bool, served: [Certificate], validated: [Certificate], knownPins: [PublicKeyPin],
-                validationResult: TrustVerdict, knownPinsExpirationDate: Date?, path: [String: String],
-                captivePortal: CaptivePortalEvidence? = nil) throws {
+    public init(
+        dateTime: Date, hostname: String, port: Int, notedHostname: String, includeSubdomains: Bool,
+        enforcePinning: Bool, served: [Certificate], validated: [Certificate], knownPins: [PublicKeyPin],
+        validationResult: TrustVerdict, knownPinsExpirationDate: Date?, path: [String: String],
+        captivePortal: CaptivePortalEvidence? = nil
+    ) throws {
         self.dateTime = dateTime
         self.hostname = hostname
         self.port = port

@@ -25,7 +25,9 @@ public struct PinSet: Sendable, Equatable {
     public init(pins: Set<PublicKeyPin>, expires: Date? = nil, enforce: Bool = true, minimumPins: Int? = nil) throws(TrustPolicyError) {
         let minimum = minimumPins ?? (enforce ? 2 : 1)
         if enforce && minimum < 2 {
-            throw TrustPolicyError("min-pins = \(minimum) while enforcing: one lost or rotated key would lock every client out; keep a backup pin (min-pins ≥ 2)")
+            throw TrustPolicyError(
+                "min-pins = \(minimum) while enforcing: one lost or rotated key would lock every client out; keep a backup pin (min-pins ≥ 2)"
+            )
         }
         guard pins.count >= minimum else {
             throw TrustPolicyError("\(pins.count) pin\(pins.count == 1 ? "" : "s") configured, min-pins requires \(minimum) (a backup pin)")

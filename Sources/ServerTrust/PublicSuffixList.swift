@@ -49,7 +49,7 @@ public struct PublicSuffixList: Sendable {
         while trimmed.hasSuffix(".") { trimmed = trimmed.dropLast() }
         let name = String(trimmed)
         guard !name.isEmpty else { return true }
-        guard name.contains(".") else { return true }  // every TLD is a suffix ("*" default rule)
+        guard name.contains(".") else { return true } // every TLD is a suffix ("*" default rule)
         if exceptions.contains(name) { return false }
         if rules.contains(name) { return true }
         let parent = name.split(separator: ".", maxSplits: 1).last.map(String.init) ?? ""

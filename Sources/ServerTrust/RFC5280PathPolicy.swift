@@ -15,7 +15,7 @@ struct RFC5280PathPolicy: VerifierPolicy {
     // Key usage is not checked for CAs (browsers, Go and webpki do not either:
     // too many CAs get it wrong), but it is understood, so it may be critical.
     let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = [
-        .X509ExtensionID.basicConstraints, .X509ExtensionID.keyUsage,
+        .X509ExtensionID.basicConstraints, .X509ExtensionID.keyUsage
     ]
 
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) -> PolicyEvaluationResult {
@@ -58,7 +58,8 @@ struct RFC5280PathPolicy: VerifierPolicy {
                 switch constraints {
                 case let .isCertificateAuthority(maximum?) where maximum < intermediatesBelow:
                     let found = intermediatesBelow
-                    return .failsToMeetPolicy(reason: "\(authority.subject) allows \(maximum) intermediates below it, the chain has \(found)")
+                    return .failsToMeetPolicy(
+                        reason: "\(authority.subject) allows \(maximum) intermediates below it, the chain has \(found)")
                 case .isCertificateAuthority:
                     break
                 case .notCertificateAuthority, nil:

@@ -1,4 +1,5 @@
 import FoundationEssentials
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -65,7 +66,9 @@ public struct ReportOutbox: Sendable {
         /// Reads an entry file's bytes; what a crash, a full disk or another hand
         /// may have left there is an error, never a trap.
         public init(reading bytes: [UInt8]) throws {
-            guard bytes.count <= ReportOutbox.maximumEntrySize else { throw SpoolError("larger than \(ReportOutbox.maximumEntrySize) bytes") }
+            guard bytes.count <= ReportOutbox.maximumEntrySize else {
+                throw SpoolError("larger than \(ReportOutbox.maximumEntrySize) bytes")
+            }
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
             do {
@@ -109,7 +112,8 @@ public struct ReportOutbox: Sendable {
         var evicted: [String] = []
         if waiting.count >= Self.capacity {
             // Names end in the report's time: the oldest first once sorted by it.
-            for old in waiting.sorted(by: { ReportSpool.time(of: $0) < ReportSpool.time(of: $1) }).prefix(waiting.count - Self.capacity + 1) {
+            for old in waiting.sorted(by: { ReportSpool.time(of: $0) < ReportSpool.time(of: $1) }).prefix(waiting.count - Self.capacity + 1)
+            {
                 try DurableFile.remove("\(directory)/\(old)")
                 evicted.append("outbox/\(old)")
             }
@@ -150,7 +154,9 @@ public struct ReportOutbox: Sendable {
                 if entry.hasExpired(at: now) {
                     try DurableFile.remove(path)
                     outcome.dropped += 1
-                    outcome.errors.append("report \(name) for \(entry.report.hostname) dropped undelivered after \(entry.attempts) attempts and 7 days (\(entry.collectors.joined(separator: ", ")))")
+                    outcome.errors.append(
+                        "report \(name) for \(entry.report.hostname) dropped undelivered after \(entry.attempts) attempts and 7 days (\(entry.collectors.joined(separator: ", ")))"
+                    )
                 } else {
                     waiting.append((name, entry, Array(try entry.report.json())))
                 }
@@ -218,8 +224,10 @@ public struct ReportOutbox: Sendable {
     /// only the genuine collector may take it out of the outbox (docs/security.md).
     /// Without, NIOSSL checks it against the system's roots. `route`: which collectors
     /// the path allows (plain-HTTP ones only over an unaltered path); the default allows all.
-    public func deliver(now: Date = Date(), timeout: Duration, judgedBy checker: TrustChecker? = nil,
-                        route: ReportRoute = ReportRoute(connectivity: nil, trust: .ok)) async -> Delivery {
+    public func deliver(
+        now: Date = Date(), timeout: Duration, judgedBy checker: TrustChecker? = nil,
+        route: ReportRoute = ReportRoute(connectivity: nil, trust: .ok)
+    ) async -> Delivery {
         await deliver(now: now, route: route) { collector, body in
             var post = HTTPExchange(url: collector, body: body, contentType: "application/json", timeout: timeout.timeAmount)
             if let checker {

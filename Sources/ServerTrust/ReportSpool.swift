@@ -1,5 +1,6 @@
 import Crypto
 import FoundationEssentials
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -138,13 +139,15 @@ public struct ReportSpool: Sendable {
         let digits = Array("0123456789abcdef")
         // Behind a portal or not apart, and on whose word: a portal's report must not hold back the attack's,
         // nor an announced portal's the one of a redirect its API contradicts.
-        let portal = switch report.captivePortal?.kind {
-        case nil: "false"
-        case .redirect?: "true"
-        case let kind?: kind.rawValue
-        }
-        let configured = ([report.hostname, String(report.port), String(report.enforcePinning), portal]
-                          + report.knownPins).joined(separator: "\n")
+        let portal =
+            switch report.captivePortal?.kind {
+            case nil: "false"
+            case .redirect?: "true"
+            case let kind?: kind.rawValue
+            }
+        let configured =
+            ([report.hostname, String(report.port), String(report.enforcePinning), portal]
+            + report.knownPins).joined(separator: "\n")
         return String(SHA256.hash(data: Array(configured.utf8)).prefix(4).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
     }
 }

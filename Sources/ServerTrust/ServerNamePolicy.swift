@@ -1,5 +1,6 @@
 import SwiftASN1
 import X509
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,8 @@ struct ServerNamePolicy: VerifierPolicy {
         // The name asked for, not only the certificate's wildcard, is held to the constraints.
         for authority in chain.authorities {
             guard let constraints = (try? authority.extensions.nameConstraints) ?? nil,
-                  let violation = NameConstraintsPolicy.violation(of: constraints, by: .dnsName(wanted)) else { continue }
+                let violation = NameConstraintsPolicy.violation(of: constraints, by: .dnsName(wanted))
+            else { continue }
             return .failsToMeetPolicy(reason: "\(violation) (name constraints of \(authority.subject))")
         }
         return .meetsPolicy
@@ -44,7 +46,8 @@ struct ServerNamePolicy: VerifierPolicy {
         guard candidate.hasPrefix("*.") else { return candidate == wanted }
         let base = String(candidate.dropFirst(2))
         guard !base.contains("*"), !publicSuffixes.isPublicSuffix(base),
-              let dot = wanted.firstIndex(of: "."), dot != wanted.startIndex else { return false }
+            let dot = wanted.firstIndex(of: "."), dot != wanted.startIndex
+        else { return false }
         return wanted[wanted.index(after: dot)...] == base
     }
 

@@ -34,10 +34,13 @@ public struct ServerTrustVerifier: Sendable {
     ///   - host: the name the connection is for — the SNI name, checked against the certificate.
     ///   - systemAnchors: the trusted roots; nil reads the system's bundle (an empty list when it cannot be read).
     ///   - onResult: called with every judgement, failures included, before the handshake goes on or fails.
-    public init(configuration: TrustConfiguration, host: String, systemAnchors: [Certificate]? = nil,
-                onResult: (@Sendable (HostTrustResult) -> Void)? = nil) {
-        checker = TrustChecker(configuration: configuration,
-                               systemAnchors: systemAnchors ?? (try? ChainValidator.systemAnchors()) ?? [])
+    public init(
+        configuration: TrustConfiguration, host: String, systemAnchors: [Certificate]? = nil,
+        onResult: (@Sendable (HostTrustResult) -> Void)? = nil
+    ) {
+        checker = TrustChecker(
+            configuration: configuration,
+            systemAnchors: systemAnchors ?? (try? ChainValidator.systemAnchors()) ?? [])
         self.host = host
         self.onResult = onResult
     }
@@ -51,7 +54,9 @@ public struct ServerTrustVerifier: Sendable {
             Task {
                 var result = await checker.verify(chain, host: host)
                 if !complete {
-                    (result.verdict, result.reason) = (.chainInvalid, "a presented certificate cannot be used (RSA keys below 2048 bits are refused)")
+                    (result.verdict, result.reason) = (
+                        .chainInvalid, "a presented certificate cannot be used (RSA keys below 2048 bits are refused)"
+                    )
                 }
                 onResult?(result)
                 if result.allowsConnection {

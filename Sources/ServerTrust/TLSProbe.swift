@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -8,6 +5,10 @@ import NIOSSL
 import NIOTLS
 import SystemPackage
 import X509
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Connects to a TLS server and captures what it presents — the chain, leaf
 /// first, and the negotiated protocol — without judging it: judging is the
@@ -33,9 +34,11 @@ public struct TLSProbe: Sendable {
     ///   - minimumTLSVersion: The oldest version offered.
     ///   - maximumTLSVersion: The newest version offered; nil: the newest there is.
     ///   - cipherSuites: The TLS 1.2 cipher suites offered; nil: the defaults.
-    public init(connectTimeout: TimeAmount = .seconds(5), handshakeTimeout: TimeAmount = .seconds(5),
-                minimumTLSVersion: TLSVersion = .tlsv1, maximumTLSVersion: TLSVersion? = nil,
-                cipherSuites: [NIOTLSCipher]? = nil) {
+    public init(
+        connectTimeout: TimeAmount = .seconds(5), handshakeTimeout: TimeAmount = .seconds(5),
+        minimumTLSVersion: TLSVersion = .tlsv1, maximumTLSVersion: TLSVersion? = nil,
+        cipherSuites: [NIOTLSCipher]? = nil
+    ) {
         self.connectTimeout = connectTimeout
         self.handshakeTimeout = handshakeTimeout
         self.minimumTLSVersion = minimumTLSVersion
@@ -83,8 +86,10 @@ public struct TLSProbe: Sendable {
     }
 
     /// Connects to `address` (default: `host`) on `port`, with SNI `host` unless it is an IP address.
-    public func probe(host: String, port: Int, connectingTo address: String? = nil,
-                      on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async -> Result<Presented, Failure> {
+    public func probe(
+        host: String, port: Int, connectingTo address: String? = nil,
+        on group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async -> Result<Presented, Failure> {
         var configuration = TLSConfiguration.makeClientConfiguration()
         // The policy checks names (with reasons); NIOSSL's own check would refuse
         // before the chain is captured.
@@ -140,7 +145,9 @@ public struct TLSProbe: Sendable {
             do {
                 presented.chain.append(try Certificate(derEncoded: certificate.toDERBytes()))
             } catch {
-                presented.undecodable = presented.undecodable ?? "certificate \(index + 1) of the presented chain cannot be used (\(error)); RSA keys below 2048 bits are refused"
+                presented.undecodable =
+                    presented.undecodable
+                    ?? "certificate \(index + 1) of the presented chain cannot be used (\(error)); RSA keys below 2048 bits are refused"
             }
         }
         return .success(presented)

@@ -35,7 +35,9 @@ public struct TrustChecker: Sendable {
         self.evaluators = evaluators
     }
 
-    private static func evaluators(for policy: TrustPolicy, systemAnchors: [Certificate]) -> (CompositeTrustEvaluator, CompositeTrustEvaluator) {
+    private static func evaluators(
+        for policy: TrustPolicy, systemAnchors: [Certificate]
+    ) -> (CompositeTrustEvaluator, CompositeTrustEvaluator) {
         var unpinned = policy
         unpinned.mode = .default
         return (policy.evaluator(systemAnchors: systemAnchors), unpinned.evaluator(systemAnchors: systemAnchors))
@@ -78,8 +80,10 @@ public struct TrustChecker: Sendable {
     /// (``ReportOutbox/deliver(now:timeout:judgedBy:route:)``), which sends them to
     /// their https collectors over any path: so a round's verdict is never held up by
     /// a collector an interceptor blackholes.
-    public func checkAll(path: [String: String] = [:], at time: Date? = nil, behindPortal: CaptivePortalEvidence? = nil,
-                         deliverReports: Bool = true) async -> Round {
+    public func checkAll(
+        path: [String: String] = [:], at time: Date? = nil, behindPortal: CaptivePortalEvidence? = nil,
+        deliverReports: Bool = true
+    ) async -> Round {
         let hosts = configuration.probedHosts
         let outcomes = await withTaskGroup(of: (Int, Outcome).self) { group in
             for (index, host) in hosts.enumerated() {
@@ -94,7 +98,8 @@ public struct TrustChecker: Sendable {
             guard let spool else { break }
             do {
                 guard let report = try outcome.report(for: host, path: path, behindPortal: behindPortal),
-                      let written = try spool.write(report, deliverTo: host.reportURIs) else { continue }
+                    let written = try spool.write(report, deliverTo: host.reportURIs)
+                else { continue }
                 round.reports.append(report)
                 round.evicted += written.evicted
             } catch {
@@ -122,7 +127,8 @@ public struct TrustChecker: Sendable {
 
     /// Checks one server by name, with the policy of the pattern that matches it
     /// (or the default evaluation), on `port` (default: the entry's, else 443).
-    public func check(_ host: String, port: Int? = nil, connectingTo address: String? = nil, at time: Date? = nil) async -> HostTrustResult {
+    public func check(_ host: String, port: Int? = nil, connectingTo address: String? = nil, at time: Date? = nil) async -> HostTrustResult
+    {
         await check(host, configuration: entry(for: host), port: port, connectingTo: address, at: time).result
     }
 
@@ -149,13 +155,16 @@ public struct TrustChecker: Sendable {
             guard result.verdict.isInterception else { return self }
             var judged = self
             judged.failureBehindPortal = result.verdict
-            judged.result.reason = "\(result.verdict.rawValue) while connectivity is portal (recorded as seen behind a captive portal; judged again once connectivity is full): \(result.reason)"
+            judged.result.reason =
+                "\(result.verdict.rawValue) while connectivity is portal (recorded as seen behind a captive portal; judged again once connectivity is full): \(result.reason)"
             judged.result.verdict = .portal
             return judged
         }
 
         /// The report this outcome calls for (nil: none); throws when it cannot be built.
-        func report(for host: HostTrustConfiguration, path: [String: String], behindPortal: CaptivePortalEvidence?) throws -> PinFailureReport? {
+        func report(
+            for host: HostTrustConfiguration, path: [String: String], behindPortal: CaptivePortalEvidence?
+        ) throws -> PinFailureReport? {
             guard host.isPinned, failure.isInterception else { return nil }
             return try PinFailureReport(
                 dateTime: result.checkedAt, hostname: result.host, port: result.port,
@@ -167,14 +176,18 @@ public struct TrustChecker: Sendable {
         }
     }
 
-    func check(_ host: String, configuration: HostTrustConfiguration, port: Int? = nil,
-               connectingTo address: String? = nil, at time: Date?) async -> Outcome {
+    func check(
+        _ host: String, configuration: HostTrustConfiguration, port: Int? = nil,
+        connectingTo address: String? = nil, at time: Date?
+    ) async -> Outcome {
         let port = port ?? configuration.port
         let now = time ?? Date()
         var result = Self.pending(host, port: port, configuration: configuration, at: now)
         let presented: TLSProbe.Presented
         let connection: NegotiatedTLS
-        switch await handshake(host, port: port, address: address ?? configuration.connect, baseline: configuration.policy.requiresTLSBaseline) {
+        switch await handshake(
+            host, port: port, address: address ?? configuration.connect, baseline: configuration.policy.requiresTLSBaseline)
+        {
         case let .failure(failure):
             result.reason = failure.reason
             return Outcome(result: result)
@@ -191,8 +204,10 @@ public struct TrustChecker: Sendable {
         var configuration = entry(for: host ?? "")
         if host == nil { configuration.policy.validateHost = false }
         let result = Self.pending(host ?? "", port: configuration.port, configuration: configuration, at: time ?? Date())
-        return await evaluate(TLSProbe.Presented(chain: chain), connection: nil, into: result,
-                              configuration: configuration, at: time).result
+        return await evaluate(
+            TLSProbe.Presented(chain: chain), connection: nil, into: result,
+            configuration: configuration, at: time
+        ).result
     }
 
     /// A report collector's server judged as a host: nil when its chain validates
@@ -205,13 +220,16 @@ public struct TrustChecker: Sendable {
 
     /// A result before anything is known: unreachable until a handshake says otherwise.
     static func pending(_ host: String, port: Int, configuration: HostTrustConfiguration, at time: Date) -> HostTrustResult {
-        HostTrustResult(host: host, port: port, pattern: configuration.pattern.description, verdict: .unreachable, reason: "",
-                        enforced: configuration.pinSet?.enforce ?? true, tlsVersion: nil, presentedPins: [], warning: nil,
-                        checkedAt: time)
+        HostTrustResult(
+            host: host, port: port, pattern: configuration.pattern.description, verdict: .unreachable, reason: "",
+            enforced: configuration.pinSet?.enforce ?? true, tlsVersion: nil, presentedPins: [], warning: nil,
+            checkedAt: time)
     }
 
-    func evaluate(_ presented: TLSProbe.Presented, connection: NegotiatedTLS?, into result: HostTrustResult,
-                  configuration: HostTrustConfiguration, at time: Date?) async -> Outcome {
+    func evaluate(
+        _ presented: TLSProbe.Presented, connection: NegotiatedTLS?, into result: HostTrustResult,
+        configuration: HostTrustConfiguration, at time: Date?
+    ) async -> Outcome {
         var result = result
         result.tlsVersion = presented.tlsVersion
         result.presentedPins = presented.chain.compactMap { try? PublicKeyPin(certificate: $0) }
@@ -221,7 +239,8 @@ public struct TrustChecker: Sendable {
         }
         // A clock not yet synchronised cannot retire pins: one set ahead (a spoofed time source)
         // would otherwise stop their enforcement. Until it is synchronised they are enforced.
-        let pinsExpired = (configuration.pinSet?.hasExpired(at: result.checkedAt) ?? false)
+        let pinsExpired =
+            (configuration.pinSet?.hasExpired(at: result.checkedAt) ?? false)
             && (time != nil || self.configuration.clock.isSynchronized)
         let prepared = evaluators[configuration.pattern] ?? Self.evaluators(for: configuration.policy, systemAnchors: systemAnchors)
         var context = ServerTrustContext(host: result.host, presented: presented.chain, connection: connection, validationTime: time)
@@ -229,7 +248,10 @@ public struct TrustChecker: Sendable {
         (result.verdict, result.reason) = (evaluation.verdict, evaluation.reason)
         // Judged at the wall clock's now (no time given): an expiry means nothing until that clock is set.
         if evaluation.verdict == .expired, time == nil, !self.configuration.clock.isSynchronized {
-            (result.verdict, result.reason) = (.clockUnsynchronized, "\(evaluation.reason), but the clock is not synchronised yet (\(self.configuration.clock.description)): judged again once it is")
+            (result.verdict, result.reason) = (
+                .clockUnsynchronized,
+                "\(evaluation.reason), but the clock is not synchronised yet (\(self.configuration.clock.description)): judged again once it is"
+            )
         }
         result.certificateExpires = context.validated?.map(\.notValidAfter).min()
         if pinsExpired && evaluation.verdict == .trusted {
@@ -247,12 +269,15 @@ public struct TrustChecker: Sendable {
     /// what ATS allows (TLS 1.2+, forward-secret suites); when the server refuses,
     /// a second, permissive handshake tells a server below the baseline (verdict
     /// `tls-policy`, with what it negotiated) from one that is not there.
-    func handshake(_ host: String, port: Int, address: String?, baseline: Bool) async -> Result<(TLSProbe.Presented, NegotiatedTLS), TLSProbe.Failure> {
+    func handshake(
+        _ host: String, port: Int, address: String?, baseline: Bool
+    ) async -> Result<(TLSProbe.Presented, NegotiatedTLS), TLSProbe.Failure> {
         let timeout = configuration.timeout.timeAmount
         let permissive = TLSProbe(connectTimeout: timeout, handshakeTimeout: timeout)
         if baseline {
-            let strict = TLSProbe(connectTimeout: timeout, handshakeTimeout: timeout, minimumTLSVersion: .tlsv12,
-                                  cipherSuites: TLSPolicyEvaluator.forwardSecretCipherSuites)
+            let strict = TLSProbe(
+                connectTimeout: timeout, handshakeTimeout: timeout, minimumTLSVersion: .tlsv12,
+                cipherSuites: TLSPolicyEvaluator.forwardSecretCipherSuites)
             switch await strict.probe(host: host, port: port, connectingTo: address) {
             case let .success(presented):
                 return .success((presented, NegotiatedTLS(version: presented.tlsVersion, forwardSecret: true)))

@@ -64,7 +64,8 @@ public struct TrustConfiguration: Sendable {
     package init(reading table: inout TOMLTableReader, relativeTo directory: String) throws {
         if let (text, line) = try table.string("recheck") {
             guard let recheck = Recheck(rawValue: text) else {
-                throw table.error("recheck must be one of \(Recheck.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"", line: line)
+                throw table.error(
+                    "recheck must be one of \(Recheck.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"", line: line)
             }
             self.recheck = recheck
         }
@@ -74,7 +75,9 @@ public struct TrustConfiguration: Sendable {
         }
         if let (value, text, line) = try table.duration("timeout") {
             timeout = value
-            guard timeout > .zero, timeout <= .seconds(300) else { throw table.error("timeout must be more than 0 and at most 5m, not \(text)", line: line) }
+            guard timeout > .zero, timeout <= .seconds(300) else {
+                throw table.error("timeout must be more than 0 and at most 5m, not \(text)", line: line)
+            }
         }
         if let (text, _) = try table.string("reports") { reports = Self.resolve(text, in: directory) }
         if let (text, _) = try table.string("clock-synchronized") { clock = .flagFile(Self.resolve(text, in: directory)) }
@@ -90,7 +93,9 @@ public struct TrustConfiguration: Sendable {
                 var reader = TOMLTableReader(entry, file: table.file, name: "[[trust.host]]")
                 let host = try HostTrustConfiguration(reading: &reader, relativeTo: directory, line: element.line)
                 if !allowsHTTPReportURIs, let plain = host.reportURIs.first(where: { $0.lowercased().hasPrefix("http://") }) {
-                    throw reader.error("report-uri \"\(plain)\" is plain HTTP: anyone on the path can read the report, and answer for the collector; use https://, or set allow-http-report-uri = true in [trust]", line: element.line)
+                    throw reader.error(
+                        "report-uri \"\(plain)\" is plain HTTP: anyone on the path can read the report, and answer for the collector; use https://, or set allow-http-report-uri = true in [trust]",
+                        line: element.line)
                 }
                 do {
                     try hosts.add(host.pattern, host)

@@ -1,6 +1,6 @@
-import _CryptoExtras
 import SwiftASN1
 import X509
+import _CryptoExtras
 
 // What RFC 5280, CA/Browser Forum Baseline Requirements and webpki require of a
 // TLS server's chain beyond the path checks (RFC5280PathPolicy, NameConstraintsPolicy): small
@@ -9,10 +9,10 @@ import X509
 
 extension UnverifiedCertificateChain {
     /// The certificates between the leaf and the anchor.
-    var intermediates: [Certificate] { count > 2 ? Array(self[1 ..< count - 1]) : [] }
+    var intermediates: [Certificate] { count > 2 ? Array(self[1..<count - 1]) : [] }
     var anchor: Certificate { self[count - 1] }
     /// Every certificate that acts as a CA in this chain.
-    var authorities: [Certificate] { Array(self[1 ..< count]) }
+    var authorities: [Certificate] { Array(self[1..<count]) }
 }
 
 private extension Certificate {
@@ -97,7 +97,8 @@ struct SubjectAlternativeNamePolicy: VerifierPolicy {
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) -> PolicyEvaluationResult {
         let leaf = chain.leaf
         guard let critical = leaf.isCritical(.X509ExtensionID.subjectAlternativeName),
-              let names = (try? leaf.extensions.subjectAlternativeNames) ?? nil else {
+            let names = (try? leaf.extensions.subjectAlternativeNames) ?? nil
+        else {
             return .failsToMeetPolicy(reason: "the certificate has no subject alternative name (the common name is not used)")
         }
         let subjectIsEmpty = leaf.subject.isEmpty
@@ -107,13 +108,14 @@ struct SubjectAlternativeNamePolicy: VerifierPolicy {
         if !subjectIsEmpty && critical {
             return .failsToMeetPolicy(reason: "the subject alternative name is critical although the subject is not empty")
         }
-        let values = Set(names.compactMap { name -> String? in
-            switch name {
-            case let .dnsName(dns): return dns
-            case let .ipAddress(octets): return ServerNamePolicy.addressText(Array(octets.bytes))
-            default: return nil
-            }
-        })
+        let values = Set(
+            names.compactMap { name -> String? in
+                switch name {
+                case let .dnsName(dns): return dns
+                case let .ipAddress(octets): return ServerNamePolicy.addressText(Array(octets.bytes))
+                default: return nil
+                }
+            })
         for commonName in leaf.subject.commonNames where Self.looksLikeHost(commonName) && !values.contains(commonName) {
             return .failsToMeetPolicy(reason: "the common name \(commonName) is not among the subject alternative names")
         }
@@ -161,8 +163,9 @@ struct KeyIdentifierPolicy: VerifierPolicy {
         }
         if anchor.isSelfIssued, anchor.extensions[oid: .X509ExtensionID.authorityKeyIdentifier] != nil {
             guard let aki = (try? anchor.extensions.authorityKeyIdentifier) ?? nil, let keyIdentifier = aki.keyIdentifier,
-                  aki.authorityCertIssuer == nil, aki.authorityCertSerialNumber == nil,
-                  ((try? anchor.extensions.subjectKeyIdentifier) ?? nil)?.keyIdentifier == keyIdentifier else {
+                aki.authorityCertIssuer == nil, aki.authorityCertSerialNumber == nil,
+                ((try? anchor.extensions.subjectKeyIdentifier) ?? nil)?.keyIdentifier == keyIdentifier
+            else {
                 return .failsToMeetPolicy(reason: "the root's authority key identifier is not its own key identifier")
             }
         }
@@ -197,10 +200,13 @@ struct CertificateProfilePolicy: VerifierPolicy {
             let serial = certificate.serialNumber.bytes.drop { $0 == 0 }
             if serial.isEmpty { return "the serial number is zero" }
             if serial.count > 20 { return "the serial number is longer than 20 octets" }
-            if isAuthority, certificate.isCritical(.X509ExtensionID.basicConstraints) == false { return "basic constraints are not critical" }
+            if isAuthority, certificate.isCritical(.X509ExtensionID.basicConstraints) == false {
+                return "basic constraints are not critical"
+            }
         }
         if certificate.extensions[oid: .X509ExtensionID.authorityInformationAccess] != nil,
-           (try? certificate.extensions.authorityInformationAccess) == nil {
+            (try? certificate.extensions.authorityInformationAccess) == nil
+        {
             return "the authority information access extension is malformed"
         }
         if certificate.isCritical(.X509ExtensionID.nameConstraints) == false { return "name constraints are not critical" }

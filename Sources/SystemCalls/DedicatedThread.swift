@@ -13,11 +13,13 @@ package final class DedicatedThread {
     package init(_ body: @escaping () -> Void) throws {
         self.body = body
         let context = Unmanaged.passRetained(self).toOpaque()
-        let created = pthread_create(&thread, nil, { context in
-            let this = Unmanaged<DedicatedThread>.fromOpaque(context!).takeRetainedValue()
-            this.body()
-            return nil
-        }, context)
+        let created = pthread_create(
+            &thread, nil,
+            { context in
+                let this = Unmanaged<DedicatedThread>.fromOpaque(context!).takeRetainedValue()
+                this.body()
+                return nil
+            }, context)
         guard created == 0 else {
             Unmanaged<DedicatedThread>.fromOpaque(context).release()
             throw Failure(errno: created)

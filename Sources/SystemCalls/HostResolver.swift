@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,9 +25,10 @@ package enum HostResolver {
         guard !bytes.isEmpty, bytes.count <= 253 else { return false }
         let name = bytes.last == UInt8(ascii: ".") ? bytes.dropLast() : bytes[...]
         return name.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).allSatisfy { label in
-            (1...63).contains(label.count) && label.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7a) || byte == 0x2d || byte == 0x5f
-            }
+            (1...63).contains(label.count)
+                && label.allSatisfy { byte in
+                    (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7a) || byte == 0x2d || byte == 0x5f
+                }
         }
     }
 
@@ -74,8 +76,10 @@ package enum HostResolver {
     /// and the caller has its failure. For a caller's thread that must not wait the
     /// resolver's own time (5 s per server that does not answer, per resolv.conf(5)).
     /// `lookup` is the resolver (tests give one that takes its time).
-    package static func resolve(_ host: String, family: IPAddress.Family? = nil, limit: Int = 8, timeout: Duration,
-                                lookup: (@Sendable (String) throws -> [IPAddress])? = nil) throws -> [IPAddress] {
+    package static func resolve(
+        _ host: String, family: IPAddress.Family? = nil, limit: Int = 8, timeout: Duration,
+        lookup: (@Sendable (String) throws -> [IPAddress])? = nil
+    ) throws -> [IPAddress] {
         if let literal = IPAddress(host) { return [literal] }
         let lookup = lookup ?? { try resolve($0, family: family, limit: limit) }
         final class Answer: Sendable { let result = Mutex<Result<[IPAddress], any Error>?>(nil) }
@@ -87,7 +91,8 @@ package enum HostResolver {
         }
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         guard done.wait(timeout: .now() + .nanoseconds(Int(clamping: max(0, nanoseconds)))) == .success,
-              let result = answer.result.withLock({ $0 }) else {
+            let result = answer.result.withLock({ $0 })
+        else {
             throw Failure(host: host, reason: "no answer within \(timeout)")
         }
         return try result.get()

@@ -19,7 +19,7 @@ package struct NAT64Prefix: Hashable, Sendable, CustomStringConvertible {
     package init?(_ address: IPAddress, length: Int) {
         guard address.family == .v6, Self.lengths.contains(length) else { return nil }
         var bytes = address.bytes
-        for index in length / 8 ..< 16 { bytes[index] = 0 }
+        for index in length / 8..<16 { bytes[index] = 0 }
         self.address = IPAddress(bytes: bytes)!
         self.length = length
     }
@@ -28,7 +28,8 @@ package struct NAT64Prefix: Hashable, Sendable, CustomStringConvertible {
     package init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let address = IPAddress(String(parts[0])), let length = Int(parts[1]),
-              let prefix = NAT64Prefix(address, length: length), prefix.address == address else { return nil }
+            let prefix = NAT64Prefix(address, length: length), prefix.address == address
+        else { return nil }
         self = prefix
     }
 
@@ -56,7 +57,8 @@ package struct NAT64Prefix: Hashable, Sendable, CustomStringConvertible {
     /// The IPv4 address written into `ipv6`, if `ipv6` lies in this prefix with a zero "u" octet.
     package func extract(_ ipv6: IPAddress) -> IPAddress? {
         guard ipv6.family == .v6, ipv6.bytes.prefix(length / 8) == address.bytes.prefix(length / 8),
-              length == 96 || ipv6.bytes[8] == 0 else { return nil }
+            length == 96 || ipv6.bytes[8] == 0
+        else { return nil }
         return IPAddress(bytes: positions.map { ipv6.bytes[$0] })
     }
 
@@ -66,7 +68,8 @@ package struct NAT64Prefix: Hashable, Sendable, CustomStringConvertible {
     package static func discovered(from answer: IPAddress) -> NAT64Prefix? {
         for length in lengths {
             guard let prefix = NAT64Prefix(answer, length: length), let embedded = prefix.extract(answer),
-                  wellKnownIPv4.contains(embedded) else { continue }
+                wellKnownIPv4.contains(embedded)
+            else { continue }
             return prefix
         }
         return nil

@@ -1,4 +1,5 @@
 import CLinuxShim
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 @_exported import SystemPackage
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import SystemPackage
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,10 +15,12 @@ package final class TCPClient {
     /// Connects to `address`:`port`. With `device`, the socket is bound to that
     /// interface (SO_BINDTODEVICE: unprivileged since Linux 5.7; where it is refused
     /// the kernel's own route is used, which is the path anyway).
-    package init(connectingTo address: IPAddress, port: UInt16, device: String?, deadline: ContinuousClock.Instant) throws(SystemCallError) {
+    package init(connectingTo address: IPAddress, port: UInt16, device: String?, deadline: ContinuousClock.Instant) throws(SystemCallError)
+    {
         self.deadline = deadline
         peer = address.family == .v6 ? "[\(address)]:\(port)" : "\(address):\(port)"
-        descriptor = socket(address.family.kernelValue, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        descriptor = socket(
+            address.family.kernelValue, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { throw SystemCallError("creating a socket for \(peer)") }
         if let device {
             _ = device.withCString { setsockopt(descriptor, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
@@ -81,7 +84,9 @@ package final class TCPClient {
     package func send(_ bytes: [UInt8]) throws(SystemCallError) {
         var sent = 0
         while sent < bytes.count {
-            let count = retryingOnInterrupt { bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+            let count = retryingOnInterrupt {
+                bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
             if count > 0 {
                 sent += count
             } else if count < 0, errno == EAGAIN {

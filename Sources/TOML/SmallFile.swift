@@ -1,4 +1,5 @@
 import SystemPackage
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -22,7 +23,8 @@ public enum SmallFile {
         let file: FileDescriptor
         do {
             // nonBlocking: opening a FIFO returns at once (on a regular file the flag does nothing).
-            file = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .nonBlocking, FileDescriptor.OpenOptions(rawValue: O_NOCTTY)])
+            file = try FileDescriptor.open(
+                path, .readOnly, options: [.closeOnExec, .nonBlocking, FileDescriptor.OpenOptions(rawValue: O_NOCTTY)])
         } catch {
             throw .unreadable("\(error)")
         }

@@ -157,7 +157,7 @@ private struct Parser {
                 let start = position
                 while let next = peek(), next.isBareKeyCharacter { position += 1 }
                 guard position > start else { throw error("expected a key, found '\(Character(Unicode.Scalar(byte)))'") }
-                parts.append(String(decoding: bytes[start ..< position], as: UTF8.self))
+                parts.append(String(decoding: bytes[start..<position], as: UTF8.self))
             }
             skipWhitespace()
             guard peek() == UInt8(ascii: ".") else { return parts }
@@ -235,7 +235,7 @@ private struct Parser {
             position += 1
             while let byte = peek(), !byte.endsScalar { position += 1 }
         }
-        let token = String(decoding: bytes[start ..< position], as: UTF8.self)
+        let token = String(decoding: bytes[start..<position], as: UTF8.self)
         guard !token.isEmpty else { throw error("expected a value") }
         switch token {
         case "true": return .boolean(true)
@@ -272,8 +272,9 @@ private struct Parser {
     static func date(_ token: String) -> TOMLValue.Kind? {
         let parts = token.split(separator: "-", omittingEmptySubsequences: false)
         guard token.count == 10, parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              (1 ... 12).contains(month), (1 ... 31).contains(day) else { return nil }
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
         return .date(year: year, month: month, day: day)
     }
 
@@ -317,8 +318,9 @@ private struct Parser {
         case UInt8(ascii: "u"), UInt8(ascii: "U"):
             let count = byte == UInt8(ascii: "u") ? 4 : 8
             guard position + count <= bytes.count,
-                  let value = UInt32(String(decoding: bytes[position ..< position + count], as: UTF8.self), radix: 16),
-                  let scalar = Unicode.Scalar(value) else { throw error("invalid unicode escape") }
+                let value = UInt32(String(decoding: bytes[position..<position + count], as: UTF8.self), radix: 16),
+                let scalar = Unicode.Scalar(value)
+            else { throw error("invalid unicode escape") }
             position += count
             return scalar
         default:
@@ -335,7 +337,7 @@ private struct Parser {
         }
         guard peek() != nil else { throw error("unterminated string") }
         defer { position += 1 }
-        return String(decoding: bytes[start ..< position], as: UTF8.self)
+        return String(decoding: bytes[start..<position], as: UTF8.self)
     }
 
     mutating func parseMultilineString(literal: Bool) throws(TOMLError) -> String {
@@ -359,9 +361,13 @@ private struct Parser {
             position += 1
             if byte == UInt8(ascii: "\n") { line += 1 }
             if !literal && byte == UInt8(ascii: "\\") {
-                if let next = peek(), next == UInt8(ascii: "\n") || next == UInt8(ascii: " ") || next == UInt8(ascii: "\t") || next == UInt8(ascii: "\r") {
+                if let next = peek(),
+                    next == UInt8(ascii: "\n") || next == UInt8(ascii: " ") || next == UInt8(ascii: "\t") || next == UInt8(ascii: "\r")
+                {
                     // Line-ending backslash: trim the newline and the following white space.
-                    while let skip = peek(), skip == UInt8(ascii: " ") || skip == UInt8(ascii: "\t") || skip == UInt8(ascii: "\n") || skip == UInt8(ascii: "\r") {
+                    while let skip = peek(),
+                        skip == UInt8(ascii: " ") || skip == UInt8(ascii: "\t") || skip == UInt8(ascii: "\n") || skip == UInt8(ascii: "\r")
+                    {
                         if skip == UInt8(ascii: "\n") { line += 1 }
                         position += 1
                     }
@@ -381,7 +387,7 @@ private struct Parser {
 
     func starts(with text: String) -> Bool {
         let pattern = Array(text.utf8)
-        return bytes.count >= position + pattern.count && Array(bytes[position ..< position + pattern.count]) == pattern
+        return bytes.count >= position + pattern.count && Array(bytes[position..<position + pattern.count]) == pattern
     }
 
     mutating func skipWhitespace() {

@@ -93,8 +93,9 @@ public struct TOMLTableReader {
             case let .array(elements) where name.isEmpty && elements.allSatisfy(\.isTable) && !elements.isEmpty:
                 throw error("unknown table [[\(key)]]", line: value.line)
             default:
-                throw error(name.isEmpty ? "unknown key '\(key)' (every key belongs in a table)" : "unknown key '\(key)' in \(name)",
-                            line: value.line)
+                throw error(
+                    name.isEmpty ? "unknown key '\(key)' (every key belongs in a table)" : "unknown key '\(key)' in \(name)",
+                    line: value.line)
             }
         }
     }

@@ -1,11 +1,12 @@
 import ArgumentParser
-import ReachctlSupport
 import FoundationEssentials
+import ReachctlSupport
+import ServerTrust
+import X509
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import ServerTrust
-import X509
 
 /// `reachctl trust check|verify|pin|diagnose`: the TLS commands, run in
 /// reachd-trust (`reachd-trust ctl …`, which reachctl becomes) so that reachctl
@@ -31,10 +32,14 @@ public struct ReachctlTrustCommand: AsyncParsableCommand {
 
 /// The policy flags of `check` and `verify`.
 struct TrustPolicyOptions: ParsableArguments {
-    @Option(name: .customLong("pin"), help: ArgumentHelp("A pin the chain must contain (sha256/…, sha256//…, pin-sha256=\"…\" or base64); repeatable.", valueName: "pin"))
+    @Option(
+        name: .customLong("pin"),
+        help: ArgumentHelp("A pin the chain must contain (sha256/…, sha256//…, pin-sha256=\"…\" or base64); repeatable.", valueName: "pin"))
     var pins: [String] = []
 
-    @Option(name: .customLong("ca"), help: ArgumentHelp("Trust anchors (PEM, DER or bundle) instead of the system's roots; repeatable.", valueName: "file"))
+    @Option(
+        name: .customLong("ca"),
+        help: ArgumentHelp("Trust anchors (PEM, DER or bundle) instead of the system's roots; repeatable.", valueName: "file"))
     var anchors: [String] = []
 
     @Option(help: ArgumentHelp("The reachd config whose [trust] table to use.", valueName: "file"))
@@ -62,7 +67,9 @@ struct TrustPolicyOptions: ParsableArguments {
         if let timeout { configuration.timeout = .milliseconds(Int64(timeout * 1000)) }
         if let host {
             // One-off checks have no backup-pin rule: that rule protects deployed clients.
-            let policy = try pins.isEmpty ? TrustPolicy(requiresTLSBaseline: true) : TrustPolicy(mode: .publicKey, pins: pins, requiresTLSBaseline: true)
+            let policy =
+                try pins.isEmpty
+                ? TrustPolicy(requiresTLSBaseline: true) : TrustPolicy(mode: .publicKey, pins: pins, requiresTLSBaseline: true)
             let pattern: HostPattern
             do { pattern = try HostPattern(host) } catch { throw fail(host, error) }
             try configuration.hosts.add(pattern, HostTrustConfiguration(pattern: pattern, policy: policy))
@@ -121,8 +128,10 @@ func writeJSON(_ value: some Encodable) throws {
 
 /// The human form of one host's result.
 func describe(_ result: HostTrustResult) -> String {
-    var lines = ["\(result.host.isEmpty ? "chain" : result.host)\(result.tlsVersion == nil ? "" : ":\(result.port)"): \(result.verdict.rawValue)\(result.enforced ? "" : " (report-only)")",
-                 "  \(result.reason)"]
+    var lines = [
+        "\(result.host.isEmpty ? "chain" : result.host)\(result.tlsVersion == nil ? "" : ":\(result.port)"): \(result.verdict.rawValue)\(result.enforced ? "" : " (report-only)")",
+        "  \(result.reason)"
+    ]
     if let version = result.tlsVersion { lines.append("  negotiated \(version.name)") }
     if result.pattern != result.host { lines.append("  policy of \(result.pattern)") }
     if let warning = result.warning { lines.append("  warning: \(warning)") }

@@ -7,7 +7,8 @@ struct TrustPinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pin",
         abstract: TrustCommandHelp.abstract(of: "pin"),
-        discussion: "The pin is sha256/ and the base64 SHA-256 of the DER SubjectPublicKeyInfo (what openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 computes). From a server the chain is printed as presented, even when it does not validate: it is how a first config is written."
+        discussion:
+            "The pin is sha256/ and the base64 SHA-256 of the DER SubjectPublicKeyInfo (what openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 computes). From a server the chain is printed as presented, even when it does not validate: it is how a first config is written."
     )
 
     @Argument(help: ArgumentHelp("A certificate file (PEM, DER, bundle) or https://HOST[:PORT].", valueName: "file|url"))
@@ -37,7 +38,9 @@ struct TrustPinCommand: AsyncParsableCommand {
             do { certificates = try CertificateLoader.certificates(inFile: source) } catch { throw fail("reading", error) }
         }
         let entries = try certificates.map { certificate in
-            Entry(pin: try PublicKeyPin(certificate: certificate).description, subject: "\(certificate.subject)", issuer: "\(certificate.issuer)")
+            Entry(
+                pin: try PublicKeyPin(certificate: certificate).description, subject: "\(certificate.subject)",
+                issuer: "\(certificate.issuer)")
         }
         if json {
             try writeJSON(entries)

@@ -1,6 +1,6 @@
 import ArgumentParser
-import ReachctlSupport
 import FoundationEssentials
+import ReachctlSupport
 import ServerTrust
 import X509
 
@@ -8,13 +8,15 @@ struct TrustVerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: TrustCommandHelp.abstract(of: "verify"),
-        discussion: "CHAIN_FILE holds the chain leaf first, PEM (one or more blocks) or DER — for example the served chain of a pin-failure report. Exits 0 when trusted, 1 when not."
+        discussion:
+            "CHAIN_FILE holds the chain leaf first, PEM (one or more blocks) or DER — for example the served chain of a pin-failure report. Exits 0 when trusted, 1 when not."
     )
 
     @Argument(help: ArgumentHelp("The chain, leaf first.", valueName: "chain-file"))
     var chainFile: String
 
-    @Option(help: ArgumentHelp("The name or IP address the chain must be valid for; without it the name is not checked.", valueName: "name"))
+    @Option(
+        help: ArgumentHelp("The name or IP address the chain must be valid for; without it the name is not checked.", valueName: "name"))
     var host: String?
 
     @Option(help: ArgumentHelp("When to judge at: ISO 8601 (2026-11-18T12:00:00Z or 2026-11-18); default now.", valueName: "time"))

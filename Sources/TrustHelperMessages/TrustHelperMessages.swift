@@ -63,8 +63,9 @@ public struct TrustConfigurationSummary: Codable, Equatable, Sendable {
     }
 
     /// No `[trust]` table.
-    public static let none = TrustConfigurationSummary(recheck: "on-change", interval: 6 * 3600, probed: [], reportsPending: 0,
-                                                       timeoutMilliseconds: 5000, collectors: 0)
+    public static let none = TrustConfigurationSummary(
+        recheck: "on-change", interval: 6 * 3600, probed: [], reportsPending: 0,
+        timeoutMilliseconds: 5000, collectors: 0)
 }
 
 /// `reachd-trust check FILE [STATUS [INTERFACE [CONNECTIVITY [EVIDENCE …]]]]`: one round's outcome.
@@ -90,8 +91,10 @@ public struct TrustRound: Codable, Sendable {
     /// Reports lost or unaccounted for (not built, not written, the outbox unreadable): in `warnings` too.
     public var reportFailures: Int
 
-    public init(overall: TrustSummary, hosts: [TrustStatus.Host], reports: [String], warnings: [String], reportsPending: Int,
-                pinFailures: [String] = [], pinFailuresBehindPortal: [String] = [], evicted: [String], reportFailures: Int = 0) {
+    public init(
+        overall: TrustSummary, hosts: [TrustStatus.Host], reports: [String], warnings: [String], reportsPending: Int,
+        pinFailures: [String] = [], pinFailuresBehindPortal: [String] = [], evicted: [String], reportFailures: Int = 0
+    ) {
         self.overall = overall
         self.hosts = hosts
         self.reports = reports

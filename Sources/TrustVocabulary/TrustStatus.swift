@@ -43,17 +43,21 @@ public struct TrustStatus: Codable, Sendable, Equatable {
         public var certificateExpires: Date?
 
         /// A host's verdict.
-        public init(host: String, port: Int, pattern: String, verdict: TrustVerdict, reason: String, enforced: Bool,
-                    tlsVersion: String? = nil, presentedPins: [String] = [], warning: String? = nil, checkedAt: Date,
-                    certificateExpires: Date? = nil) {
-            (self.host, self.port, self.pattern, self.verdict, self.reason, self.enforced) = (host, port, pattern, verdict, reason, enforced)
+        public init(
+            host: String, port: Int, pattern: String, verdict: TrustVerdict, reason: String, enforced: Bool,
+            tlsVersion: String? = nil, presentedPins: [String] = [], warning: String? = nil, checkedAt: Date,
+            certificateExpires: Date? = nil
+        ) {
+            (self.host, self.port, self.pattern, self.verdict, self.reason, self.enforced) = (
+                host, port, pattern, verdict, reason, enforced
+            )
             (self.tlsVersion, self.presentedPins, self.warning, self.checkedAt, self.certificateExpires) =
                 (tlsVersion, presentedPins, warning, checkedAt, certificateExpires)
         }
 
         enum CodingKeys: String, CodingKey {
             case host, port, pattern, verdict, reason, enforced, tlsVersion = "tls-version", presentedPins = "presented-pins", warning,
-                 checkedAt = "checked-at", certificateExpires = "certificate-expires"
+                checkedAt = "checked-at", certificateExpires = "certificate-expires"
         }
 
         public init(from decoder: any Decoder) throws {

@@ -55,4 +55,3 @@ public enum TrustVerdict: String, Sendable, Codable, CaseIterable, CustomStringC
         self = TrustVerdict(rawValue: try decoder.singleValueContainer().decode(String.self)) ?? .unknown
     }
 }
-

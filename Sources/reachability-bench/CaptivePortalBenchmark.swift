@@ -2,6 +2,7 @@ import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,7 +53,7 @@ struct CaptivePortalBenchmark {
     /// parent's — into the child's, so curl and the helper both "peaked" at the benchmark's own
     /// 390,816 KiB in a whole run. time's child is forked from time (about 1 MiB), and its peak is its own.
     private func peakKiB(_ arguments: [String], runs: Int = 5, report: URL) throws -> Int {
-        try (0 ..< runs).map { _ in
+        try (0..<runs).map { _ in
             _ = try NamespaceTesting.run(["/usr/bin/time", "-f", "%M", "-o", report.path] + arguments)
             let text = try String(contentsOf: report, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
             guard let kib = Int(text) else { throw BenchmarkError("GNU time said \"\(text)\", not a size in KiB") }
@@ -73,15 +74,17 @@ struct CaptivePortalBenchmark {
         let uri = "https://10.1.0.1:4443/capport"
         var result = Result()
 
-        let fetch = ["ip", "netns", "exec", host.name, "curl", "-sS", "--cacert", anchor, "--interface", "eth0",
-                     "-H", "Accept: application/captive+json", "-o", "/dev/null", uri]
+        let fetch = [
+            "ip", "netns", "exec", host.name, "curl", "-sS", "--cacert", anchor, "--interface", "eth0",
+            "-H", "Accept: application/captive+json", "-o", "/dev/null", uri
+        ]
         let query = ["ip", "netns", "exec", host.name, helper, "capport", uri, index, "5000", anchor]
-        for _ in 0 ..< repetitions {
+        for _ in 0..<repetitions {
             let measured = try measure(fetch)
             result.curl.append(measured.wall)
             result.curlCPU.append(measured.cpu)
         }
-        for _ in 0 ..< repetitions {
+        for _ in 0..<repetitions {
             let measured = try measure(query)
             result.helper.append(measured.wall)
             result.helperCPU.append(measured.cpu)
@@ -104,14 +107,16 @@ struct CaptivePortalBenchmark {
             while true {
                 let path = try? await client.currentPath()
                 if path?.status == .wired, !withAPI || path?.capport?.captive == false { break }
-                guard Date() < deadline else { throw BenchmarkError("reachd did not publish the path\(withAPI ? " and the API's answer" : "")") }
+                guard Date() < deadline else {
+                    throw BenchmarkError("reachd did not publish the path\(withAPI ? " and the API's answer" : "")")
+                }
                 try await Task.sleep(for: .milliseconds(50))
             }
             try await Task.sleep(for: .seconds(2))
             let rss = residentKiB(of: daemon.processIdentifier)
             if withAPI {
                 result.rssWithKiB = rss
-                for _ in 0 ..< repetitions {
+                for _ in 0..<repetitions {
                     let start = now()
                     _ = try await client.checkConnectivity()
                     result.checkConnectivity.append(milliseconds(now() - start))

@@ -2,6 +2,7 @@ import Foundation
 import NamespaceTesting
 import ReachabilityCore
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,16 +69,20 @@ struct ConnectivityBenchmark {
         return result
     }
 
-    private func measureDaemon(host: TestNamespace, config: URL, empty: URL, socket: String, requestCount: () -> Int,
-                               into result: inout Result) throws {
+    private func measureDaemon(
+        host: TestNamespace, config: URL, empty: URL, socket: String, requestCount: () -> Int,
+        into result: inout Result
+    ) throws {
         // Idle memory: the same binary without and with the probe (after it answered);
         // the second daemon stays for the rest.
         var daemon: BackgroundProcess!, watch: BackgroundProcess!
         for (file, probing) in [(empty, false), (config, true)] {
             daemon?.stop()
             watch?.stop()
-            daemon = try BackgroundProcess(["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
-                                            "--config", file.path, "--log-level", "warning"])
+            daemon = try BackgroundProcess([
+                "ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
+                "--config", file.path, "--log-level", "warning"
+            ])
             try waitForDaemon(in: host, socket: socket)
             watch = try BackgroundProcess(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket])
             _ = try waitFor(watch, after: 0) { $0.contains(probing ? #""connectivity":"full""# : #""status":"wired""#) }
@@ -86,7 +91,7 @@ struct ConnectivityBenchmark {
         }
         defer { watch.stop(); daemon.stop() }
 
-        for _ in 0 ..< repetitions {
+        for _ in 0..<repetitions {
             let down = watch.lines.count
             try host.ip("link set dev eth0 down")
             _ = try waitFor(watch, after: down) { $0.contains(#""connectivity":"none""#) }
@@ -110,9 +115,11 @@ struct ConnectivityBenchmark {
     /// The library's probe, with reachd stopped: the same bounces, seen by `onChange`.
     private func measureLibrary(host: TestNamespace, into result: inout Result) throws {
         let seen = Mutex<[(time: UInt64, path: Path)]>([])
-        let monitor = ReachabilityMonitor(options: try MonitorOptions(networkNamespace: host.path),
-                                          connectivity: ConnectivityOptions(uri: .init("http://10.1.0.1/generate_204"),
-                                                                            interval: .seconds(Int64(Self.interval)), timeout: .seconds(2)))
+        let monitor = ReachabilityMonitor(
+            options: try MonitorOptions(networkNamespace: host.path),
+            connectivity: ConnectivityOptions(
+                uri: .init("http://10.1.0.1/generate_204"),
+                interval: .seconds(Int64(Self.interval)), timeout: .seconds(2)))
         monitor.onChange = { path in seen.withLock { $0.append((now(), path)) } }
         try monitor.start()
         defer { monitor.stop() }
@@ -125,7 +132,7 @@ struct ConnectivityBenchmark {
             throw BenchmarkError("the library's monitor did not publish the awaited path within 30 s")
         }
         _ = try first(after: 0) { $0.connectivity == .full }
-        for _ in 0 ..< repetitions {
+        for _ in 0..<repetitions {
             try host.ip("link set dev eth0 down")
             _ = try first(after: seen.withLock(\.count) - 1) { $0.connectivity == .none }
             let mark = seen.withLock(\.count)
@@ -155,6 +162,7 @@ struct ConnectivityBenchmark {
             if let found = watch.lines.dropFirst(after).first(where: { condition($0.line) }) { return found }
             usleep(500)
         }
-        throw BenchmarkError("reachctl watch did not print the awaited document within 30 s; its last: \(watch.lines.last?.line ?? "nothing")")
+        throw BenchmarkError(
+            "reachctl watch did not print the awaited document within 30 s; its last: \(watch.lines.last?.line ?? "nothing")")
     }
 }

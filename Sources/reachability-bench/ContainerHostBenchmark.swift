@@ -42,10 +42,13 @@ struct ContainerHostBenchmark {
         let pairs = interfaces / 2
         var commands: [String] = []
         let bridges = (pairs + 999) / 1000
-        for bridge in 0 ..< bridges {
-            commands += ["link add name cni\(bridge) type bridge", "addr add 10.\(88 + bridge).0.1/16 dev cni\(bridge)", "link set dev cni\(bridge) up"]
+        for bridge in 0..<bridges {
+            commands += [
+                "link add name cni\(bridge) type bridge", "addr add 10.\(88 + bridge).0.1/16 dev cni\(bridge)",
+                "link set dev cni\(bridge) up"
+            ]
         }
-        for pod in 0 ..< pairs { commands += Self.create(pod, bridges: bridges) }
+        for pod in 0..<pairs { commands += Self.create(pod, bridges: bridges) }
         _ = try NamespaceTesting.run(["ip", "-n", host.name, "-batch", "-"], input: commands.joined(separator: "\n") + "\n")
         // The kernel goes on configuring thousands of new interfaces for a while (IPv6 addresses,
         // routes, multicast): a node that has been up for a while is what is measured.
@@ -83,8 +86,11 @@ struct ContainerHostBenchmark {
         guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else { throw BenchmarkError("no eth0") }
         let gateway = IPAddress("10.1.0.1")!, any = IPAddress("0.0.0.0")!
 
-        let processes = [("reachd", daemon.processIdentifier), ("reachctl watch", watch.pid), ("reachctl watch --direct", direct.pid),
-                         ("ip monitor", ipMonitor.pid)]
+        let processes =
+            [
+                ("reachd", daemon.processIdentifier), ("reachctl watch", watch.pid), ("reachctl watch --direct", direct.pid),
+                ("ip monitor", ipMonitor.pid)
+            ]
             + (networkManager.map { [("NetworkManager", $0.pid), ("its dbus-daemon", $0.bus.processIdentifier)] } ?? [])
         let idleStart = processes.map { cpuNanoseconds(of: $0.1) }
         let idleSeconds: UInt32 = 3
@@ -108,7 +114,7 @@ struct ContainerHostBenchmark {
         let churning = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             let start = now()
-            for step in 0 ..< total {
+            for step in 0..<total {
                 // Create a new pod, delete the oldest: the count of interfaces stays put.
                 let lines = Self.create(pairs + step, bridges: bridges) + ["link del dev h\(step)"]
                 input.fileHandleForWriting.write(Data((lines.joined(separator: "\n") + "\n").utf8))
@@ -130,7 +136,7 @@ struct ContainerHostBenchmark {
                 ("ip monitor", { ipMonitor.arm { $0.hasPrefix("Deleted default") } }, ipMonitor.wait),
                 ("reachctl watch", { watch.arm { $0.contains("\"status\":\"unreachable\"") } }, watch.wait),
                 ("reachctl watch --direct", { direct.arm { $0.contains("\"status\":\"unreachable\"") } }, direct.wait),
-                ("ReachabilityClient (StatusChanged)", { clientWaiter.arm { $0.status == .unreachable } }, { clientWaiter.wait() }),
+                ("ReachabilityClient (StatusChanged)", { clientWaiter.arm { $0.status == .unreachable } }, { clientWaiter.wait() })
             ]
             stages.forEach { $0.1() }
             let start = now()
@@ -139,7 +145,11 @@ struct ContainerHostBenchmark {
             for (name, _, wait) in stages {
                 guard let time = wait(), time >= start else { throw BenchmarkError("\(name) did not see the deletion within 5 s") }
                 samples[name, default: []].append(milliseconds(time - start))
-                if name == "ip monitor" { announced = time } else { afterIPMonitor[name, default: []].append((Double(time) - Double(announced)) / 1e6) }
+                if name == "ip monitor" {
+                    announced = time
+                } else {
+                    afterIPMonitor[name, default: []].append((Double(time) - Double(announced)) / 1e6)
+                }
             }
             usleep(250_000)
             clientWaiter.arm { $0.status == .wired }
@@ -159,8 +169,12 @@ struct ContainerHostBenchmark {
             result.cpuPerPod.append((process.0, max(0, used) / Double(total)))
             result.rss.append((process.0, residentKiB(of: process.1)))
         }
-        result.deletion = ["ip monitor", "reachctl watch", "reachctl watch --direct", "ReachabilityClient (StatusChanged)"].map { ($0, samples[$0] ?? []) }
-        result.afterAnnouncement = ["reachctl watch", "reachctl watch --direct", "ReachabilityClient (StatusChanged)"].map { ($0, afterIPMonitor[$0] ?? []) }
+        result.deletion = ["ip monitor", "reachctl watch", "reachctl watch --direct", "ReachabilityClient (StatusChanged)"].map {
+            ($0, samples[$0] ?? [])
+        }
+        result.afterAnnouncement = ["reachctl watch", "reachctl watch --direct", "ReachabilityClient (StatusChanged)"].map {
+            ($0, afterIPMonitor[$0] ?? [])
+        }
         result.extraPathDocuments = watch.lineCount - linesBefore - routeChanges
         return result
     }
@@ -168,8 +182,10 @@ struct ContainerHostBenchmark {
     /// One pod in the CNI bridge plugin's order: the veth pair, the host end up, the
     /// pod end up, the host end onto its bridge.
     static func create(_ pod: Int, bridges: Int) -> [String] {
-        ["link add name h\(pod) type veth peer name p\(pod)", "link set dev h\(pod) up", "link set dev p\(pod) up",
-         "link set dev h\(pod) master cni\(pod % bridges)"]
+        [
+            "link add name h\(pod) type veth peer name p\(pod)", "link set dev h\(pod) up", "link set dev p\(pod) up",
+            "link set dev h\(pod) master cni\(pod % bridges)"
+        ]
     }
 }
 
@@ -195,25 +211,25 @@ final class PeerNetworkManager {
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("connections"), withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("bus").path
         try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig><type>system</type><listen>unix:path=\(socket)</listen><auth>EXTERNAL</auth>
-            <policy context="default"><allow user="*"/><deny own="*"/><allow send_type="signal"/>
-            <allow send_requested_reply="true" send_type="method_return"/><allow send_requested_reply="true" send_type="error"/>
-            <allow receive_type="method_call"/><allow receive_type="method_return"/><allow receive_type="error"/>
-            <allow receive_type="signal"/><allow send_destination="org.freedesktop.DBus"/></policy>
-            <include>/usr/share/dbus-1/system.d/org.freedesktop.NetworkManager.conf</include></busconfig>
-            """.write(to: directory.appendingPathComponent("system.conf"), atomically: true, encoding: .utf8)
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig><type>system</type><listen>unix:path=\(socket)</listen><auth>EXTERNAL</auth>
+        <policy context="default"><allow user="*"/><deny own="*"/><allow send_type="signal"/>
+        <allow send_requested_reply="true" send_type="method_return"/><allow send_requested_reply="true" send_type="error"/>
+        <allow receive_type="method_call"/><allow receive_type="method_return"/><allow receive_type="error"/>
+        <allow receive_type="signal"/><allow send_destination="org.freedesktop.DBus"/></policy>
+        <include>/usr/share/dbus-1/system.d/org.freedesktop.NetworkManager.conf</include></busconfig>
+        """.write(to: directory.appendingPathComponent("system.conf"), atomically: true, encoding: .utf8)
         try """
-            [main]
-            plugins=keyfile
-            no-auto-default=*
-            [keyfile]
-            unmanaged-devices=*
-            path=\(directory.path)/connections
-            [logging]
-            level=WARN
-            """.write(to: directory.appendingPathComponent("nm.conf"), atomically: true, encoding: .utf8)
+        [main]
+        plugins=keyfile
+        no-auto-default=*
+        [keyfile]
+        unmanaged-devices=*
+        path=\(directory.path)/connections
+        [logging]
+        level=WARN
+        """.write(to: directory.appendingPathComponent("nm.conf"), atomically: true, encoding: .utf8)
         bus.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         bus.arguments = ["dbus-daemon", "--config-file=\(directory.path)/system.conf", "--nofork"]
         bus.standardError = FileHandle.nullDevice
@@ -222,15 +238,18 @@ final class PeerNetworkManager {
         let environment = "DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(socket)"
         let started = now()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ip", "netns", "exec", host.name, "env", environment, Self.binary, "--no-daemon",
-                             "--config=\(directory.path)/nm.conf", "--state-file=\(directory.path)/state"]
+        process.arguments = [
+            "ip", "netns", "exec", host.name, "env", environment, Self.binary, "--no-daemon",
+            "--config=\(directory.path)/nm.conf", "--state-file=\(directory.path)/state"
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         // Running, its devices read: what nmcli says once NetworkManager answers.
         while now() - started < 60_000_000_000 {
-            let answer = try NamespaceTesting.run(["ip", "netns", "exec", host.name, "env", environment, "nmcli", "-t", "-f", "RUNNING", "general"],
-                                                  check: false)
+            let answer = try NamespaceTesting.run(
+                ["ip", "netns", "exec", host.name, "env", environment, "nmcli", "-t", "-f", "RUNNING", "general"],
+                check: false)
             if answer.output.contains("running") { break }
             usleep(10_000)
         }

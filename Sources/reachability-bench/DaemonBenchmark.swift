@@ -4,6 +4,7 @@ import NamespaceTesting
 import Netlink
 import ReachabilityBus
 import ReachabilityCore
+
 #if canImport(Glibc)
 import Glibc
 import SystemCalls
@@ -34,7 +35,9 @@ struct DaemonBenchmark {
         let subscriber = try SignalSubscriber(socket: socket)
 
         let namespace = NetworkNamespace(name: host.name)
-        let (control, query, listener) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery(), try RtnetlinkSubscription()) }
+        let (control, query, listener) = try namespace.perform {
+            (try RtnetlinkControl(), try RtnetlinkQuery(), try RtnetlinkSubscription())
+        }
         guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else { throw BenchmarkError("no eth0") }
         let raw = RawListener(listener)
         let (monitor, waiter) = try PathWaiter.monitor(host)
@@ -42,7 +45,7 @@ struct DaemonBenchmark {
 
         let gateway = IPAddress("10.1.0.1")!, any = IPAddress("0.0.0.0")!
         var result = Result()
-        for index in 0 ..< repetitions * 2 {
+        for index in 0..<repetitions * 2 {
             let add = index % 2 == 1
             let wanted = add ? "wired" : "unreachable"
             raw.arm { message in if case .route = message { return true } else { return false } }
@@ -75,7 +78,7 @@ struct DaemonBenchmark {
         }
         let cpuBefore = cpuNanoseconds(of: pid)
         let load = now()
-        try host.ipBatch((0 ..< routes).map(route))
+        try host.ipBatch((0..<routes).map(route))
         result.loadSeconds = Double(now() - load) / 1e9
         usleep(1_000_000)
         result.microsecondsPerRoute = Double(cpuNanoseconds(of: pid) - cpuBefore) / 1e3 / Double(max(routes, 1))
@@ -112,7 +115,7 @@ final class SignalSubscriber: @unchecked Sendable {
     init(socket: String) throws {
         // The daemon needs a moment to bind its socket.
         var attempt: BusConnection?
-        for _ in 0 ..< 200 where attempt == nil {
+        for _ in 0..<200 where attempt == nil {
             attempt = try? BusConnection.connect(.address("unix:path=\(socket)"))
             if attempt == nil { usleep(25_000) }
         }
@@ -122,8 +125,10 @@ final class SignalSubscriber: @unchecked Sendable {
         let ready = DispatchSemaphore(value: 0)
         Thread.detachNewThread { [self] in
             do {
-                try connection.onSignal(sender: nil, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1",
-                                        member: "StatusChanged", twoArguments: true) { [self] status, _, _ in received(status) }
+                try connection.onSignal(
+                    sender: nil, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1",
+                    member: "StatusChanged", twoArguments: true
+                ) { [self] status, _, _ in received(status) }
             } catch {
                 print("reachability-bench: subscribing: \(error)")
             }

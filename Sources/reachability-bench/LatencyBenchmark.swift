@@ -3,6 +3,7 @@ import Foundation
 import NamespaceTesting
 import Netlink
 import ReachabilityCore
+
 #if canImport(Glibc)
 import Glibc
 import SystemCalls
@@ -42,7 +43,7 @@ struct LatencyBenchmark {
             let engine = try PathEngine(options: MonitorOptions(networkNamespace: host.path))
             let evaluations = 10_000
             let evaluationStart = now()
-            for _ in 0 ..< evaluations { _ = engine.evaluateDefaultPath() }
+            for _ in 0..<evaluations { _ = engine.evaluateDefaultPath() }
             evaluationMicroseconds = Double(now() - evaluationStart) / 1e3 / Double(evaluations)
         }
 
@@ -55,15 +56,19 @@ struct LatencyBenchmark {
         func deleteDefault() throws { try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
 
         var results: [String: Sample] = [:]
-        func measure(_ name: String, _ expectation: @escaping @Sendable (Path) -> Bool,
-                     carriedBy message: @escaping (RtnetlinkMessage) -> Bool, _ change: () throws -> Void) throws {
+        func measure(
+            _ name: String, _ expectation: @escaping @Sendable (Path) -> Bool,
+            carriedBy message: @escaping (RtnetlinkMessage) -> Bool, _ change: () throws -> Void
+        ) throws {
             raw?.arm(message)
             waiter.arm(expectation)
             let start = now()
             try change()
             guard let callback = waiter.wait() else {
                 let fresh = try ReachabilityMonitor.path(options: MonitorOptions(networkNamespace: host.path))
-                throw BenchmarkError("\(name): no callback within 5 s; the monitor says \(monitor.currentPath?.status.rawValue ?? "-"), a fresh look says \(fresh.status.rawValue)")
+                throw BenchmarkError(
+                    "\(name): no callback within 5 s; the monitor says \(monitor.currentPath?.status.rawValue ?? "-"), a fresh look says \(fresh.status.rawValue)"
+                )
             }
             if let raw {
                 guard let rawTime = raw.wait() else { throw BenchmarkError("\(name): the raw listener saw nothing within 5 s") }
@@ -79,24 +84,34 @@ struct LatencyBenchmark {
                 waiter.arm({ $0.status == .wired })
                 _ = waiter.wait()
             }
-            usleep(2_000)  // let the raw listener's trailing events pass before the next arm
+            usleep(2_000) // let the raw listener's trailing events pass before the next arm
             raw?.discard()
         }
-        for _ in 0 ..< repetitions {
-            try measure("route delete", { $0.reason == .noRoute }, carriedBy: {
-                if case let .route(change) = $0 { change.removed && change.destinationPrefixLength == 0 } else { false }
-            }, deleteDefault)
-            try measure("route add", { $0.status == .wired }, carriedBy: {
-                if case let .route(change) = $0 { !change.removed && change.destinationPrefixLength == 0 } else { false }
-            }, addDefault)
+        for _ in 0..<repetitions {
+            try measure(
+                "route delete", { $0.reason == .noRoute },
+                carriedBy: {
+                    if case let .route(change) = $0 { change.removed && change.destinationPrefixLength == 0 } else { false }
+                }, deleteDefault)
+            try measure(
+                "route add", { $0.status == .wired },
+                carriedBy: {
+                    if case let .route(change) = $0 { !change.removed && change.destinationPrefixLength == 0 } else { false }
+                }, addDefault)
             try restore()
-            try measure("link down", { $0.reason == .linkDown }, carriedBy: {
-                if case let .link(link) = $0 { link.index == eth0 && !link.isUp } else { false }
-            }) { try control.setLink(eth0, up: false) }
+            try measure(
+                "link down", { $0.reason == .linkDown },
+                carriedBy: {
+                    if case let .link(link) = $0 { link.index == eth0 && !link.isUp } else { false }
+                }
+            ) { try control.setLink(eth0, up: false) }
             try restore()
-            try measure("address delete", { $0.reason == .noAddress }, carriedBy: {
-                if case let .addressRemoved(address) = $0 { address.address == local } else { false }
-            }) { try control.address(add: false, local, prefixLength: 24, interface: eth0) }
+            try measure(
+                "address delete", { $0.reason == .noAddress },
+                carriedBy: {
+                    if case let .addressRemoved(address) = $0 { address.address == local } else { false }
+                }
+            ) { try control.address(add: false, local, prefixLength: 24, interface: eth0) }
             try restore()
         }
         return ["route delete", "route add", "link down", "address delete"].map { ($0, results[$0] ?? Sample()) }

@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -62,8 +63,8 @@ final class BackgroundProcess: @unchecked Sendable {
             defer { lock.unlock() }
             pending.append(data)
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                collected.append((time, String(decoding: pending[pending.startIndex ..< newline], as: UTF8.self)))
-                pending.removeSubrange(pending.startIndex ... newline)
+                collected.append((time, String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)))
+                pending.removeSubrange(pending.startIndex...newline)
             }
         }
         try process.run()
@@ -161,12 +162,16 @@ final class BenchSite {
 
     /// reachd in the host namespace, its private socket in the scratch directory;
     /// by default with no bus and no config.
-    func startDaemon(_ reachd: String, logLevel: String, bus: String = "none", config: String = "/nonexistent") throws -> (daemon: Process, socket: String) {
+    func startDaemon(
+        _ reachd: String, logLevel: String, bus: String = "none", config: String = "/nonexistent"
+    ) throws -> (daemon: Process, socket: String) {
         let socket = scratch.appendingPathComponent("bus").path
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        daemon.arguments = ["ip", "netns", "exec", host.name, reachd, "--bus", bus, "--socket", socket, "--config", config,
-                            "--log-level", logLevel]
+        daemon.arguments = [
+            "ip", "netns", "exec", host.name, reachd, "--bus", bus, "--socket", socket, "--config", config,
+            "--log-level", logLevel
+        ]
         daemon.standardError = FileHandle.nullDevice
         try daemon.run()
         return (daemon, socket)

@@ -1,5 +1,6 @@
 import Foundation
 import NamespaceTesting
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,7 +42,11 @@ struct MetricsBenchmark {
             defer { stopProcess(daemon) }
             if metrics { _ = try scrape(in: host, times: 1) }
             sleep(3)
-            if metrics { result.rssWithMetricsKiB = residentKiB(of: daemon.processIdentifier) } else { result.rssWithoutMetricsKiB = residentKiB(of: daemon.processIdentifier) }
+            if metrics {
+                result.rssWithMetricsKiB = residentKiB(of: daemon.processIdentifier)
+            } else {
+                result.rssWithoutMetricsKiB = residentKiB(of: daemon.processIdentifier)
+            }
         }
         for hosts in hostCounts {
             let config = try write(hosts: hosts, metrics: true, in: scratch)
@@ -52,7 +57,8 @@ struct MetricsBenchmark {
             let before = Self.cpuNanoseconds(of: daemon.processIdentifier)
             let (bytes, latencies) = try scrape(in: host, times: scrapes)
             let used = Double(Self.cpuNanoseconds(of: daemon.processIdentifier) - before) / 1000
-            result.scrapes.append(Scrape(hosts: hosts, bytes: bytes, cpuMicroseconds: used / Double(scrapes), clientMilliseconds: latencies))
+            result.scrapes.append(
+                Scrape(hosts: hosts, bytes: bytes, cpuMicroseconds: used / Double(scrapes), clientMilliseconds: latencies))
         }
         // A scrape every second, one host, otherwise idle.
         let config = try write(hosts: 1, metrics: true, in: scratch)
@@ -70,7 +76,7 @@ struct MetricsBenchmark {
         var text = ""
         if hosts > 0 {
             text += "[trust]\ntimeout = \"1s\"\nreports = \"\(directory.appendingPathComponent("reports").path)\"\n"
-            for index in 0 ..< hosts {
+            for index in 0..<hosts {
                 text += "\n[[trust.host]]\nmatch = \"h\(index).bench.test\"\nport = 9\nconnect = \"127.0.0.1\"\n"
             }
         }
@@ -85,8 +91,10 @@ struct MetricsBenchmark {
     func start(in namespace: TestNamespace, config: URL, scratch: URL) throws -> Process {
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        daemon.arguments = ["ip", "netns", "exec", namespace.name, reachd, "--bus", "none", "--socket", scratch.appendingPathComponent("bus").path,
-                            "--config", config.path, "--log-level", "warning"]
+        daemon.arguments = [
+            "ip", "netns", "exec", namespace.name, reachd, "--bus", "none", "--socket", scratch.appendingPathComponent("bus").path,
+            "--config", config.path, "--log-level", "warning"
+        ]
         try daemon.run()
         return daemon
     }
@@ -127,7 +135,11 @@ struct MetricsBenchmark {
         let output = try namespace.exec(["python3", "-c", script, String(times), String(interval)]).output
         var milliseconds: [Double] = [], bytes = 0
         for line in output.split(separator: "\n") {
-            if line.hasPrefix("bytes ") { bytes = Int(line.dropFirst(6)) ?? 0 } else if let value = Double(line) { milliseconds.append(value) }
+            if line.hasPrefix("bytes ") {
+                bytes = Int(line.dropFirst(6)) ?? 0
+            } else if let value = Double(line) {
+                milliseconds.append(value)
+            }
         }
         return (bytes, milliseconds)
     }

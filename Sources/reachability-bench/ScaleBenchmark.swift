@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,7 @@ struct ScaleBenchmark {
             return "route \(verb) \(value >> 24 & 255).\(value >> 16 & 255).\(value >> 8 & 255).\(value & 255)/32 via 10.1.0.1 dev eth0"
         }
         let load = now()
-        try host.ipBatch((0 ..< routes).map { route("add", $0) })
+        try host.ipBatch((0..<routes).map { route("add", $0) })
         result.loadSeconds = Double(now() - load) / 1e9
 
         try network.startWatchers(reachctl: reachctl, referenceObjects: ["route"])
@@ -44,11 +45,11 @@ struct ScaleBenchmark {
         usleep(200_000)
 
         let before = network.cpu
-        let churn = (0 ..< changes / 2).flatMap { number in
+        let churn = (0..<changes / 2).flatMap { number in
             [route("add", routes + number), route("del", routes + number)]
         }
         try host.ipBatch(churn)
-        usleep(1_000_000)  // let both listeners finish the queue
+        usleep(1_000_000) // let both listeners finish the queue
         let after = network.cpu
         result.monitorMicrosecondsPerChange = Double(after.watch - before.watch) / 1e3 / Double(churn.count)
         result.rawMicrosecondsPerChange = Double(after.reference - before.reference) / 1e3 / Double(churn.count)

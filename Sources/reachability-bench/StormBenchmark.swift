@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,7 @@ struct StormBenchmark {
         usleep(200_000)
 
         let before = network.cpu
-        var commands = (0 ..< flaps).map { $0 % 2 == 0 ? "link set dev flap0 up" : "link set dev flap0 down" }
+        var commands = (0..<flaps).map { $0 % 2 == 0 ? "link set dev flap0 up" : "link set dev flap0 down" }
         commands += ["link set dev flap0 up", "link set dev flap1 up", "route del default"]
         let start = now()
         try host.ipBatch(commands)

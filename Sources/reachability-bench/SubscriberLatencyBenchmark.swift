@@ -4,6 +4,7 @@ import NamespaceTesting
 import Netlink
 import ReachabilityClient
 import ReachabilityCore
+
 #if canImport(Glibc)
 import Glibc
 import SystemCalls
@@ -47,18 +48,20 @@ struct SubscriberLatencyBenchmark {
         let config = site.scratch.appendingPathComponent("compat.toml")
         try "[compat]\nnetworkmanager = true\n".write(to: config, atomically: true, encoding: .utf8)
         // At its default log level: what operators run.
-        let (daemon, socket) = try site.startDaemon(reachd, logLevel: "info", bus: systemBus?.address ?? "none",
-                                                    config: toolkits ? config.path : "/nonexistent")
+        let (daemon, socket) = try site.startDaemon(
+            reachd, logLevel: "info", bus: systemBus?.address ?? "none",
+            config: toolkits ? config.path : "/nonexistent")
         defer { stopProcess(daemon) }
         let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
         // reachctl watch would watch on its own if no daemon answered yet.
-        for _ in 0 ..< 400 where (try? client.blocking.currentPath()) == nil { usleep(25_000) }
+        for _ in 0..<400 where (try? client.blocking.currentPath()) == nil { usleep(25_000) }
         // Only what is watched runs: on two cores an idle listener still wakes for every change.
         let signal = watching.contains("reachd StatusChanged") ? try SignalSubscriber(socket: socket) : nil
         let clientWaiter = watching.contains("ReachabilityClient") ? PathWaiter() : nil
         let token = clientWaiter.map { waiter in client.onChange(queue: DispatchQueue(label: "bench.client")) { waiter.received($0) } }
         defer { token.map(client.cancel) }
-        let watch = watching.contains("reachctl watch")
+        let watch =
+            watching.contains("reachctl watch")
             ? try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket]) : nil
         defer { watch?.stop() }
         if let watch {
@@ -69,14 +72,18 @@ struct SubscriberLatencyBenchmark {
         func toolkit(_ stage: String, _ script: String) throws -> LineReader? {
             guard let systemBus, watching.contains(stage) else { return nil }
             // The toolkits pick their backend once, at start: only after reachd owns NetworkManager's name.
-            for _ in 0 ..< 200 {
-                let owned = try? NamespaceTesting.run(["busctl", "--address=\(systemBus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                      "org.freedesktop.DBus", "NameHasOwner", "s", "org.freedesktop.NetworkManager"]).output
+            for _ in 0..<200 {
+                let owned = try? NamespaceTesting.run([
+                    "busctl", "--address=\(systemBus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                    "org.freedesktop.DBus", "NameHasOwner", "s", "org.freedesktop.NetworkManager"
+                ]).output
                 if owned?.contains("true") == true { break }
                 usleep(50_000)
             }
-            let reader = try LineReader(["ip", "netns", "exec", host.name, "env", "DBUS_SYSTEM_BUS_ADDRESS=\(systemBus.address)",
-                                         "QT_QPA_PLATFORM=offscreen", "/usr/bin/python3", script])
+            let reader = try LineReader([
+                "ip", "netns", "exec", host.name, "env", "DBUS_SYSTEM_BUS_ADDRESS=\(systemBus.address)",
+                "QT_QPA_PLATFORM=offscreen", "/usr/bin/python3", script
+            ])
             guard let first = reader.firstLine(timeout: 20), first.contains("networkmanager") || first.contains("GNetworkMonitorNM") else {
                 throw BenchmarkError("\(stage) is not reading the NetworkManager surface")
             }
@@ -86,7 +93,8 @@ struct SubscriberLatencyBenchmark {
         defer { glib?.stop() }
         let qt = try toolkit("Qt (NM surface)", ToolkitClient<QtView>.qtScript)
         defer { qt?.stop() }
-        let ipMonitor = watching.contains("ip monitor") ? try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"]) : nil
+        let ipMonitor =
+            watching.contains("ip monitor") ? try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"]) : nil
         defer { ipMonitor?.stop() }
 
         let namespace = NetworkNamespace(name: host.name)
@@ -97,7 +105,7 @@ struct SubscriberLatencyBenchmark {
         defer { monitor?.stop() }
         let gateway = IPAddress("10.1.0.1")!, local = IPAddress("10.1.0.2")!, any = IPAddress("0.0.0.0")!
         let options = try MonitorOptions(networkNamespace: host.path)
-        usleep(300_000)  // ip monitor has no first line to wait for: time to subscribe
+        usleep(300_000) // ip monitor has no first line to wait for: time to subscribe
 
         var samples: [String: [String: [Double]]] = [:]
         func measure(_ name: String, carriedBy message: @escaping (RtnetlinkMessage) -> Bool, _ change: () throws -> Void) throws {
@@ -109,8 +117,17 @@ struct SubscriberLatencyBenchmark {
             if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
             if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
             if let watch { stages.append(("reachctl watch", { watch.arm { $0.contains("\"status\":\"unreachable\"") } }, watch.wait)) }
-            if let glib { stages.append(("GLib (NM surface)", { glib.arm { $0.contains(#""event": "connectivity""#) && $0.contains(#""connectivity": "local""#) } }, glib.wait)) }
-            if let qt { stages.append(("Qt (NM surface)", { qt.arm { $0.contains(#""event": "reachability""#) && $0.contains("Disconnected") } }, qt.wait)) }
+            if let glib {
+                stages.append(
+                    (
+                        "GLib (NM surface)",
+                        { glib.arm { $0.contains(#""event": "connectivity""#) && $0.contains(#""connectivity": "local""#) } }, glib.wait
+                    ))
+            }
+            if let qt {
+                stages.append(
+                    ("Qt (NM surface)", { qt.arm { $0.contains(#""event": "reachability""#) && $0.contains("Disconnected") } }, qt.wait))
+            }
             stages.forEach { $0.arm() }
             let start = now()
             try change()
@@ -136,24 +153,37 @@ struct SubscriberLatencyBenchmark {
             // Every subscriber has it, and trailing messages (IPv6 teardown, re-checks) pass before the next arm.
             usleep(20_000)
             for (client, online) in [(glib, #""connectivity": "full""#), (qt, #""reachability": "Online""#)] {
-                guard client?.waitForLatest(containing: online) != false else { throw BenchmarkError("a toolkit client did not come back online") }
+                guard client?.waitForLatest(containing: online) != false else {
+                    throw BenchmarkError("a toolkit client did not come back online")
+                }
             }
             raw?.discard()
         }
-        let processes = [("reachd", daemon.processIdentifier)] + [("reachctl watch", watch?.pid), ("ip monitor", ipMonitor?.pid)].compactMap { name, pid in pid.map { (name, $0) } }
+        let processes =
+            [("reachd", daemon.processIdentifier)]
+            + [("reachctl watch", watch?.pid), ("ip monitor", ipMonitor?.pid)].compactMap { name, pid in pid.map { (name, $0) } }
         let cpuBefore = processes.map { cpuNanoseconds(of: $0.1) }
-        for _ in 0 ..< repetitions {
-            try measure("route delete", carriedBy: {
-                if case let .route(change) = $0 { change.removed && change.destinationPrefixLength == 0 } else { false }
-            }) { try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
+        for _ in 0..<repetitions {
+            try measure(
+                "route delete",
+                carriedBy: {
+                    if case let .route(change) = $0 { change.removed && change.destinationPrefixLength == 0 } else { false }
+                }
+            ) { try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
             try restore()
-            try measure("link down", carriedBy: {
-                if case let .link(link) = $0 { link.index == eth0 && !link.isUp } else { false }
-            }) { try control.setLink(eth0, up: false) }
+            try measure(
+                "link down",
+                carriedBy: {
+                    if case let .link(link) = $0 { link.index == eth0 && !link.isUp } else { false }
+                }
+            ) { try control.setLink(eth0, up: false) }
             try restore()
-            try measure("address delete", carriedBy: {
-                if case let .addressRemoved(address) = $0 { address.address == local } else { false }
-            }) { try control.address(add: false, local, prefixLength: 24, interface: eth0) }
+            try measure(
+                "address delete",
+                carriedBy: {
+                    if case let .addressRemoved(address) = $0 { address.address == local } else { false }
+                }
+            ) { try control.address(add: false, local, prefixLength: 24, interface: eth0) }
             try restore()
         }
         // Each repetition: three changes and three restores (one to three requests each).
@@ -225,7 +255,7 @@ final class LineReader: @unchecked Sendable {
     /// (a toolkit client) has caught up before the next change is armed, so that a
     /// late line of the last change is not taken for the next one.
     func waitForLatest(containing text: String) -> Bool {
-        for _ in 0 ..< 500 {
+        for _ in 0..<500 {
             if lock.withLock({ last?.contains(text) == true }) { return true }
             usleep(10_000)
         }

@@ -28,10 +28,12 @@ struct TrustBenchmark {
         let rootKey = P256.Signing.PrivateKey()
         let root = try Self.certificate(subject: "Bench Root", key: rootKey.publicKey, issuer: nil, issuerKey: rootKey, names: [])
         let intermediateKey = P256.Signing.PrivateKey()
-        let intermediate = try Self.certificate(subject: "Bench Intermediate", key: intermediateKey.publicKey, issuer: root, issuerKey: rootKey, names: [])
+        let intermediate = try Self.certificate(
+            subject: "Bench Intermediate", key: intermediateKey.publicKey, issuer: root, issuerKey: rootKey, names: [])
         let leafKey = P256.Signing.PrivateKey()
-        let names = (0 ..< hosts).map { "h\($0).bench.test" }
-        let leaf = try Self.certificate(subject: "Bench Server", key: leafKey.publicKey, issuer: intermediate, issuerKey: intermediateKey, names: names)
+        let names = (0..<hosts).map { "h\($0).bench.test" }
+        let leaf = try Self.certificate(
+            subject: "Bench Server", key: leafKey.publicKey, issuer: intermediate, issuerKey: intermediateKey, names: names)
         let chain = [leaf, intermediate]
         let backup = PublicKeyPin(sha256: Array(repeating: 7, count: 32))!
         let pins: Set = [try PublicKeyPin(certificate: intermediate), backup]
@@ -43,7 +45,7 @@ struct TrustBenchmark {
             let count = 2000
             let evaluator = policy.evaluator(systemAnchors: anchors)
             let start = now()
-            for _ in 0 ..< count {
+            for _ in 0..<count {
                 var context = ServerTrustContext(host: names[0], presented: chain)
                 _ = await evaluator.evaluate(&context)
             }
@@ -55,31 +57,35 @@ struct TrustBenchmark {
         // 2. The servers: one NIOSSL server each, closing once the handshake is done.
         var servers: [any Channel] = []
         defer { for server in servers { server.close(promise: nil) } }
-        let tls = try NIOSSLContext(configuration: .makeServerConfiguration(
-            certificateChain: try chain.map { .certificate(try NIOSSLCertificate(bytes: try Self.der($0), format: .der)) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(leafKey.pemRepresentation.utf8), format: .pem))))
+        let tls = try NIOSSLContext(
+            configuration: .makeServerConfiguration(
+                certificateChain: try chain.map { .certificate(try NIOSSLCertificate(bytes: try Self.der($0), format: .der)) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(leafKey.pemRepresentation.utf8), format: .pem))))
         for _ in names {
-            servers.append(try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .childChannelInitializer { child in
-                    child.eventLoop.makeCompletedFuture {
-                        try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
-                        try child.pipeline.syncOperations.addHandler(CloseAfterHandshake())
+            servers.append(
+                try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .childChannelInitializer { child in
+                        child.eventLoop.makeCompletedFuture {
+                            try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                            try child.pipeline.syncOperations.addHandler(CloseAfterHandshake())
+                        }
                     }
-                }
-                .bind(host: "127.0.0.1", port: 0).get())
+                    .bind(host: "127.0.0.1", port: 0).get())
         }
         let ports = servers.map { $0.localAddress!.port! }
 
         var configuration = TrustConfiguration()
         for (name, port) in zip(names, ports) {
             let pattern = try HostPattern(name)
-            try configuration.hosts.add(pattern, HostTrustConfiguration(
-                pattern: pattern, port: port, connect: "127.0.0.1", policy: policy, pinSet: try PinSet(pins: pins)))
+            try configuration.hosts.add(
+                pattern,
+                HostTrustConfiguration(
+                    pattern: pattern, port: port, connect: "127.0.0.1", policy: policy, pinSet: try PinSet(pins: pins)))
         }
         let checker = TrustChecker(configuration: configuration, systemAnchors: systemRoots + [root])
         var checkerTimes: [Double] = []
         var allTrusted = true
-        for _ in 0 ..< rounds {
+        for _ in 0..<rounds {
             let start = now()
             let round = await checker.checkAll()
             checkerTimes.append(milliseconds(now() - start))
@@ -98,13 +104,15 @@ struct TrustBenchmark {
         let leafPin = "sha256//" + Data(try PublicKeyPin(certificate: leaf).sha256).base64EncodedString()
         var curlTimes: [Double] = []
         var curlAllPinned = true
-        for _ in 0 ..< min(rounds, 3) {
+        for _ in 0..<min(rounds, 3) {
             let start = now()
             for (name, port) in zip(names, ports) {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-                process.arguments = ["-s", "-o", "/dev/null", "--max-time", "5", "--cacert", rootFile, "--pinnedpubkey", leafPin,
-                                     "--resolve", "\(name):\(port):127.0.0.1", "https://\(name):\(port)/"]
+                process.arguments = [
+                    "-s", "-o", "/dev/null", "--max-time", "5", "--cacert", rootFile, "--pinnedpubkey", leafPin,
+                    "--resolve", "\(name):\(port):127.0.0.1", "https://\(name):\(port)/"
+                ]
                 try process.run()
                 process.waitUntilExit()
                 // 52: empty reply — the server closes after the handshake, so the pin was accepted.
@@ -112,8 +120,9 @@ struct TrustBenchmark {
             }
             curlTimes.append(milliseconds(now() - start))
         }
-        return Result(microsecondsPerChain: alone, microsecondsPerChainSystemRoots: withSystem, checkerMilliseconds: checkerTimes,
-                      curlMilliseconds: curlTimes, allTrusted: allTrusted, curlAllPinned: curlAllPinned)
+        return Result(
+            microsecondsPerChain: alone, microsecondsPerChainSystemRoots: withSystem, checkerMilliseconds: checkerTimes,
+            curlMilliseconds: curlTimes, allTrusted: allTrusted, curlAllPinned: curlAllPinned)
     }
 
     static func der(_ certificate: Certificate) throws -> [UInt8] {
@@ -122,8 +131,10 @@ struct TrustBenchmark {
         return serializer.serializedBytes
     }
 
-    static func certificate(subject: String, key: P256.Signing.PublicKey, issuer: Certificate?, issuerKey: P256.Signing.PrivateKey,
-                            names: [String]) throws -> Certificate {
+    static func certificate(
+        subject: String, key: P256.Signing.PublicKey, issuer: Certificate?, issuerKey: P256.Signing.PrivateKey,
+        names: [String]
+    ) throws -> Certificate {
         let name = try DistinguishedName { CommonName(subject) }
         let isCA = names.isEmpty
         let now = Date()

@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityBus
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,8 +29,8 @@ struct WatchBenchmark {
         let (daemon, socket) = try site.startDaemon(reachd, logLevel: "warning")
         defer { stopProcess(daemon) }
         let subscriber = try SignalSubscriber(socket: socket)
-        let readers = try (0 ..< (watches + 7) / 8).map { connection in
-            try WatchReader(socket: socket, destinations: (0 ..< min(8, watches - connection * 8)).map { "10.9.\(connection).\($0 + 1)" })
+        let readers = try (0..<(watches + 7) / 8).map { connection in
+            try WatchReader(socket: socket, destinations: (0..<min(8, watches - connection * 8)).map { "10.9.\(connection).\($0 + 1)" })
         }
         defer { readers.forEach { $0.close() } }
         let monitor = try BackgroundProcess(["ip", "-n", site.host.name, "monitor", "route"])
@@ -38,7 +39,7 @@ struct WatchBenchmark {
 
         let pid = daemon.processIdentifier
         let reachdBefore = cpuNanoseconds(of: pid), monitorBefore = cpuNanoseconds(of: monitor.process.processIdentifier)
-        for index in 0 ..< changes * 2 {
+        for index in 0..<changes * 2 {
             let add = index % 2 == 1
             subscriber.arm(add ? "wired" : "unreachable")
             try site.host.ip(add ? "route add default via 10.1.0.1" : "route del default")
@@ -46,10 +47,11 @@ struct WatchBenchmark {
         }
         usleep(200_000)
         let perChange = { (before: UInt64, after: UInt64) in Double(after - before) / 1e3 / Double(changes * 2) }
-        return Row(watches: watches,
-                   reachdMicroseconds: perChange(reachdBefore, cpuNanoseconds(of: pid)),
-                   ipMonitorMicroseconds: perChange(monitorBefore, cpuNanoseconds(of: monitor.process.processIdentifier)),
-                   pathChangedSignals: readers.reduce(0) { $0 + $1.received }, rssKiB: residentKiB(of: pid))
+        return Row(
+            watches: watches,
+            reachdMicroseconds: perChange(reachdBefore, cpuNanoseconds(of: pid)),
+            ipMonitorMicroseconds: perChange(monitorBefore, cpuNanoseconds(of: monitor.process.processIdentifier)),
+            pathChangedSignals: readers.reduce(0) { $0 + $1.received }, rssKiB: residentKiB(of: pid))
     }
 }
 
@@ -63,8 +65,10 @@ final class WatchReader: @unchecked Sendable {
 
     init(socket: String, destinations: [String]) throws {
         connection = try BusConnection.connect(.address("unix:path=\(socket)"))
-        try connection.onSignal(sender: nil, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1",
-                                member: "PathChanged", twoArguments: true) { [self] _, _, _ in
+        try connection.onSignal(
+            sender: nil, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1",
+            member: "PathChanged", twoArguments: true
+        ) { [self] _, _, _ in
             lock.lock()
             count += 1
             lock.unlock()

@@ -1,6 +1,7 @@
 import ReachctlProgram
 import ReachdProgram
 import ReachdTrustProgram
+
 #if canImport(Glibc)
 import Glibc
 #endif

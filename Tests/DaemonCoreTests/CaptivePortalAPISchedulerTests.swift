@@ -16,21 +16,28 @@ struct CaptivePortalAPISchedulerTests {
 
         init() {
             scheduler = CaptivePortalAPIScheduler(
-                interval: .seconds(300), timer: .init(arm: { [unowned self] in timer.append($0) }, disarm: { [unowned self] in timer.append(nil) }),
-                now: { [unowned self] in now }, start: { [unowned self] in started.append(($0, $1)); return true })
+                interval: .seconds(300),
+                timer: .init(arm: { [unowned self] in timer.append($0) }, disarm: { [unowned self] in timer.append(nil) }),
+                now: { [unowned self] in now },
+                start: { [unowned self] in
+                    started.append(($0, $1)); return true
+                })
         }
 
         /// Answers the latest query.
         @discardableResult
         func answer(_ json: String) -> Bool {
             let document = try? CaptivePortalAPIDocument.parse(Array(json.utf8))
-            return scheduler.finish(started.last!.1, document.map(CaptivePortalAPIAnswer.init(document:))
-                                    ?? CaptivePortalAPIAnswer(failure: "not RFC 8908's", invalid: true))
+            return scheduler.finish(
+                started.last!.1,
+                document.map(CaptivePortalAPIAnswer.init(document:))
+                    ?? CaptivePortalAPIAnswer(failure: "not RFC 8908's", invalid: true))
         }
     }
 
-    static let api = CaptivePortalAPIScheduler.Target(uri: "https://portal.test/capport", source: .routerAdvertisement,
-                                                      interfaceIndex: 2, interfaceName: "wlan0")
+    static let api = CaptivePortalAPIScheduler.Target(
+        uri: "https://portal.test/capport", source: .routerAdvertisement,
+        interfaceIndex: 2, interfaceName: "wlan0")
 
     @Test("a new API is asked at once and awaited; captive: asked again after 1 s, doubling up to the interval")
     func captiveBackoff() {
@@ -43,7 +50,8 @@ struct CaptivePortalAPISchedulerTests {
         #expect(harness.scheduler.state?.captive == true && harness.scheduler.state?.userPortalURL == "https://portal.test/login")
         for expected in [2, 4, 8] {
             harness.scheduler.timerFired()
-            #expect(!harness.answer(#"{"captive": true, "user-portal-url": "https://portal.test/login"}"#), "the same answer changes nothing")
+            #expect(
+                !harness.answer(#"{"captive": true, "user-portal-url": "https://portal.test/login"}"#), "the same answer changes nothing")
             #expect(harness.timer.last == .seconds(expected))
         }
         #expect(harness.timer.prefix(2) == [nil, .seconds(1)], "\(harness.timer)")
@@ -73,8 +81,9 @@ struct CaptivePortalAPISchedulerTests {
         #expect(harness.scheduler.state?.expires == nil && harness.scheduler.state?.captive == true)
     }
 
-    @Test("sessions of every length: more than a minute (and 2 s) left, asked a minute before the end; less, 1 s after it — never after the interval",
-          arguments: [(30, 31), (60, 61), (62, 63), (63, 3), (119, 59), (90, 30), (120, 60), (121, 61), (300, 240), (400, 300)])
+    @Test(
+        "sessions of every length: more than a minute (and 2 s) left, asked a minute before the end; less, 1 s after it — never after the interval",
+        arguments: [(30, 31), (60, 61), (62, 63), (63, 3), (119, 59), (90, 30), (120, 60), (121, 61), (300, 240), (400, 300)])
     func sessionLengths(remaining: Int, next: Int) {
         let harness = Harness()
         harness.scheduler.select(Self.api)
@@ -82,7 +91,9 @@ struct CaptivePortalAPISchedulerTests {
         #expect(harness.timer.last == .seconds(next), "a session of \(remaining) s")
     }
 
-    @Test("an answer to an earlier API or path is dropped; a malformed one is published as an error and counted; a URI that is not https is never asked")
+    @Test(
+        "an answer to an earlier API or path is dropped; a malformed one is published as an error and counted; a URI that is not https is never asked"
+    )
     func staleMalformedRefused() {
         let harness = Harness()
         harness.scheduler.select(Self.api)
@@ -101,8 +112,9 @@ struct CaptivePortalAPISchedulerTests {
         #expect(harness.started.count == 2 && !harness.scheduler.isAwaitingFirstAnswer && !harness.scheduler.hasAPI)
         #expect(harness.scheduler.state?.error?.contains("not an https:// URL") == true)
         // What a router put in the option goes into the log and on the bus printable and bounded.
-        let hostile = CaptivePortalAPIScheduler.Target(uri: "http://x/\n\u{1b}[2J" + String(repeating: "a", count: 5000), source: .routerAdvertisement,
-                                                       interfaceIndex: 2, interfaceName: "wlan0")
+        let hostile = CaptivePortalAPIScheduler.Target(
+            uri: "http://x/\n\u{1b}[2J" + String(repeating: "a", count: 5000), source: .routerAdvertisement,
+            interfaceIndex: 2, interfaceName: "wlan0")
         #expect(hostile.uri.hasPrefix("http://x/??[2J") && hostile.uri.count == 2048 && hostile.refusal != nil)
         harness.scheduler.select(nil)
         #expect(harness.scheduler.state == nil)

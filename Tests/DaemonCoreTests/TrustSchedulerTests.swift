@@ -21,8 +21,10 @@ struct TrustSchedulerTests {
             scheduler = TrustScheduler(
                 isEnabled: enabled, canDeliver: true, recheck: recheck, interval: .seconds(60),
                 roundTimer: .init(arm: { [unowned self] in roundTimer.append($0) }, disarm: { [unowned self] in roundTimer.append(nil) }),
-                deliveryTimer: .init(arm: { [unowned self] in deliveryTimer.append($0) }, disarm: { [unowned self] in deliveryTimer.append(nil) }),
-                spacingTimer: .init(arm: { [unowned self] in spacingTimer.append($0) }, disarm: { [unowned self] in spacingTimer.append(nil) }),
+                deliveryTimer: .init(
+                    arm: { [unowned self] in deliveryTimer.append($0) }, disarm: { [unowned self] in deliveryTimer.append(nil) }),
+                spacingTimer: .init(
+                    arm: { [unowned self] in spacingTimer.append($0) }, disarm: { [unowned self] in spacingTimer.append(nil) }),
                 minimumSpacing: spacing, now: { [unowned self] in now },
                 isAwaitingProbe: { [unowned self] in awaitingProbe },
                 mayDeliver: { [unowned self] in mayDeliver },
@@ -123,7 +125,9 @@ struct TrustSchedulerTests {
         #expect(harness.deliveryTimer.last == .some(nil), "none waiting: no retry")
     }
 
-    @Test("a round that held its reports back (an intercepted host, a portal) is followed by a delivery pass at once; a round asked for meanwhile goes first")
+    @Test(
+        "a round that held its reports back (an intercepted host, a portal) is followed by a delivery pass at once; a round asked for meanwhile goes first"
+    )
     func deliveryAfterHeldBackRound() {
         let harness = Harness()
         harness.scheduler.requestRound("start")

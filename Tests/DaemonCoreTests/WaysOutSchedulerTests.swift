@@ -14,9 +14,10 @@ struct WaysOutSchedulerTests {
         var scheduler: WaysOutScheduler!
 
         init(interval: Duration = .seconds(300)) {
-            scheduler = WaysOutScheduler(interval: interval,
-                                         timer: .init(arm: { [unowned self] in armed.append($0) }, disarm: { [unowned self] in armed.append(nil) }),
-                                         now: { [unowned self] in now }, start: { [unowned self] in started.append(($0.interface!.name, $1)) })
+            scheduler = WaysOutScheduler(
+                interval: interval,
+                timer: .init(arm: { [unowned self] in armed.append($0) }, disarm: { [unowned self] in armed.append(nil) }),
+                now: { [unowned self] in now }, start: { [unowned self] in started.append(($0.interface!.name, $1)) })
         }
 
         func answer(_ name: String, _ verdict: Connectivity) -> Bool {
@@ -27,8 +28,9 @@ struct WaysOutSchedulerTests {
         static func index(_ name: String) -> Int { name == "eth1" ? 3 : name == "wlan0" ? 4 : 5 }
 
         static func wayOut(_ name: String, gateway: String? = "10.0.0.1", routed: Bool = true) -> Path {
-            Path(status: routed ? .wired : .unreachable, reason: routed ? nil : .noRoute,
-                 interface: .init(name: name, index: index(name), kind: .ethernet), gateway: gateway, ipv4: routed)
+            Path(
+                status: routed ? .wired : .unreachable, reason: routed ? nil : .noRoute,
+                interface: .init(name: name, index: index(name), kind: .ethernet), gateway: gateway, ipv4: routed)
         }
     }
 
@@ -68,7 +70,7 @@ struct WaysOutSchedulerTests {
         #expect(harness.scheduler.update([Harness.wayOut("eth1", gateway: "10.0.0.2")]) == false)
         #expect(harness.started.count == 1 && harness.scheduler.verdict(of: 3) == nil)
         #expect(harness.armed.last == .seconds(290))
-        for _ in 0 ..< 20 {
+        for _ in 0..<20 {
             harness.scheduler.update([])
             harness.scheduler.update([Harness.wayOut("eth1", gateway: "10.0.0.2")])
         }

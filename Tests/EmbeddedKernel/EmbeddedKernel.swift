@@ -28,8 +28,10 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         /// `RouteType`: unicast, or unreachable, blackhole, prohibit.
         package var type: UInt8
 
-        package init(_ destination: IPAddress, prefixLength: UInt8, outputInterface: Int32, gateway: IPAddress? = nil,
-                     metric: UInt32 = 0, type: UInt8 = RouteType.unicast) {
+        package init(
+            _ destination: IPAddress, prefixLength: UInt8, outputInterface: Int32, gateway: IPAddress? = nil,
+            metric: UInt32 = 0, type: UInt8 = RouteType.unicast
+        ) {
             self.destination = destination
             self.prefixLength = prefixLength
             self.outputInterface = outputInterface
@@ -40,8 +42,9 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
 
         /// The default route of `gateway`'s family through `interface`.
         package static func defaultRoute(via gateway: IPAddress, interface: Int32, metric: UInt32 = 0) -> Route {
-            Route(gateway.family == .v4 ? IPAddress("0.0.0.0")! : IPAddress("::")!, prefixLength: 0,
-                  outputInterface: interface, gateway: gateway, metric: metric)
+            Route(
+                gateway.family == .v4 ? IPAddress("0.0.0.0")! : IPAddress("::")!, prefixLength: 0,
+                outputInterface: interface, gateway: gateway, metric: metric)
         }
 
         /// An `unreachable`, `blackhole` or `prohibit` route: it goes through no interface.
@@ -53,9 +56,10 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         var isUnicast: Bool { type == RouteType.unicast || type == RouteType.local }
 
         var change: RouteChange {
-            RouteChange(family: destination.family, table: 254, destination: prefixLength == 0 ? nil : destination,
-                        destinationPrefixLength: prefixLength, type: type, removed: false,
-                        outputInterfaces: outputInterface > 0 ? [outputInterface] : [])
+            RouteChange(
+                family: destination.family, table: 254, destination: prefixLength == 0 ? nil : destination,
+                destinationPrefixLength: prefixLength, type: type, removed: false,
+                outputInterfaces: outputInterface > 0 ? [outputInterface] : [])
         }
 
         func covers(_ address: IPAddress) -> Bool { change.covers(address) }
@@ -211,7 +215,7 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         try state.withLock { state in
             if state.failingDumps > 0 {
                 state.failingDumps -= 1
-                throw NetlinkError.system(operation: "dumping links", errno: 105)  // ENOBUFS
+                throw NetlinkError.system(operation: "dumping links", errno: 105) // ENOBUFS
             }
             state.dumps += 1
             return state.links.values.sorted { $0.index < $1.index }
@@ -219,11 +223,15 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
     }
 
     package func addresses() throws -> [InterfaceAddress] {
-        state.withLock { $0.addresses.values.sorted { ($0.interfaceIndex, $0.address.description) < ($1.interfaceIndex, $1.address.description) } }
+        state.withLock {
+            $0.addresses.values.sorted { ($0.interfaceIndex, $0.address.description) < ($1.interfaceIndex, $1.address.description) }
+        }
     }
 
     /// The FIB's answer, as `ip route get [fibmatch] ADDRESS [oif IF]` gives it.
-    package func lookupRoute(to destination: IPAddress, outputInterface: Int32?, matchingFIBEntry: Bool) -> Result<RouteLookup, RouteLookupFailure> {
+    package func lookupRoute(
+        to destination: IPAddress, outputInterface: Int32?, matchingFIBEntry: Bool
+    ) -> Result<RouteLookup, RouteLookupFailure> {
         let now = clock.now
         return state.withLock { state in
             state.lookups += 1
@@ -245,16 +253,18 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
             case RouteType.unreachable: return .failure(.unreachable)
             case RouteType.blackhole: return .failure(.blackhole)
             case RouteType.prohibit: return .failure(.prohibited)
-            default: return .success(Self.answer(destination, through: best.outputInterface, route: best, matchingFIBEntry: matchingFIBEntry))
+            default:
+                return .success(Self.answer(destination, through: best.outputInterface, route: best, matchingFIBEntry: matchingFIBEntry))
             }
         }
     }
 
     private static func answer(_ destination: IPAddress, through interface: Int32, route: Route?, matchingFIBEntry: Bool) -> RouteLookup {
-        RouteLookup(destination: destination, outputInterface: interface, gateway: route?.gateway, preferredSource: nil,
-                    type: route?.type ?? RouteType.unicast, table: route?.type == RouteType.local ? 255 : 254,
-                    destinationPrefixLength: matchingFIBEntry ? route?.prefixLength ?? 0 : UInt8(destination.family.bitCount),
-                    priority: matchingFIBEntry ? route?.metric : nil)
+        RouteLookup(
+            destination: destination, outputInterface: interface, gateway: route?.gateway, preferredSource: nil,
+            type: route?.type ?? RouteType.unicast, table: route?.type == RouteType.local ? 255 : 254,
+            destinationPrefixLength: matchingFIBEntry ? route?.prefixLength ?? 0 : UInt8(destination.family.bitCount),
+            priority: matchingFIBEntry ? route?.metric : nil)
     }
 }
 
@@ -324,8 +334,10 @@ extension EmbeddedKernel {
 
     /// `lo`, up, with its addresses and local routes, as in every namespace.
     package func addLoopback() {
-        setLink(Link(index: 1, name: "lo", hardwareType: HardwareType.loopback, flags: [.up, .running, .loopback, .lowerUp],
-                     operationalState: .unknown, mtu: 65536))
+        setLink(
+            Link(
+                index: 1, name: "lo", hardwareType: HardwareType.loopback, flags: [.up, .running, .loopback, .lowerUp],
+                operationalState: .unknown, mtu: 65536))
         addAddress(InterfaceAddress(interfaceIndex: 1, address: IPAddress("127.0.0.1")!, prefixLength: 8, scope: AddressScope.host))
         addAddress(InterfaceAddress(interfaceIndex: 1, address: IPAddress("::1")!, prefixLength: 128, scope: AddressScope.host))
         addRoute(Route(IPAddress("127.0.0.0")!, prefixLength: 8, outputInterface: 1, type: RouteType.local))
@@ -336,8 +348,10 @@ extension EmbeddedKernel {
     /// its prefix route, fe80::/64 (as every link with IPv6 has), and with `defaultRoute` a default
     /// route via SUBNET.1 at `metric`. With `ipv6`, 2001:db8::2/64 and a default route via fe80::1
     /// (metric 1024) too.
-    package func addUplink(_ name: String = "eth0", index: Int32 = uplink, subnet: String = "192.0.2", metric: UInt32 = 0,
-                           defaultRoute: Bool = true, ipv6: Bool = false) {
+    package func addUplink(
+        _ name: String = "eth0", index: Int32 = uplink, subnet: String = "192.0.2", metric: UInt32 = 0,
+        defaultRoute: Bool = true, ipv6: Bool = false
+    ) {
         setLink(Link(index: index, name: name, kind: "veth"))
         addAddress(InterfaceAddress(interfaceIndex: index, address: IPAddress("\(subnet).2")!, prefixLength: 24))
         addRoute(Route(IPAddress("\(subnet).0")!, prefixLength: 24, outputInterface: index))

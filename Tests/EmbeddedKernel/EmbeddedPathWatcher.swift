@@ -24,8 +24,10 @@ package final class EmbeddedPathWatcher {
     package private(set) var interfaceChanges: [[InterfaceChange]] = []
     package private(set) var log: [String] = []
 
-    package init(kernel: EmbeddedKernel, options: MonitorOptions = MonitorOptions(), facts: any InterfaceFactsSource = NoInterfaceFacts(),
-                 tracksInterfaces: Bool = false) throws {
+    package init(
+        kernel: EmbeddedKernel, options: MonitorOptions = MonitorOptions(), facts: any InterfaceFactsSource = NoInterfaceFacts(),
+        tracksInterfaces: Bool = false
+    ) throws {
         self.kernel = kernel
         let events = try kernel.subscribe()
         self.events = events

@@ -1,8 +1,9 @@
+import Netlink
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Netlink
-import SystemCalls
 
 /// Writes messages as the kernel sends them on an rtnetlink socket — headers,
 /// fixed parts and attributes, each 4-byte aligned — so that what an embedded
@@ -38,23 +39,24 @@ package enum RtnetlinkEncoder {
     private static func link(_ link: Link, type: UInt16) -> [UInt8] {
         // struct ifinfomsg: family, pad, type, index, flags, change.
         var body: [UInt8] = [UInt8(AF_UNSPEC), 0] + u16(link.hardwareType) + i32(link.index) + u32(link.flags.rawValue) + u32(0)
-        body += attribute(3, Array(link.name.utf8) + [0])  // IFLA_IFNAME
-        body += attribute(4, u32(link.mtu))  // IFLA_MTU
-        if let lower = link.lowerIndex { body += attribute(5, i32(lower)) }  // IFLA_LINK
-        if let master = link.masterIndex { body += attribute(10, i32(master)) }  // IFLA_MASTER
-        body += attribute(16, [link.operationalState.rawValue])  // IFLA_OPERSTATE
-        if let kind = link.kind { body += attribute(18, attribute(1, Array(kind.utf8) + [0])) }  // IFLA_LINKINFO { IFLA_INFO_KIND }
+        body += attribute(3, Array(link.name.utf8) + [0]) // IFLA_IFNAME
+        body += attribute(4, u32(link.mtu)) // IFLA_MTU
+        if let lower = link.lowerIndex { body += attribute(5, i32(lower)) } // IFLA_LINK
+        if let master = link.masterIndex { body += attribute(10, i32(master)) } // IFLA_MASTER
+        body += attribute(16, [link.operationalState.rawValue]) // IFLA_OPERSTATE
+        if let kind = link.kind { body += attribute(18, attribute(1, Array(kind.utf8) + [0])) } // IFLA_LINKINFO { IFLA_INFO_KIND }
         return wrap(type, body)
     }
 
     private static func address(_ address: InterfaceAddress, type: UInt16) -> [UInt8] {
         // struct ifaddrmsg: family, prefix length, flags (the low 8 bits), scope, index.
         let family = UInt8(address.address.family.kernelValue)
-        var body: [UInt8] = [family, address.prefixLength, UInt8(truncatingIfNeeded: address.flags.rawValue), address.scope]
+        var body: [UInt8] =
+            [family, address.prefixLength, UInt8(truncatingIfNeeded: address.flags.rawValue), address.scope]
             + i32(address.interfaceIndex)
-        body += attribute(1, address.address.bytes)  // IFA_ADDRESS
-        if address.address.family == .v4 { body += attribute(2, address.address.bytes) }  // IFA_LOCAL: IPv4 sends both
-        body += attribute(8, u32(address.flags.rawValue))  // IFA_FLAGS
+        body += attribute(1, address.address.bytes) // IFA_ADDRESS
+        if address.address.family == .v4 { body += attribute(2, address.address.bytes) } // IFA_LOCAL: IPv4 sends both
+        body += attribute(8, u32(address.flags.rawValue)) // IFA_FLAGS
         return wrap(type, body)
     }
 
@@ -62,10 +64,10 @@ package enum RtnetlinkEncoder {
         // struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags.
         let family = UInt8(change.family.kernelValue)
         var body: [UInt8] = [family, change.destinationPrefixLength, 0, 0, change.table, 3, 0, change.type] + u32(0)
-        body += attribute(15, u32(UInt32(change.table)))  // RTA_TABLE
-        if let destination = change.destination { body += attribute(1, destination.bytes) }  // RTA_DST
+        body += attribute(15, u32(UInt32(change.table))) // RTA_TABLE
+        if let destination = change.destination { body += attribute(1, destination.bytes) } // RTA_DST
         if change.outputInterfaces.count == 1 {
-            body += attribute(4, i32(change.outputInterfaces[0]))  // RTA_OIF
+            body += attribute(4, i32(change.outputInterfaces[0])) // RTA_OIF
         } else if !change.outputInterfaces.isEmpty {
             // RTA_MULTIPATH: one struct rtnexthop (length, flags, hops, index) per next hop.
             body += attribute(9, change.outputInterfaces.flatMap { u16(8) + [0, 0] + i32($0) })

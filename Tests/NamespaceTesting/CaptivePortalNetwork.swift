@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -71,7 +72,9 @@ public enum CaptivePortalNetwork {
 
     /// A CA (`capport-ca.pem`) and a certificate for the IP address `address` it signed, made by openssl in `directory`.
     public static func makePKI(for address: String, in directory: URL) throws {
-        try run(["/bin/sh", "-c", """
+        try run([
+            "/bin/sh", "-c",
+            """
             set -e
             cd '\(directory.path)'
             openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout capport-ca.key -out capport-ca.pem -days 30 \
@@ -79,7 +82,8 @@ public enum CaptivePortalNetwork {
             openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout capport.key -out capport.csr -subj /CN=capport 2>/dev/null
             printf 'subjectAltName=IP:\(address)\\nextendedKeyUsage=serverAuth\\nkeyUsage=critical,digitalSignature\\nauthorityKeyIdentifier=keyid\\nbasicConstraints=critical,CA:FALSE\\n' > capport.ext
             openssl x509 -req -in capport.csr -CA capport-ca.pem -CAkey capport-ca.key -CAcreateserial -days 10 -extfile capport.ext -out capport.pem 2>/dev/null
-            """])
+            """
+        ])
     }
 
     /// The API server: `https://ADDRESS:PORT/…` in `namespace`, answering `answer` until `set` changes it.
@@ -94,9 +98,12 @@ public enum CaptivePortalNetwork {
             logFile = directory.appendingPathComponent("capport-requests.log")
             try answer.write(to: answerFile, atomically: true, encoding: .utf8)
             _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-            process = try namespace.startPython(CaptivePortalNetwork.api, named: "capport-api.py", in: directory, arguments: [
-                address, String(port), directory.appendingPathComponent("capport.pem").path,
-                directory.appendingPathComponent("capport.key").path, answerFile.path, logFile.path])
+            process = try namespace.startPython(
+                CaptivePortalNetwork.api, named: "capport-api.py", in: directory,
+                arguments: [
+                    address, String(port), directory.appendingPathComponent("capport.pem").path,
+                    directory.appendingPathComponent("capport.key").path, answerFile.path, logFile.path
+                ])
             try await namespace.waitUntilListening("sport = :\(port)", server: process)
         }
 
@@ -105,7 +112,9 @@ public enum CaptivePortalNetwork {
 
         /// Each request so far: its path and Accept header.
         public var requests: [String] {
-            ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").map { $0.split(separator: " ", maxSplits: 1).last.map(String.init) ?? "" }
+            ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").map {
+                $0.split(separator: " ", maxSplits: 1).last.map(String.init) ?? ""
+            }
         }
 
         public func stop() {
@@ -119,17 +128,24 @@ public enum CaptivePortalNetwork {
         let settings: URL
 
         /// Starts sending once the interface's link-local address is usable (DAD done).
-        public init(in namespace: TestNamespace, interface: String, directory: URL, lifetime: Int, uri: String, options: String = "",
-                    interval: Double = 1) async throws {
+        public init(
+            in namespace: TestNamespace, interface: String, directory: URL, lifetime: Int, uri: String, options: String = "",
+            interval: Double = 1
+        ) async throws {
             settings = directory.appendingPathComponent("advertiser.json")
             let deadline = ContinuousClock.now + .seconds(10)
             while try namespace.exec(["ip", "-6", "addr", "show", "dev", interface, "scope", "link", "-tentative"]).output.isEmpty {
-                guard ContinuousClock.now < deadline else { throw CommandFailure(command: ["ip"], result: CommandResult(status: -1, output: "", error: "\(interface) has no usable link-local address")) }
+                guard ContinuousClock.now < deadline else {
+                    throw CommandFailure(
+                        command: ["ip"],
+                        result: CommandResult(status: -1, output: "", error: "\(interface) has no usable link-local address"))
+                }
                 try await Task.sleep(for: .milliseconds(50))
             }
             try set(lifetime: lifetime, uri: uri, options: options)
-            process = try namespace.startPython(CaptivePortalNetwork.advertiser, named: "advertiser.py", in: directory,
-                                                arguments: [interface, settings.path, String(interval)])
+            process = try namespace.startPython(
+                CaptivePortalNetwork.advertiser, named: "advertiser.py", in: directory,
+                arguments: [interface, settings.path, String(interval)])
         }
 
         /// What the next advertisements say.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The outcome of running a program to completion.
 public struct CommandResult: Sendable {
@@ -45,11 +46,10 @@ public func run(_ arguments: [String], check: Bool = true, input: String? = nil)
     let outputData = output.fileHandleForReading.readDataToEndOfFile()
     group.wait()
     process.waitUntilExit()
-    let result = CommandResult(status: process.terminationStatus,
-                               output: String(decoding: outputData, as: UTF8.self),
-                               error: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
+    let result = CommandResult(
+        status: process.terminationStatus,
+        output: String(decoding: outputData, as: UTF8.self),
+        error: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
     if check && result.status != 0 { throw CommandFailure(command: arguments, result: result) }
     return result
 }
-
-import Synchronization

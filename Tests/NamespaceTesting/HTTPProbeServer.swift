@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,8 +55,9 @@ public final class HTTPProbeServer {
         logFile = directory.appendingPathComponent("probe-requests-\(tag).log")
         try mode.write(to: modeFile, atomically: true, encoding: .utf8)
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        process = try namespace.startPython(Self.script, named: "probe-server.py", in: directory,
-                                            arguments: [address, "80", modeFile.path, logFile.path])
+        process = try namespace.startPython(
+            Self.script, named: "probe-server.py", in: directory,
+            arguments: [address, "80", modeFile.path, logFile.path])
         let shown = address.contains(":") ? "[\(address)]:80" : "\(address):80"
         try await namespace.waitUntilListening("src \(shown)", server: process)
     }
@@ -68,7 +70,9 @@ public final class HTTPProbeServer {
 
     /// The paths requested so far.
     public var paths: [String] {
-        ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
+        ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            $0.split(separator: " ").last.map(String.init)
+        }
     }
 
     public func stop() {

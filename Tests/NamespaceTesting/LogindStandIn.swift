@@ -35,7 +35,9 @@ public final class LogindStandIn {
         let answer = try readLine()
         guard answer == "owner" else {
             stop()
-            throw CommandFailure(command: ["logind stand-in"], result: CommandResult(status: -1, output: answer, error: "does not own org.freedesktop.login1"))
+            throw CommandFailure(
+                command: ["logind stand-in"],
+                result: CommandResult(status: -1, output: answer, error: "does not own org.freedesktop.login1"))
         }
     }
 
@@ -54,7 +56,11 @@ public final class LogindStandIn {
         var line: [UInt8] = []
         while true {
             let byte = output.fileHandleForReading.readData(ofLength: 1)
-            guard let first = byte.first else { throw CommandFailure(command: ["logind stand-in"], result: CommandResult(status: -1, output: String(decoding: line, as: UTF8.self), error: "exited")) }
+            guard let first = byte.first else {
+                throw CommandFailure(
+                    command: ["logind stand-in"],
+                    result: CommandResult(status: -1, output: String(decoding: line, as: UTF8.self), error: "exited"))
+            }
             if first == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
             line.append(first)
         }

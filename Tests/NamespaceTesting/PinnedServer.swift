@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,8 +24,12 @@ public enum PinnedServer {
     /// The SPKI pins (`sha256/…`) of the server's and the CA's key.
     public static func pins(in directory: URL) throws -> [String] {
         try ["leaf.pem", "ca.pem"].map { file in
-            "sha256/" + (try run(["/bin/sh", "-c", "openssl x509 -in '\(directory.appendingPathComponent(file).path)' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64"]).output
-                .trimmingCharacters(in: .whitespacesAndNewlines))
+            "sha256/"
+                + (try run([
+                    "/bin/sh", "-c",
+                    "openssl x509 -in '\(directory.appendingPathComponent(file).path)' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64"
+                ]).output
+                    .trimmingCharacters(in: .whitespacesAndNewlines))
         }
     }
 
@@ -33,9 +38,11 @@ public enum PinnedServer {
     public static func serve(in router: TestNamespace, from directory: URL, certificate: String = "leaf") async throws -> Process {
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["ip", "netns", "exec", router.name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
-                            "-cert", directory.appendingPathComponent("\(certificate).pem").path,
-                            "-key", directory.appendingPathComponent("\(certificate).key").path, "-quiet"]
+        server.arguments = [
+            "ip", "netns", "exec", router.name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
+            "-cert", directory.appendingPathComponent("\(certificate).pem").path,
+            "-key", directory.appendingPathComponent("\(certificate).key").path, "-quiet"
+        ]
         server.standardInput = Pipe()
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
@@ -48,18 +55,18 @@ public enum PinnedServer {
     public static func config(pins: [String], in directory: URL) throws -> URL {
         let config = directory.appendingPathComponent("reachd.toml")
         try """
-            [trust]
-            timeout = "2s"
-            reports = "\(directory.appendingPathComponent("reports").path)"
+        [trust]
+        timeout = "2s"
+        reports = "\(directory.appendingPathComponent("reports").path)"
 
-            [[trust.host]]
-            match = "pinned.test"
-            port = 8443
-            connect = "10.1.0.1"
-            mode = "public-key"
-            pins = [\(pins.map { "\"\($0)\"" }.joined(separator: ", "))]
-            anchors = ["ca.pem"]
-            """.write(to: config, atomically: true, encoding: .utf8)
+        [[trust.host]]
+        match = "pinned.test"
+        port = 8443
+        connect = "10.1.0.1"
+        mode = "public-key"
+        pins = [\(pins.map { "\"\($0)\"" }.joined(separator: ", "))]
+        anchors = ["ca.pem"]
+        """.write(to: config, atomically: true, encoding: .utf8)
         return config
     }
 }

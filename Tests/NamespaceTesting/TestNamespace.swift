@@ -85,14 +85,18 @@ extension TestNamespace {
     /// Gives this namespace an uplink: veth `device` here, its peer `peer` in
     /// `router` with `.1` of the /24, this side `.2`, and a default route via `.1`
     /// unless `defaultRoute` is false. Carrier follows the peer, as with a cable.
-    public func addUplink(_ device: String = "eth0", subnet: String = "10.1.0", router: TestNamespace,
-                          peer: String = "up0", defaultRoute: Bool = true) throws {
+    public func addUplink(
+        _ device: String = "eth0", subnet: String = "10.1.0", router: TestNamespace,
+        peer: String = "up0", defaultRoute: Bool = true
+    ) throws {
         try addVeth(device, "\(subnet).2/24", to: router, peer, "\(subnet).1/24", defaultRoute: defaultRoute ? "\(subnet).1" : nil)
     }
 
     /// Veth `device` with `address`, its peer in `router` with `routerAddress`, a default route via `gateway`.
-    private func addVeth(_ device: String, _ address: String, to router: TestNamespace, _ peer: String, _ routerAddress: String,
-                         defaultRoute gateway: String?) throws {
+    private func addVeth(
+        _ device: String, _ address: String, to router: TestNamespace, _ peer: String, _ routerAddress: String,
+        defaultRoute gateway: String?
+    ) throws {
         try ip("link add name \(device) type veth peer name \(peer) netns \(router.name)")
         try ip("addr add \(address) dev \(device)")
         try ip("link set dev \(device) up")
@@ -109,8 +113,9 @@ extension TestNamespace {
         let deadline = ContinuousClock.now + timeout
         while try !ip("-o link show dev \(device)").contains(" state UP ") {
             guard ContinuousClock.now < deadline else {
-                throw CommandFailure(command: ["ip", "-n", name, "link", "show", "dev", device],
-                                     result: CommandResult(status: -1, output: "", error: "not operational after \(timeout)"))
+                throw CommandFailure(
+                    command: ["ip", "-n", name, "link", "show", "dev", device],
+                    result: CommandResult(status: -1, output: "", error: "not operational after \(timeout)"))
             }
             usleep(5_000)
         }
@@ -126,7 +131,8 @@ extension TestNamespace {
             guard ContinuousClock.now < deadline else {
                 kill(server.processIdentifier, SIGKILL)
                 server.waitUntilExit()
-                throw CommandFailure(command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
+                throw CommandFailure(
+                    command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
             }
             try await Task.sleep(for: .milliseconds(25))
         }
@@ -160,8 +166,10 @@ extension TestNamespace {
     /// `device` with `PREFIX::2/64`, its peer `peer` in `router` with `PREFIX::1/64`, and
     /// a default route via `PREFIX::1` unless `defaultRoute` is false (a router's
     /// advertisements are then the way to one). No IPv4 at all.
-    public func addIPv6OnlyUplink(_ device: String = "eth0", prefix: String = "2001:db8:1", router: TestNamespace,
-                                  peer: String = "up0", defaultRoute: Bool = true) throws {
+    public func addIPv6OnlyUplink(
+        _ device: String = "eth0", prefix: String = "2001:db8:1", router: TestNamespace,
+        peer: String = "up0", defaultRoute: Bool = true
+    ) throws {
         // Duplicate address detection is off in test namespaces: the addresses are usable at once.
         try addVeth(device, "\(prefix)::2/64", to: router, peer, "\(prefix)::1/64", defaultRoute: defaultRoute ? "\(prefix)::1" : nil)
     }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,43 +37,49 @@ public final class TestSystemBus: @unchecked Sendable {
         try process.run()
         let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
         address = line.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard address.hasPrefix("unix:") else { throw CommandFailure(command: process.arguments ?? [], result: CommandResult(status: -1, output: line, error: "printed no address")) }
+        guard address.hasPrefix("unix:") else {
+            throw CommandFailure(
+                command: process.arguments ?? [], result: CommandResult(status: -1, output: line, error: "printed no address"))
+        }
     }
 
     /// What an operator does to switch the surface on: the compat policy linked in, the bus reloaded.
     public func allowNetworkManagerCompat() throws {
         try Self.writeConfig(config, socket: socket, networkManagerCompat: true, standIns: standIns)
-        try run(["busctl", "--address=\(address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ReloadConfig"])
+        try run([
+            "busctl", "--address=\(address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "ReloadConfig"
+        ])
     }
 
     private static func writeConfig(_ config: URL, socket: String, networkManagerCompat: Bool, standIns: [String]) throws {
         try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>system</type>
-              <listen>unix:path=\(socket)</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow user="*"/>
-                <deny own="*"/>
-                <deny send_type="method_call"/>
-                <allow send_type="signal"/>
-                <allow send_requested_reply="true" send_type="method_return"/>
-                <allow send_requested_reply="true" send_type="error"/>
-                <allow receive_type="method_call"/>
-                <allow receive_type="method_return"/>
-                <allow receive_type="error"/>
-                <allow receive_type="signal"/>
-                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
-              </policy>
-              <policy user="root">\(standIns.map { "<allow own=\"\($0)\"/>" }.joined())</policy>
-              <include>\(Self.policyFile)</include>
-              \(networkManagerCompat ? "<include>\(Self.compatPolicyFile)</include>" : "")
-            </busconfig>
-            """.write(to: config, atomically: true, encoding: .utf8)
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>system</type>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow user="*"/>
+            <deny own="*"/>
+            <deny send_type="method_call"/>
+            <allow send_type="signal"/>
+            <allow send_requested_reply="true" send_type="method_return"/>
+            <allow send_requested_reply="true" send_type="error"/>
+            <allow receive_type="method_call"/>
+            <allow receive_type="method_return"/>
+            <allow receive_type="error"/>
+            <allow receive_type="signal"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
+          </policy>
+          <policy user="root">\(standIns.map { "<allow own=\"\($0)\"/>" }.joined())</policy>
+          <include>\(Self.policyFile)</include>
+          \(networkManagerCompat ? "<include>\(Self.compatPolicyFile)</include>" : "")
+        </busconfig>
+        """.write(to: config, atomically: true, encoding: .utf8)
     }
 
     public func stop() {
@@ -80,4 +87,3 @@ public final class TestSystemBus: @unchecked Sendable {
         process.waitUntilExit()
     }
 }
-

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,8 +25,10 @@ public final class ToolkitClient<View: Decodable & Sendable>: @unchecked Sendabl
     /// Starts `script` with the apt Python (whose gi and PyQt6 modules it needs) in `namespace`.
     public init(_ script: String, in namespace: TestNamespace, systemBus: String) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ip", "netns", "exec", namespace.name, "env", "DBUS_SYSTEM_BUS_ADDRESS=\(systemBus)",
-                             "QT_QPA_PLATFORM=offscreen", "/usr/bin/python3", script]
+        process.arguments = [
+            "ip", "netns", "exec", namespace.name, "env", "DBUS_SYSTEM_BUS_ADDRESS=\(systemBus)",
+            "QT_QPA_PLATFORM=offscreen", "/usr/bin/python3", script
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -39,7 +42,7 @@ public final class ToolkitClient<View: Decodable & Sendable>: @unchecked Sendabl
                 guard !chunk.isEmpty else { return }
                 pending += chunk
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = pending[pending.startIndex ..< newline]
+                    let line = pending[pending.startIndex..<newline]
                     pending = pending[(newline + 1)...]
                     lock.withLock {
                         if let view = try? JSONDecoder().decode(View.self, from: line) {
@@ -99,7 +102,9 @@ public struct QtView: Decodable, Sendable, Equatable {
     public var clock: Double
 
     public init(reachability: String, portal: Bool, medium: String, metered: Bool) {
-        (event, backend, self.reachability, self.portal, self.medium, self.metered, clock) = ("", "", reachability, portal, medium, metered, 0)
+        (event, backend, self.reachability, self.portal, self.medium, self.metered, clock) = (
+            "", "", reachability, portal, medium, metered, 0
+        )
     }
 
     public var properties: [String: String] {

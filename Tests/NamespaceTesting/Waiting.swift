@@ -2,8 +2,10 @@ import Foundation
 
 /// Polls `condition` until it holds, checking once more after the deadline: a
 /// starved task (the suites run in parallel on 2 cores) may wake only after it.
-public func eventually(_ timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(25),
-                       _ condition: () throws -> Bool) async rethrows -> Bool {
+public func eventually(
+    _ timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(25),
+    _ condition: () throws -> Bool
+) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try condition() { return true }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,20 +30,26 @@ public final class XLATNetwork {
     /// /etc/netns resolv.conf, which `ip netns exec` mounts over /etc/resolv.conf).
     /// `realIPv6ForWellKnownName`: `ipv4only.arpa` has an IPv6 address of its own in the
     /// zone, so the DNS64 answers with it instead of a synthesis (bad input for RFC 7050).
-    public init(host: TestNamespace, gateway: TestNamespace, internet: TestNamespace, directory: URL,
-                realIPv6ForWellKnownName: Bool = false) throws {
+    public init(
+        host: TestNamespace, gateway: TestNamespace, internet: TestNamespace, directory: URL,
+        realIPv6ForWellKnownName: Bool = false
+    ) throws {
         self.host = host
         self.directory = directory
         resolvConf = URL(fileURLWithPath: "/etc/netns/\(host.name)")
         try host.addIPv6OnlyUplink(router: gateway)
-        try gateway.ipBatch(["link add name out0 type veth peer name eth0 netns \(internet.name)",
-                             "addr add 192.0.2.1/24 dev out0", "link set dev out0 up"])
+        try gateway.ipBatch([
+            "link add name out0 type veth peer name eth0 netns \(internet.name)",
+            "addr add 192.0.2.1/24 dev out0", "link set dev out0 up"
+        ])
         try internet.ipBatch(["addr add \(Self.server)/24 dev eth0", "link set dev eth0 up", "route add default via 192.0.2.1"])
         try gateway.sysctl("net.ipv4.ip_forward=1")
         try gateway.sysctl("net.ipv6.conf.all.forwarding=1")
         do {
             try FileManager.default.createDirectory(at: directory.appendingPathComponent("nat64"), withIntermediateDirectories: true)
-            let nat64 = try write("nat64.conf", """
+            let nat64 = try write(
+                "nat64.conf",
+                """
                 tun-device nat64
                 ipv4-addr 198.18.255.1
                 prefix \(Self.prefix)
@@ -56,7 +63,8 @@ public final class XLATNetwork {
             let site = directory.appendingPathComponent("www")
             try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
             try Self.page.write(to: site.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
-            processes.append(try start(in: internet, ["python3", "-m", "http.server", "80", "--bind", Self.server, "--directory", site.path]))
+            processes.append(
+                try start(in: internet, ["python3", "-m", "http.server", "80", "--bind", Self.server, "--directory", site.path]))
             try FileManager.default.createDirectory(at: resolvConf, withIntermediateDirectories: true)
             try "nameserver 2001:db8:1::1\n".write(to: resolvConf.appendingPathComponent("resolv.conf"), atomically: true, encoding: .utf8)
         } catch {
@@ -69,7 +77,9 @@ public final class XLATNetwork {
     /// have only A records, served from zones it reads as if from upstream, so that the
     /// dns64 module synthesises their AAAA.
     private func startResolver(in gateway: TestNamespace, realIPv6ForWellKnownName: Bool) throws {
-        let arpa = try write("ipv4only.arpa.zone", """
+        let arpa = try write(
+            "ipv4only.arpa.zone",
+            """
             $ORIGIN ipv4only.arpa.
             @ 3600 IN SOA ns.ipv4only.arpa. hostmaster.ipv4only.arpa. 1 3600 600 86400 60
             @ 3600 IN NS ns.ipv4only.arpa.
@@ -78,14 +88,18 @@ public final class XLATNetwork {
             ns 3600 IN A 192.0.2.53
             \(realIPv6ForWellKnownName ? "@ 3600 IN AAAA 2001:db8:99::1" : "")
             """)
-        let test = try write("test.zone", """
+        let test = try write(
+            "test.zone",
+            """
             $ORIGIN test.
             @ 3600 IN SOA ns.test. hostmaster.test. 1 3600 600 86400 60
             @ 3600 IN NS ns.test.
             ns 3600 IN A 192.0.2.53
             probe 60 IN A \(Self.server)
             """)
-        let config = try write("unbound.conf", """
+        let config = try write(
+            "unbound.conf",
+            """
             server:
               interface: 2001:db8:1::1
               access-control: ::/0 allow
@@ -111,7 +125,9 @@ public final class XLATNetwork {
         processes.append(try start(in: gateway, ["unbound", "-d", "-c", config.path]))
         let deadline = ContinuousClock.now + .seconds(10)
         while try gateway.exec(["ss", "-Hlun", "sport = :53"]).output.isEmpty {
-            guard ContinuousClock.now < deadline else { throw CommandFailure(command: ["unbound"], result: CommandResult(status: -1, output: "", error: "not listening after 10 s")) }
+            guard ContinuousClock.now < deadline else {
+                throw CommandFailure(command: ["unbound"], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
+            }
             usleep(20_000)
         }
     }
@@ -119,7 +135,9 @@ public final class XLATNetwork {
     /// Starts the host's CLAT, as clatd sets tayga up: tun `clat` with 192.0.0.1/29 and the
     /// IPv4 default route, the CLAT's own IPv6 address routed into it and proxied on eth0.
     public func startCLAT() throws {
-        let config = try write("clat.conf", """
+        let config = try write(
+            "clat.conf",
+            """
             tun-device clat
             ipv4-addr 192.0.0.2
             prefix \(Self.prefix)
@@ -129,8 +147,10 @@ public final class XLATNetwork {
         try host.exec(["tayga", "-c", config.path, "--mktun"])
         try host.sysctl("net.ipv6.conf.all.forwarding=1")
         try host.sysctl("net.ipv6.conf.eth0.proxy_ndp=1")
-        try host.ipBatch(["link set dev clat up", "addr add 192.0.0.1/29 dev clat", "route add default via 192.0.0.2 dev clat",
-                          "route add 2001:db8:1::c/128 dev clat", "neigh add proxy 2001:db8:1::c dev eth0"])
+        try host.ipBatch([
+            "link set dev clat up", "addr add 192.0.0.1/29 dev clat", "route add default via 192.0.0.2 dev clat",
+            "route add 2001:db8:1::c/128 dev clat", "neigh add proxy 2001:db8:1::c dev eth0"
+        ])
         clat = try start(in: host, ["tayga", "-c", config.path, "--nodetach"])
     }
 

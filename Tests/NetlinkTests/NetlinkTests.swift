@@ -1,8 +1,9 @@
 import NamespaceTesting
-@testable import Netlink
 import SystemCalls
 import TestTraits
 import Testing
+
+@testable import Netlink
 
 /// The netlink layer against the kernel, inside namespaces reached through setns.
 @Suite("Netlink (real kernel, network namespaces; addresses as any user)", .ownThreads)
@@ -34,12 +35,15 @@ struct NetlinkTests {
 
             // FIB match restricted to an interface: the default entry through eth0, and
             // nothing through lo (a plain lookup would invent an on-link route there).
-            let match = try query.lookupRoute(to: IPAddress("192.0.2.7")!, outputInterface: eth0.index,
-                                              matchingFIBEntry: true).get()
+            let match = try query.lookupRoute(
+                to: IPAddress("192.0.2.7")!, outputInterface: eth0.index,
+                matchingFIBEntry: true
+            ).get()
             #expect(match.destinationPrefixLength == 0)
             #expect(match.gateway == IPAddress("10.1.0.1"))
-            #expect(query.lookupRoute(to: IPAddress("192.0.2.7")!, outputInterface: 1, matchingFIBEntry: true)
-                == .failure(.unreachable))
+            #expect(
+                query.lookupRoute(to: IPAddress("192.0.2.7")!, outputInterface: 1, matchingFIBEntry: true)
+                    == .failure(.unreachable))
         }
     }
 
@@ -52,27 +56,33 @@ struct NetlinkTests {
             try ns[0].ip("addr add 10.5.0.1/24 dev a0")
             try ns[0].ip("link set dev a0 up")
             var messages: [RtnetlinkMessage] = []
-            _ = try subscription.drain { messages.append($0); return false }
+            _ = try subscription.drain {
+                messages.append($0); return false
+            }
             #expect(messages.contains { if case let .link(link) = $0 { link.name == "a0" } else { false } })
             #expect(messages.contains { if case let .address(address) = $0 { address.cidr == "10.5.0.1/24" } else { false } })
             #expect(messages.contains { if case let .route(route) = $0 { route.family == .v4 } else { false } })
 
             let tiny = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription(receiveBufferSize: 1) }
-            try ns[0].ipBatch((0 ..< 200).flatMap { _ in ["link set dev a0 down", "link set dev a0 up"] })
+            try ns[0].ipBatch((0..<200).flatMap { _ in ["link set dev a0 down", "link set dev a0 up"] })
             #expect(try tiny.drain { _ in false } == .overrun)
         }
     }
 
-    @Test("a route names the interfaces it leaves by, each next hop's for a multipath route; link-local and multicast ones carry no global traffic", .needsRoot)
+    @Test(
+        "a route names the interfaces it leaves by, each next hop's for a multipath route; link-local and multicast ones carry no global traffic",
+        .needsRoot)
     func routeInterfaces() async throws {
         try await withNamespaces("nlroute") { ns in
             let subscription = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription() }
-            try ns[0].ipBatch(["link add name m0 type veth peer name n0", "link add name m1 type veth peer name n1",
-                               "link set dev n0 up", "link set dev n1 up", "link set dev m0 up", "link set dev m1 up",
-                               "route add 0.0.0.0/1 dev m0", "route add 128.0.0.0/1 nexthop dev m0 nexthop dev m1"])
+            try ns[0].ipBatch([
+                "link add name m0 type veth peer name n0", "link add name m1 type veth peer name n1",
+                "link set dev n0 up", "link set dev n1 up", "link set dev m0 up", "link set dev m1 up",
+                "route add 0.0.0.0/1 dev m0", "route add 128.0.0.0/1 nexthop dev m0 nexthop dev m1"
+            ])
             let index = { (name: String) in Int32(try ns[0].ip("-o link show dev \(name)").prefix { $0 != ":" })! }
             var routes: [RouteChange] = []
-            try await Task.sleep(for: .milliseconds(200))  // the link-local addresses (and their routes) follow the links
+            try await Task.sleep(for: .milliseconds(200)) // the link-local addresses (and their routes) follow the links
             _ = try subscription.drain {
                 if case let .route(route) = $0 { routes.append(route) }
                 return false
@@ -85,7 +95,9 @@ struct NetlinkTests {
             }
             let (linkLocal, multicast) = (v6(startingWith: 0xFE), v6(startingWith: 0xFF))
             #expect(!linkLocal.isEmpty && !multicast.isEmpty, "\(routes)")
-            #expect(!(linkLocal + multicast).contains { $0.mayCarryGlobalTraffic }, "\((linkLocal + multicast).filter { $0.mayCarryGlobalTraffic })")
+            #expect(
+                !(linkLocal + multicast).contains { $0.mayCarryGlobalTraffic },
+                "\((linkLocal + multicast).filter { $0.mayCarryGlobalTraffic })")
             #expect(routes.filter { $0.family == .v4 }.allSatisfy { $0.mayCarryGlobalTraffic })
         }
     }

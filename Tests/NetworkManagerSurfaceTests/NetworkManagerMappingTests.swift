@@ -9,8 +9,10 @@ import Testing
 struct NetworkManagerMappingTests {
     static let eth0 = Path.Interface(name: "eth0", index: 2, kind: .ethernet)
 
-    static func reachable(_ status: ReachabilityStatus = .wired, _ interface: Path.Interface = eth0,
-                          connectivity: Connectivity = .full, expensive: Bool = false, vpn: Path.Interface? = nil) -> Path {
+    static func reachable(
+        _ status: ReachabilityStatus = .wired, _ interface: Path.Interface = eth0,
+        connectivity: Connectivity = .full, expensive: Bool = false, vpn: Path.Interface? = nil
+    ) -> Path {
         Path(status: status, interface: interface, ipv4: true, expensive: expensive, vpn: vpn, connectivity: connectivity)
     }
 
@@ -22,7 +24,7 @@ struct NetworkManagerMappingTests {
             (Self.reachable(connectivity: .portal), .connectedSite, .portal),
             (Self.reachable(connectivity: .limited), .connectedSite, .limited),
             (Self.reachable(connectivity: .full), .connectedGlobal, .full),
-            (Self.reachable(connectivity: .unknown), .connectedGlobal, .full),
+            (Self.reachable(connectivity: .unknown), .connectedGlobal, .full)
         ]
         for (path, state, connectivity) in cases {
             let mapped = NetworkManagerState(path)
@@ -53,12 +55,13 @@ struct NetworkManagerMappingTests {
             (Self.reachable(.wifi, wlan), .wifi, "802-11-wireless", "wlan0"),
             (Self.reachable(.cellular, wwan, expensive: true), .modem, "gsm", "wwan0"),
             (Self.reachable(.wifi, wlan, vpn: wg), .wireguard, "wireguard", "wg0"),
-            (Self.reachable(.wired, vpn: tun), .tun, "tun", "tun0"),
+            (Self.reachable(.wired, vpn: tun), .tun, "tun", "tun0")
         ]
         for (path, type, connection, name) in cases {
             let primary = NetworkManagerState(path).primary
-            #expect(primary?.deviceType == type && primary?.connectionType == connection && primary?.interface == name,
-                    "\(path.status) via \(path.interface?.name ?? "-") vpn \(path.vpn?.name ?? "-"): \(String(describing: primary))")
+            #expect(
+                primary?.deviceType == type && primary?.connectionType == connection && primary?.interface == name,
+                "\(path.status) via \(path.interface?.name ?? "-") vpn \(path.vpn?.name ?? "-"): \(String(describing: primary))")
             #expect(primary?.isVPN == (path.vpn != nil))
         }
     }

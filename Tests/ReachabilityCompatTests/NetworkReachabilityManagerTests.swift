@@ -1,6 +1,6 @@
 import Dispatch
-import Foundation
 import EmbeddedKernel
+import Foundation
 import Netlink
 import ReachabilityClient
 import ReachabilityCompat

@@ -1,9 +1,10 @@
 import FoundationEssentials
-@testable import Netlink
-@testable import ReachabilityCore
 import SystemCalls
 import TOML
 import Testing
+
+@testable import Netlink
+@testable import ReachabilityCore
 
 /// RFC 8908's document (the vectors of ChromeOS shill's capport tests and Android's
 /// NetworkMonitor test of the API, public facts),
@@ -16,22 +17,28 @@ struct CaptivePortalAPIDocumentTests {
 
     @Test("every field; optional fields absent; unknown keys ignored")
     func valid() throws {
-        let full = try Self.parse("""
+        let full = try Self.parse(
+            """
             {"captive": false, "user-portal-url": "https://example.org/portal.html",
              "venue-info-url": "https://flight.example.com/entertainment", "seconds-remaining": 326,
              "bytes-remaining": 65536, "can-extend-session": true, "x-vendor": [1, 2]}
             """)
-        #expect(full == CaptivePortalAPIDocument(captive: false, userPortalURL: "https://example.org/portal.html",
-                                                 venueInfoURL: "https://flight.example.com/entertainment", secondsRemaining: 326,
-                                                 bytesRemaining: 65536, canExtendSession: true))
+        #expect(
+            full
+                == CaptivePortalAPIDocument(
+                    captive: false, userPortalURL: "https://example.org/portal.html",
+                    venueInfoURL: "https://flight.example.com/entertainment", secondsRemaining: 326,
+                    bytesRemaining: 65536, canExtendSession: true))
         let minimal = try Self.parse(#"{"captive": true, "user-portal-url": "https://example.org/portal.html"}"#)
         #expect(minimal == CaptivePortalAPIDocument(captive: true, userPortalURL: "https://example.org/portal.html"))
         #expect(try Self.parse(#"{"captive": false}"#) == CaptivePortalAPIDocument(captive: false))
         // Android's NetworkMonitor test of the API: captive, with the portal and the venue.
-        let android = try Self.parse("""
+        let android = try Self.parse(
+            """
             {"captive": true, "user-portal-url": "https://login.capport.android.com", "venue-info-url": "https://venueinfo.capport.android.com"}
             """)
-        #expect(android.captive && android.userPortalURL == "https://login.capport.android.com"
+        #expect(
+            android.captive && android.userPortalURL == "https://login.capport.android.com"
                 && android.venueInfoURL == "https://venueinfo.capport.android.com")
     }
 
@@ -43,11 +50,14 @@ struct CaptivePortalAPIDocumentTests {
             (#"{"captive": null}"#, "captive has the wrong type"),
             (#"{"captive": true}"#, "captive is true without a user-portal-url"),
             (#"{"captive": true, "user-portal-url": "http://example.org/portal.html"}"#, "user-portal-url is not an https:// URL"),
-            (#"{"captive": true, "user-portal-url": "https://example.org/p", "venue-info-url": "invalid URL"}"#, "venue-info-url is not an https:// URL"),
+            (
+                #"{"captive": true, "user-portal-url": "https://example.org/p", "venue-info-url": "invalid URL"}"#,
+                "venue-info-url is not an https:// URL"
+            ),
             (#"{"captive": false, "user-portal-url": "https://user@example.org/"}"#, "user-portal-url is not an https:// URL"),
             ("Invalid JSON string", "not a JSON object"),
             (#"[true]"#, "not a JSON object"),
-            (#"{"captive": false, "seconds-remaining": "326"}"#, "seconds-remaining has the wrong type"),
+            (#"{"captive": false, "seconds-remaining": "326"}"#, "seconds-remaining has the wrong type")
         ] {
             #expect(throws: CaptivePortalAPIDocument.Invalid.self) { try Self.parse(json) }
             do {
@@ -62,10 +72,13 @@ struct CaptivePortalAPIDocumentTests {
 
     @Test("negative or absurd remaining values are dropped; while captive there is no session to count")
     func remaining() throws {
-        #expect(try Self.parse(#"{"captive": false, "seconds-remaining": -326, "bytes-remaining": -65536}"#) == CaptivePortalAPIDocument(captive: false))
+        #expect(
+            try Self.parse(#"{"captive": false, "seconds-remaining": -326, "bytes-remaining": -65536}"#)
+                == CaptivePortalAPIDocument(captive: false))
         #expect(try Self.parse(#"{"captive": false, "seconds-remaining": 1e300}"#).secondsRemaining == nil)
         #expect(try Self.parse(#"{"captive": false, "seconds-remaining": 12.7}"#).secondsRemaining == 12)
-        let captive = try Self.parse(#"{"captive": true, "user-portal-url": "https://example.org/p", "seconds-remaining": 326, "bytes-remaining": 65536}"#)
+        let captive = try Self.parse(
+            #"{"captive": true, "user-portal-url": "https://example.org/p", "seconds-remaining": 326, "bytes-remaining": 65536}"#)
         #expect(captive.secondsRemaining == nil && captive.bytesRemaining == nil)
     }
 
@@ -73,7 +86,8 @@ struct CaptivePortalAPIDocumentTests {
     func routerOption() throws {
         let router = IPAddress("fe80::1")!
         func message(option: [UInt8], icmpType: UInt8 = 134, family: UInt8 = 10, source: IPAddress? = router) -> [UInt8] {
-            var payload: [UInt8] = [family, 0] + withUnsafeBytes(of: UInt16(option.count).littleEndian, Array.init)
+            var payload: [UInt8] =
+                [family, 0] + withUnsafeBytes(of: UInt16(option.count).littleEndian, Array.init)
                 + withUnsafeBytes(of: Int32(7).littleEndian, Array.init) + [icmpType, 0, 0, 0, 0, 0, 0, 0] + option
             if let source { payload += withUnsafeBytes(of: UInt16(20).littleEndian, Array.init) + [1, 0] + source.bytes }
             let length = 16 + payload.count
@@ -88,18 +102,24 @@ struct CaptivePortalAPIDocumentTests {
         #expect(parsed.interfaceIndex == 7 && parsed.router == router && parsed.captivePortalURI == "https://capport.example/api")
         // RDNSS (25): passed on, but no captive portal.
         let rdnss: [UInt8] = [25, 3, 0, 0, 0, 0, 0, 60] + IPAddress("2001:db8::53")!.bytes
-        guard case let .routerOption(other)? = RtnetlinkDatagram.decode(message(option: rdnss)).messages.first else { Issue.record(); return }
+        guard case let .routerOption(other)? = RtnetlinkDatagram.decode(message(option: rdnss)).messages.first else {
+            Issue.record(); return
+        }
         #expect(other.captivePortalURI == nil)
         // A length that disagrees with the option's own, another family or ICMPv6 type: nothing.
         #expect(RtnetlinkDatagram.decode(message(option: [37, 9] + Array(option.dropFirst(2)))).messages.isEmpty)
         #expect(RtnetlinkDatagram.decode(message(option: option, family: 2)).messages.isEmpty)
         #expect(RtnetlinkDatagram.decode(message(option: option, icmpType: 135)).messages.isEmpty)
         // No source address: parsed, without a router (the engine keeps nothing then).
-        guard case let .routerOption(anonymous)? = RtnetlinkDatagram.decode(message(option: option, source: nil)).messages.first else { Issue.record(); return }
+        guard case let .routerOption(anonymous)? = RtnetlinkDatagram.decode(message(option: option, source: nil)).messages.first else {
+            Issue.record(); return
+        }
         #expect(anonymous.router == nil)
     }
 
-    @Test("[connectivity] capport: auto, off, an https URL; http refused with the line; anchors relative to the file, a missing one refused with its line")
+    @Test(
+        "[connectivity] capport: auto, off, an https URL; http refused with the line; anchors relative to the file, a missing one refused with its line"
+    )
     func configuration() throws {
         func read(_ text: String) throws -> ConnectivityOptions {
             var root = TOMLTableReader(try TOML.parse(text, file: "/etc/reachd.toml"), file: "/etc/reachd.toml", name: "")
@@ -108,9 +128,13 @@ struct CaptivePortalAPIDocumentTests {
         }
         #expect(try read("[connectivity]\n").capport == .discover)
         #expect(try read("[connectivity]\ncapport = \"off\"\n").capport == .off)
-        let configured = try read("[connectivity]\ncapport = \"https://portal.example/capport\"\ncapport-anchors = [\"passwd\", \"/etc/passwd\"]\nnetworkd-links = \"\"\n")
+        let configured = try read(
+            "[connectivity]\ncapport = \"https://portal.example/capport\"\ncapport-anchors = [\"passwd\", \"/etc/passwd\"]\nnetworkd-links = \"\"\n"
+        )
         #expect(configured.capport == .uri("https://portal.example/capport"))
-        #expect(configured.capportAnchors == ["/etc/passwd", "/etc/passwd"] && configured.networkdLinks == nil, "relative to the file's directory")
+        #expect(
+            configured.capportAnchors == ["/etc/passwd", "/etc/passwd"] && configured.networkdLinks == nil,
+            "relative to the file's directory")
         do {
             _ = try read("[connectivity]\ncapport-anchors = [\"missing-ca.pem\"]\n")
             Issue.record("a missing anchors file was accepted")

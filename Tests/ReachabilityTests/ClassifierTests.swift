@@ -1,7 +1,8 @@
 import Foundation
 import Netlink
-@testable import ReachabilityCore
 import Testing
+
+@testable import ReachabilityCore
 
 /// Classification from netlink facts and from the device model, fed with
 /// fixtures of real sysfs trees (Wi-Fi and WWAN hardware cannot exist in CI).
@@ -33,8 +34,9 @@ struct ClassifierTests {
             let manager = FileManager.default
             try manager.createDirectory(atPath: "\(directory)/device", withIntermediateDirectories: true)
             try (uevent + "\n").write(toFile: "\(directory)/uevent", atomically: true, encoding: .utf8)
-            try manager.createSymbolicLink(atPath: "\(directory)/device/driver",
-                                           withDestinationPath: "../../../../bus/usb/drivers/\(driver)")
+            try manager.createSymbolicLink(
+                atPath: "\(directory)/device/driver",
+                withDestinationPath: "../../../../bus/usb/drivers/\(driver)")
             if phy {
                 try manager.createSymbolicLink(atPath: "\(directory)/phy80211", withDestinationPath: "../../ieee80211/phy0")
             }
@@ -59,19 +61,23 @@ struct ClassifierTests {
         #expect(facts.facts(forInterfaceNamed: "../etc") == InterfaceFacts())
     }
 
-    @Test("Ethernet-typed devices by their facts", arguments: [
-        ("wlp0s20f3", InterfaceKind.wifi), ("wlan0", .wifi), ("wwp0s20u4i4", .cellular), ("wwan0", .cellular),
-        ("enx1a2b3c4d5e6f", .cellular), ("usb0", .cellular), ("enp0s31f6", .ethernet), ("enx00e04c680001", .ethernet),
-    ])
+    @Test(
+        "Ethernet-typed devices by their facts",
+        arguments: [
+            ("wlp0s20f3", InterfaceKind.wifi), ("wlan0", .wifi), ("wwp0s20u4i4", .cellular), ("wwan0", .cellular),
+            ("enx1a2b3c4d5e6f", .cellular), ("usb0", .cellular), ("enp0s31f6", .ethernet), ("enx00e04c680001", .ethernet)
+        ])
     func byFacts(name: String, expected: InterfaceKind) throws {
         let fixture = try SysfsFixture()
         #expect(classifier(SysfsInterfaceFacts(root: fixture.root)).kind(of: ether(name)) == expected)
     }
 
-    @Test("IFLA_INFO_KIND comes first", arguments: [
-        ("veth", InterfaceKind.veth), ("bridge", .bridge), ("bond", .bond), ("vlan", .vlan), ("macvlan", .macvlan),
-        ("tun", .tunnel), ("wireguard", .wireguard), ("gre", .tunnel), ("vxlan", .tunnel), ("wwan", .cellular),
-    ])
+    @Test(
+        "IFLA_INFO_KIND comes first",
+        arguments: [
+            ("veth", InterfaceKind.veth), ("bridge", .bridge), ("bond", .bond), ("vlan", .vlan), ("macvlan", .macvlan),
+            ("tun", .tunnel), ("wireguard", .wireguard), ("gre", .tunnel), ("vxlan", .tunnel), ("wwan", .cellular)
+        ])
     func byLinkKind(kind: String, expected: InterfaceKind) {
         // Even with Wi-Fi facts: the netlink kind wins.
         let facts = FixedInterfaceFacts(["x0": InterfaceFacts(deviceType: "wlan", isWireless: true)])
@@ -81,7 +87,9 @@ struct ClassifierTests {
     @Test("ARPHRD types")
     func byHardwareType() {
         let none = NoInterfaceFacts()
-        #expect(classifier(none).kind(of: Link(index: 1, name: "lo", hardwareType: HardwareType.loopback, flags: [.up, .loopback])) == .loopback)
+        #expect(
+            classifier(none).kind(of: Link(index: 1, name: "lo", hardwareType: HardwareType.loopback, flags: [.up, .loopback])) == .loopback
+        )
         #expect(classifier(none).kind(of: Link(index: 5, name: "ppp0", hardwareType: HardwareType.ppp)) == .ppp)
         #expect(classifier(none).kind(of: Link(index: 6, name: "gre1", hardwareType: HardwareType.ipGRE)) == .tunnel)
         // Raw-IP: a tunnel, unless it is a modem (rmnet/ccmni names, wwan device type).

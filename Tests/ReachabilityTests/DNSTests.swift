@@ -1,12 +1,13 @@
-import Foundation
 import EmbeddedKernel
+import Foundation
 import NamespaceTesting
 import Netlink
-@testable import ReachabilityCore
 import Reachability
-import TestTraits
 import SystemCalls
+import TestTraits
 import Testing
+
+@testable import ReachabilityCore
 
 /// A scratch directory for resolv.conf files, removed afterwards.
 func withResolvConfDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
@@ -20,7 +21,8 @@ func withResolvConfDirectory<T>(_ body: (URL) async throws -> T) async throws ->
 struct DNSServersTests {
     @Test("nameserver lines in order, zones kept, other lines, bad addresses and empty zones skipped (the fuzzer's find)")
     func parse() {
-        let servers = DNSServers.parseResolvConf("""
+        let servers = DNSServers.parseResolvConf(
+            """
             # a comment
             search example.com
             nameserver 192.0.2.53
@@ -41,8 +43,9 @@ struct DNSServersTests {
             let file = directory.appendingPathComponent("resolv.conf")
             let uplink = directory.appendingPathComponent("uplink.conf")
             try "nameserver 127.0.0.53\noptions edns0 trust-ad\n".write(to: file, atomically: true, encoding: .utf8)
-            #expect(DNSServers.read(resolvConf: file.path, resolvedUplink: uplink.path).servers.map(\.address.description) == ["127.0.0.53"],
-                    "without resolved's list, the stub itself (a local resolver)")
+            #expect(
+                DNSServers.read(resolvConf: file.path, resolvedUplink: uplink.path).servers.map(\.address.description) == ["127.0.0.53"],
+                "without resolved's list, the stub itself (a local resolver)")
             try "nameserver 10.1.0.53\nnameserver 10.2.0.53\n".write(to: uplink, atomically: true, encoding: .utf8)
             let resolved = DNSServers.read(resolvConf: file.path, resolvedUplink: uplink.path)
             #expect(resolved.source == .resolved && resolved.servers.map(\.address.description) == ["10.1.0.53", "10.2.0.53"])
@@ -86,7 +89,7 @@ struct PathDNSTests {
             // A per-link (link-local) server is usable through its link only while it can carry traffic.
             try replaceAtomically(file, with: "nameserver fe80::1%eth0\n")
             try await waitForPath(monitor, "the link-local server") { $0.dns?.usable == ["fe80::1%eth0"] }
-            kernel.setLink(EmbeddedKernel.uplink, carrier: false)  // the peer went down
+            kernel.setLink(EmbeddedKernel.uplink, carrier: false) // the peer went down
             try await waitForPath(monitor, "eth0 without carrier") { $0.dns?.usable == [] && $0.dns?.servers == ["fe80::1%eth0"] }
         }
     }

@@ -1,5 +1,5 @@
-import Foundation
 import EmbeddedKernel
+import Foundation
 import Netlink
 import Reachability
 import SystemCalls
@@ -26,7 +26,7 @@ struct DeliveryTests {
             }
         }
         defer { NotificationCenter.default.removeObserver(observer) }
-        let stream = monitor.paths  // asked for before start: gets the first path as its initial
+        let stream = monitor.paths // asked for before start: gets the first path as its initial
         try monitor.start()
         let streamed = Task { () -> [Path] in
             var paths: [Path] = []
@@ -34,8 +34,10 @@ struct DeliveryTests {
             return paths
         }
         // Changes that matter, and one that does not (an unrelated route).
-        kernel.addRoute(EmbeddedKernel.Route(IPAddress("10.77.0.0")!, prefixLength: 16, outputInterface: EmbeddedKernel.uplink,
-                                             gateway: IPAddress("192.0.2.1")))
+        kernel.addRoute(
+            EmbeddedKernel.Route(
+                IPAddress("10.77.0.0")!, prefixLength: 16, outputInterface: EmbeddedKernel.uplink,
+                gateway: IPAddress("192.0.2.1")))
         kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
         try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
         kernel.addRoute(EmbeddedKernel.uplinkRoute4)
@@ -50,8 +52,9 @@ struct DeliveryTests {
         }
         // The stream holds the latest path, not a queue: a consumer that was not
         // scheduled in time skips what it missed, but starts on an initial path and ends on the latest.
-        #expect([[.wired], [.wired, .wired], [.unreachable, .wired], [.wired, .unreachable, .wired]].contains(fromStream.map(\.status)),
-                "\(fromStream.map(\.status))")
+        #expect(
+            [[.wired], [.wired, .wired], [.unreachable, .wired], [.wired, .unreachable, .wired]].contains(fromStream.map(\.status)),
+            "\(fromStream.map(\.status))")
         #expect(fromStream.first?.initial == true && fromStream.dropFirst().allSatisfy { !$0.initial })
         // (A stream that skipped an unreachable-and-back may hand its consumer the same path twice.)
         for (name, paths) in [("callbacks", callbacks.paths), ("notifications", notifications.paths)] {
@@ -79,7 +82,7 @@ struct DeliveryTests {
         defer { monitor.stop() }
         let recorder = Recorder()
         monitor.onChange = { recorder.record($0) }
-        kernel.setLink(EmbeddedKernel.uplink, carrier: false)  // the peer went down
+        kernel.setLink(EmbeddedKernel.uplink, carrier: false) // the peer went down
         try await waitForPath(monitor, "no-carrier") { $0.reason == .noCarrier }
         try await Task.sleep(for: .milliseconds(100))
         #expect(recorder.paths.map(\.initial) == [true, false])

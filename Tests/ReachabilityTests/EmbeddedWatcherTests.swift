@@ -1,9 +1,10 @@
 import EmbeddedKernel
 import Foundation
 import Netlink
-@testable import ReachabilityCore
 import SystemCalls
 import Testing
+
+@testable import ReachabilityCore
 
 /// The monitor's decisions on an embedded kernel (`Tests/EmbeddedKernel`): what is
 /// evaluated, when it looks again, what is published — as any user, in
@@ -15,7 +16,7 @@ import Testing
         let kernel = EmbeddedKernel()
         kernel.addLoopback()
         kernel.addUplink(ipv6: true)
-        let watcher = try EmbeddedPathWatcher(kernel: kernel)  // subscribed after the set-up: it knows it from the dump
+        let watcher = try EmbeddedPathWatcher(kernel: kernel) // subscribed after the set-up: it knows it from the dump
         return (kernel, watcher)
     }
 
@@ -73,9 +74,13 @@ import Testing
     @Test func thePathsLinkGoingDownIsUrgent() throws {
         let (kernel, watcher) = try Self.uplinkHost()
         kernel.setLink(2, up: false)
-        for index in 0 ..< 50 {  // the IPv6 teardown and everything else that follows
-            kernel.send([.addressRemoved(InterfaceAddress(interfaceIndex: 2, address: IPAddress("2001:db8::\(index + 100)")!,
-                                                          prefixLength: 64))])
+        for index in 0..<50 { // the IPv6 teardown and everything else that follows
+            kernel.send([
+                .addressRemoved(
+                    InterfaceAddress(
+                        interfaceIndex: 2, address: IPAddress("2001:db8::\(index + 100)")!,
+                        prefixLength: 64))
+            ])
         }
         watcher.read()
         let offer = try #require(watcher.offers.first { $0.path.status == .unreachable })
@@ -86,8 +91,13 @@ import Testing
     @Test func aBurstIsEvaluatedOnce() throws {
         let (kernel, watcher) = try Self.uplinkHost()
         let before = watcher.engine.statistics.evaluations
-        kernel.send((0 ..< 100).map { .address(InterfaceAddress(interfaceIndex: 2, address: IPAddress("2001:db8::\($0 + 100)")!,
-                                                                prefixLength: 64)) })
+        kernel.send(
+            (0..<100).map {
+                .address(
+                    InterfaceAddress(
+                        interfaceIndex: 2, address: IPAddress("2001:db8::\($0 + 100)")!,
+                        prefixLength: 64))
+            })
         watcher.read()
         #expect(watcher.engine.statistics.evaluations == before + 1)
         #expect(watcher.engine.statistics.messages >= 100)
@@ -98,16 +108,18 @@ import Testing
     @Test func podsCostNoEvaluation() throws {
         let (kernel, watcher) = try Self.uplinkHost()
         let (evaluations, lookups, offers) = (watcher.engine.statistics.evaluations, kernel.lookups, watcher.offers.count)
-        for pod in Int32(10) ..< 30 {
+        for pod in Int32(10)..<30 {
             kernel.setLink(Link(index: pod, name: "veth\(pod)", kind: "veth", flags: [.up], operationalState: .lowerLayerDown))
-            kernel.setLink(pod, carrier: true)  // before the CNI enslaves it
-            kernel.addAddress(InterfaceAddress(interfaceIndex: pod, address: IPAddress("fe80::\(pod)")!, prefixLength: 64,
-                                               scope: AddressScope.link))
+            kernel.setLink(pod, carrier: true) // before the CNI enslaves it
+            kernel.addAddress(
+                InterfaceAddress(
+                    interfaceIndex: pod, address: IPAddress("fe80::\(pod)")!, prefixLength: 64,
+                    scope: AddressScope.link))
             kernel.addRoute(EmbeddedKernel.Route(IPAddress("fe80::")!, prefixLength: 64, outputInterface: pod, metric: 256))
             kernel.addRoute(EmbeddedKernel.Route(IPAddress("ff00::")!, prefixLength: 8, outputInterface: pod, metric: 256))
         }
         watcher.read()
-        for pod in Int32(10) ..< 30 { kernel.removeLink(pod) }
+        for pod in Int32(10)..<30 { kernel.removeLink(pod) }
         watcher.read()
         #expect(watcher.engine.statistics.evaluations == evaluations)
         #expect(kernel.lookups == lookups)
@@ -153,7 +165,7 @@ import Testing
         let (kernel, watcher) = try Self.uplinkHost()
         kernel.failingDumps = 3
         kernel.overrun()
-        watcher.read()  // the dump after the overrun fails, and so does the watcher's own attempt
+        watcher.read() // the dump after the overrun fails, and so does the watcher's own attempt
         #expect(kernel.failingDumps == 1)
         #expect(watcher.path?.status == .unknown)
         #expect(watcher.log.contains { $0.contains("retrying in 1 s") })
@@ -180,7 +192,7 @@ import Testing
     @Test func resumeReadsTheStateAfresh() throws {
         let (kernel, watcher) = try Self.uplinkHost()
         kernel.setLink(2, up: false)
-        watcher.resumed()  // slept through the change: the loop read nothing
+        watcher.resumed() // slept through the change: the loop read nothing
         #expect(watcher.path?.status == .unreachable)
     }
 

@@ -21,15 +21,18 @@ struct HostResolutionTests {
         #expect(monitor.statistics.resolutions == 0, "looked up once, at the start")
 
         // 127.0.0.1 routed out of eth0: another interface.
-        let viaOne = EmbeddedKernel.Route(IPAddress("127.0.0.1")!, prefixLength: 32, outputInterface: EmbeddedKernel.uplink,
-                                          gateway: IPAddress("192.0.2.1"), metric: 100)
+        let viaOne = EmbeddedKernel.Route(
+            IPAddress("127.0.0.1")!, prefixLength: 32, outputInterface: EmbeddedKernel.uplink,
+            gateway: IPAddress("192.0.2.1"), metric: 100)
         kernel.addRoute(viaOne)
         _ = try await waitForPath(monitor, "localhost through eth0") { $0.gateway == "192.0.2.1" }
         #expect(monitor.statistics.resolutions == 1)
 
         // Another next hop, same interface and status: the old rule (status, interface, VPN) missed it.
-        kernel.addRoute(.init(IPAddress("127.0.0.1")!, prefixLength: 32, outputInterface: EmbeddedKernel.uplink,
-                              gateway: IPAddress("192.0.2.254"), metric: 50))
+        kernel.addRoute(
+            .init(
+                IPAddress("127.0.0.1")!, prefixLength: 32, outputInterface: EmbeddedKernel.uplink,
+                gateway: IPAddress("192.0.2.254"), metric: 50))
         // The first lookup may still be running: then this one follows it rather than being dropped.
         _ = try await waitForPath(monitor, "localhost through another gateway, looked up again") {
             $0.gateway == "192.0.2.254" && monitor.statistics.resolutions == 2

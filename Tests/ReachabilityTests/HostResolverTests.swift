@@ -1,5 +1,6 @@
 import SystemCalls
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,10 +24,16 @@ struct HostResolverTests {
 
     @Test("a resolver within the timeout answers; its failure is the caller's; a literal asks no one")
     func answers() throws {
-        #expect(try HostResolver.resolve("quick.example", timeout: .seconds(5)) { _ in [IPAddress("192.0.2.7")!] } == [IPAddress("192.0.2.7")!])
+        #expect(
+            try HostResolver.resolve("quick.example", timeout: .seconds(5)) { _ in [IPAddress("192.0.2.7")!] } == [IPAddress("192.0.2.7")!])
         #expect(throws: HostResolver.Failure.self) {
-            try HostResolver.resolve("gone.example", timeout: .seconds(5)) { host in throw HostResolver.Failure(host: host, reason: "NXDOMAIN") }
+            try HostResolver.resolve("gone.example", timeout: .seconds(5)) { host in
+                throw HostResolver.Failure(host: host, reason: "NXDOMAIN")
+            }
         }
-        #expect(try HostResolver.resolve("192.0.2.9", timeout: .zero) { _ in Issue.record("asked"); return [] } == [IPAddress("192.0.2.9")!])
+        #expect(
+            try HostResolver.resolve("192.0.2.9", timeout: .zero) { _ in
+                Issue.record("asked"); return []
+            } == [IPAddress("192.0.2.9")!])
     }
 }

@@ -24,7 +24,9 @@ struct MainActorDeliveryTests {
         try monitor.start()
         defer { monitor.stop() }
         let deadline = ContinuousClock.now + .seconds(10)
-        while (label.texts.isEmpty || label.statuses.isEmpty) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while (label.texts.isEmpty || label.statuses.isEmpty) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(label.texts.first == "initial \(monitor.currentPath!.status)")
         #expect(label.statuses.first == monitor.currentPath?.status)
         paths.cancel()

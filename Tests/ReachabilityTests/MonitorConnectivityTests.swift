@@ -9,8 +9,10 @@ import Testing
 /// in the router's.
 @Suite("In-process connectivity", .serialized, .needsRoot, .ownThreads)
 struct MonitorConnectivityTests {
-    static func withProbeServer(_ label: String, mode: String,
-                                _ body: ([TestNamespace], HTTPProbeServer) async throws -> Void) async throws {
+    static func withProbeServer(
+        _ label: String, mode: String,
+        _ body: ([TestNamespace], HTTPProbeServer) async throws -> Void
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reachd-test-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -22,8 +24,9 @@ struct MonitorConnectivityTests {
         }
     }
 
-    @Test("portal with its login page, full once the probe answers 204, none without a route and probed again at once when it is back; one delivery per change",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "portal with its login page, full once the probe answers 204, none without a route and probed again at once when it is back; one delivery per change",
+        .timeLimit(.minutes(2)))
     func portalFullNone() async throws {
         try await Self.withProbeServer("mconn", mode: "redirect") { ns, server in
             let connectivity = ConnectivityOptions(uri: .init("http://10.1.0.1/generate_204"), interval: .seconds(10), timeout: .seconds(1))
@@ -44,7 +47,7 @@ struct MonitorConnectivityTests {
             // A stable full path: one probe per interval (10 s), nothing in between.
             let before = server.requests
             try await Task.sleep(for: .seconds(12))
-            #expect((0 ... 2).contains(server.requests - before), "\(server.requests - before) probes in 12 s with interval 10s")
+            #expect((0...2).contains(server.requests - before), "\(server.requests - before) probes in 12 s with interval 10s")
 
             try ns[0].ip("route del default")
             try await waitForPath(monitor, "none") { $0.status == .unreachable && $0.connectivity == .none }
@@ -66,8 +69,9 @@ struct MonitorConnectivityTests {
         }
     }
 
-    @Test("limited when the server never answers; without a uri nothing is contacted and connectivity stays unknown",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "limited when the server never answers; without a uri nothing is contacted and connectivity stays unknown",
+        .timeLimit(.minutes(1)))
     func limitedAndOff() async throws {
         try await Self.withProbeServer("mlimit", mode: "silent") { ns, server in
             let quiet = ReachabilityMonitor(options: try options(ns[0]))

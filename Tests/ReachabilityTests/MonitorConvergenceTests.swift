@@ -9,8 +9,9 @@ import Testing
 /// path) may see intermediate paths coalesced, never a stale last one.
 @Suite("the monitor's subscribers converge", .needsRoot, .ownThreads)
 struct MonitorConvergenceTests {
-    @Test("a burst that overruns netlink, slow subscribers: each ends on the path a fresh look at the kernel gives",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "a burst that overruns netlink, slow subscribers: each ends on the path a fresh look at the kernel gives",
+        .timeLimit(.minutes(2)))
     func slowSubscribers() async throws {
         try await withNamespaces("mconv", "router") { ns in
             try ns[0].addUplink(router: ns[1])
@@ -32,25 +33,30 @@ struct MonitorConvergenceTests {
             defer { consumer.cancel() }
             var commands: [String] = []
             for round in 0..<400 {
-                commands += ["route del default", "link set dev eth0 down", "link set dev eth0 up",
-                             "addr add 10.9.\(round / 250).\(round % 250 + 1)/32 dev eth0", "route add default via 10.1.0.1 dev eth0"]
+                commands += [
+                    "route del default", "link set dev eth0 down", "link set dev eth0 up",
+                    "addr add 10.9.\(round / 250).\(round % 250 + 1)/32 dev eth0", "route add default via 10.1.0.1 dev eth0"
+                ]
             }
             commands.append("route del default")
             _ = try run(["ip", "-n", ns[0].name, "-force", "-batch", "-"], check: false, input: commands.joined(separator: "\n") + "\n")
             let settled = try await waitForPath(monitor, "the burst's end") { path in
                 path.reason == .noRoute && path.interfaces.flatMap(\.addresses).count >= 401
             }
-            try await Task.sleep(for: .milliseconds(600))  // the IPv4 re-checks after a removal
+            try await Task.sleep(for: .milliseconds(600)) // the IPv4 re-checks after a removal
             let fresh = try path(ns[0])
             #expect(fresh.isSamePath(as: settled), "the monitor holds what the kernel says")
             // Slow subscribers drain their backlog, then hold the same path.
             let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline,
-                  !(handled.paths.last?.isSamePath(as: fresh) == true && streamed.paths.last?.isSamePath(as: fresh) == true) {
+                !(handled.paths.last?.isSamePath(as: fresh) == true && streamed.paths.last?.isSamePath(as: fresh) == true)
+            {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            #expect(handled.paths.last?.isSamePath(as: fresh) == true, "onChange ends on the kernel's path (\(handled.paths.count) delivered)")
-            #expect(streamed.paths.last?.isSamePath(as: fresh) == true, "paths ends on the kernel's path (\(streamed.paths.count) delivered)")
+            #expect(
+                handled.paths.last?.isSamePath(as: fresh) == true, "onChange ends on the kernel's path (\(handled.paths.count) delivered)")
+            #expect(
+                streamed.paths.last?.isSamePath(as: fresh) == true, "paths ends on the kernel's path (\(streamed.paths.count) delivered)")
             #expect(monitor.statistics.overruns > 0, "the burst must overrun the receive buffer")
         }
     }

@@ -23,19 +23,20 @@ struct MonitorOptionsTests {
 
     @Test("every key of the [monitor] table (docs/configuration.md)")
     func fullTable() throws {
-        let options = try load("""
-        [monitor]
-        probe-ipv4 = "192.0.2.1"              # comment
-        probe-ipv6 = "2001:db8::1"
-        ignore = ["docker*", "veth*"]
-        metered = ["usb0"]
+        let options = try load(
+            """
+            [monitor]
+            probe-ipv4 = "192.0.2.1"              # comment
+            probe-ipv6 = "2001:db8::1"
+            ignore = ["docker*", "veth*"]
+            metered = ["usb0"]
 
-        [monitor.kind]
-        usb0 = "cellular"
+            [monitor.kind]
+            usb0 = "cellular"
 
-        [trust]
-        recheck = "on-change"
-        """)
+            [trust]
+            recheck = "on-change"
+            """)
         #expect(options.probeIPv4 == "192.0.2.1")
         #expect(options.probeIPv6 == "2001:db8::1")
         #expect(options.ignore == ["docker*", "veth*"])

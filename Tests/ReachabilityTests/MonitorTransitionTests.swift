@@ -47,13 +47,13 @@ struct MonitorTransitionTests {
             // between announcing an IPv4 route removal and unlinking the route.
             // 600 flaps queue about 2.8 MB: over half of the 4 MiB buffer, with room left.
             let slowListener = try namespace.perform { try RtnetlinkSubscription(receiveBufferSize: 2 << 20) }
-            try ns[0].ipBatch((0 ..< 600).flatMap { _ in ["link set dev flap0 up", "link set dev flap0 down"] })
+            try ns[0].ipBatch((0..<600).flatMap { _ in ["link set dev flap0 up", "link set dev flap0 down"] })
             let eth0 = try #require(try query.links().first { $0.name == "eth0" }).index
             let any = IPAddress("0.0.0.0")!, gateway = IPAddress("10.1.0.1")!
             let monitor = ReachabilityMonitor(options: try options(ns[0]))
             try monitor.start()
             defer { monitor.stop() }
-            for cycle in 0 ..< 150 {
+            for cycle in 0..<150 {
                 try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
                 try await waitForPath(monitor, "no-route after removal \(cycle)", timeout: .seconds(2)) { $0.reason == .noRoute }
                 try control.route(add: true, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)

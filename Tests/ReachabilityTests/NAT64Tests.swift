@@ -16,7 +16,7 @@ struct NAT64PrefixTests {
         ("2001:db8:122:300::/56", "2001:db8:122:3c0:0:221::"),
         ("2001:db8:122:344::/64", "2001:db8:122:344:c0:2:2100:0"),
         ("2001:db8:122:344::/96", "2001:db8:122:344::c000:221"),
-        ("64:ff9b::/96", "64:ff9b::c000:221"),
+        ("64:ff9b::/96", "64:ff9b::c000:221")
     ]
 
     @Test("synthesis and extraction as RFC 6052 §2.4's table writes them", arguments: rfc6052Examples)
@@ -90,7 +90,10 @@ struct NAT64PrefixTests {
         path.nat64 = .init(prefix: "64:ff9b::/96", source: .routerAdvertisement, interface: "eth0", lifetime: 600)
         path.routes[0].nat64 = "64:ff9b::c629:4"
         #expect(path.ipv4Via == .clat)
-        #expect(path.jsonString().contains(#""ipv4-via":"clat","clat":{"name":"clat","index":5,"kind":"tunnel"},"nat64":{"prefix":"64:ff9b::/96","source":"router-advertisement","interface":"eth0","lifetime":600}"#))
+        #expect(
+            path.jsonString().contains(
+                #""ipv4-via":"clat","clat":{"name":"clat","index":5,"kind":"tunnel"},"nat64":{"prefix":"64:ff9b::/96","source":"router-advertisement","interface":"eth0","lifetime":600}"#
+            ))
         let encoded = try JSONSerialization.jsonObject(with: JSONEncoder().encode(path)) as! NSDictionary
         #expect(try JSONSerialization.jsonObject(with: Data(path.jsonString().utf8)) as! NSDictionary == encoded)
         #expect(try Path(json: path.jsonString()) == path)
@@ -105,15 +108,19 @@ struct NAT64PrefixTests {
     @Test("every way out: availableInterfaces by verdict, then preference; better-way-out only when the path's known verdict is beaten")
     func waysOut() throws {
         var path = PathDocumentTests.sample
-        path.interfaces.append(.init(name: "wlan0", index: 3, kind: .wifi, operstate: "up", up: true, carrier: true, addresses: ["10.0.0.2/24"]))
-        path.interfaces.append(.init(name: "usb0", index: 4, kind: .cellular, operstate: "up", up: true, carrier: true, addresses: ["10.1.0.2/24"]))
+        path.interfaces.append(
+            .init(name: "wlan0", index: 3, kind: .wifi, operstate: "up", up: true, carrier: true, addresses: ["10.0.0.2/24"]))
+        path.interfaces.append(
+            .init(name: "usb0", index: 4, kind: .cellular, operstate: "up", up: true, carrier: true, addresses: ["10.1.0.2/24"]))
         #expect(path.availableInterfaces.map(\.name) == ["eth0", "wlan0", "usb0"] && path.betterWayOut == nil)
         path.connectivity = .portal
         path.interfaces[1].connectivity = .limited
         path.interfaces[2].connectivity = .full
         #expect(path.availableInterfaces.map(\.name) == ["usb0", "eth0", "wlan0"])
         #expect(path.betterWayOut == "usb0" && path.connectivity(of: path.interfaces[0]) == .portal)
-        #expect(path.jsonString().contains(#""better-way-out":"usb0""#) && path.jsonString().contains(#""addresses":["10.1.0.2/24"],"connectivity":"full"}"#))
+        #expect(
+            path.jsonString().contains(#""better-way-out":"usb0""#)
+                && path.jsonString().contains(#""addresses":["10.1.0.2/24"],"connectivity":"full"}"#))
         #expect(try Path(json: path.jsonString()) == path)
         path.connectivity = .unknown
         #expect(path.betterWayOut == nil, "not while the path's own verdict is unknown")
@@ -172,8 +179,10 @@ struct IPv6OnlyPathTests {
             try ns[0].addIPv6OnlyUplink(router: ns[1])
             try ns[0].addCLAT()
             try ns[0].openTun("tun0")
-            try ns[0].ipBatch(["addr add 10.8.0.2/24 dev tun0", "link set dev tun0 up",
-                               "route add 0.0.0.0/1 dev tun0", "route add 128.0.0.0/1 dev tun0"])
+            try ns[0].ipBatch([
+                "addr add 10.8.0.2/24 dev tun0", "link set dev tun0 up",
+                "route add 0.0.0.0/1 dev tun0", "route add 128.0.0.0/1 dev tun0"
+            ])
             let path = try path(ns[0])
             #expect(path.status == .wired)
             #expect(path.vpn?.name == "tun0", "\(path.jsonString())")
@@ -209,12 +218,15 @@ struct IPv6OnlyPathTests {
             #expect(literal.routes.first?.nat64 == "64:ff9b::c000:201")
             #expect(!literal.ipv4 && literal.ipv4Via == .nat64)
             // Without a known prefix, the literal has no route.
-            #expect(try ReachabilityMonitor.path(to: .host("192.0.2.1"), options: try MonitorOptions(networkNamespace: ns[0].path)).status == .unreachable)
+            #expect(
+                try ReachabilityMonitor.path(to: .host("192.0.2.1"), options: try MonitorOptions(networkNamespace: ns[0].path)).status
+                    == .unreachable)
         }
     }
 
-    @Test("PREF64 from router advertisements: learnt, replaced, withdrawn by a lifetime of 0 and with its router; a bad prefix length ignored",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "PREF64 from router advertisements: learnt, replaced, withdrawn by a lifetime of 0 and with its router; a bad prefix length ignored",
+        .timeLimit(.minutes(2)))
     func pref64FromRouterAdvertisements() async throws {
         try await withScratch { directory in
             try await withNamespaces("pref64", "router") { ns in
@@ -256,4 +268,3 @@ struct IPv6OnlyPathTests {
         }
     }
 }
-

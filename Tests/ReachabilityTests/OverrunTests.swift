@@ -19,7 +19,7 @@ struct OverrunTests {
             try monitor.start()
             defer { monitor.stop() }
             var commands: [String] = []
-            for _ in 0 ..< 2_500 {
+            for _ in 0..<2_500 {
                 commands.append("link set dev flap0 up")
                 commands.append("link set dev flap0 down")
             }

@@ -7,8 +7,11 @@ struct PathDocumentTests {
     static let sample = Path(
         status: .wired, interface: .init(name: "eth0", index: 2, kind: .ethernet), gateway: "192.0.2.1",
         ipv4: true, ipv6: false, expensive: false, vpn: nil,
-        interfaces: [.init(name: "eth0", index: 2, kind: .ethernet, operstate: "up", up: true, carrier: true,
-                           addresses: ["192.0.2.10/24"])],
+        interfaces: [
+            .init(
+                name: "eth0", index: 2, kind: .ethernet, operstate: "up", up: true, carrier: true,
+                addresses: ["192.0.2.10/24"])
+        ],
         trust: .ok, connectivity: .full, initial: false, since: Date(timeIntervalSince1970: 1_795_341_600), source: .daemon,
         routes: [.init(destination: "198.41.0.4", status: .wired, interface: "eth0", gateway: "192.0.2.1", source: "192.0.2.10")]
     )
@@ -26,14 +29,18 @@ struct PathDocumentTests {
         var document = Self.sample.jsonString()
         document = document.replacingOccurrences(of: "2026-11-22T10:00:00Z", with: "2026-11-22T12:00:00+02:00")
         #expect(try Path(json: document).since == Date(timeIntervalSince1970: 1_795_341_600))
-        #expect(throws: (any Error).self) { try Path(json: Self.sample.jsonString().replacingOccurrences(of: "2026-11-22T10:00:00Z", with: "2026-13-22T10:00:00Z")) }
+        #expect(throws: (any Error).self) {
+            try Path(json: Self.sample.jsonString().replacingOccurrences(of: "2026-11-22T10:00:00Z", with: "2026-13-22T10:00:00Z"))
+        }
     }
 
     @Test("encodes to the documented path document (docs/reachctl.md), nulls included")
     func encoding() throws {
         let object = try JSONSerialization.jsonObject(with: Data(Self.sample.jsonString().utf8)) as! [String: Any]
-        for key in ["status", "reason", "interface", "gateway", "ipv4", "ipv6", "expensive", "vpn", "interfaces",
-                    "trust", "connectivity", "portal", "initial", "since", "source"] {
+        for key in [
+            "status", "reason", "interface", "gateway", "ipv4", "ipv6", "expensive", "vpn", "interfaces",
+            "trust", "connectivity", "portal", "initial", "since", "source"
+        ] {
             #expect(object.keys.contains(key), "missing \(key)")
         }
         #expect(object["status"] as? String == "wired")

@@ -1,5 +1,5 @@
-import Foundation
 import EmbeddedKernel
+import Foundation
 import NamespaceTesting
 import Netlink
 import Reachability
@@ -93,7 +93,8 @@ struct PathQuestionsTests {
             // The first status after .wired is the change of link, not the address.
             #expect(await statuses.next() == .wifi)
             #expect(await interfaces.next() == "wlan0")
-            #expect(await eventually { received.withLock { $0 } == [.wired, .wifi] }, "the callback ran on its own queue, without a main queue")
+            #expect(
+                await eventually { received.withLock { $0 } == [.wired, .wifi] }, "the callback ran on its own queue, without a main queue")
         }
     }
 }

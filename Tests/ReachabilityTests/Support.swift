@@ -1,13 +1,17 @@
 import Foundation
 import NamespaceTesting
 import Reachability
+import Synchronization
 import Testing
 
 /// Options that watch the test's namespace through `setns`.
-func options(_ namespace: TestNamespace, receiveBufferSize: Int = 4 << 20, ignore: [String] = [],
-             metered: [String] = []) throws -> MonitorOptions {
-    try MonitorOptions(ignore: ignore, metered: metered, receiveBufferSize: receiveBufferSize,
-                       networkNamespace: namespace.path)
+func options(
+    _ namespace: TestNamespace, receiveBufferSize: Int = 4 << 20, ignore: [String] = [],
+    metered: [String] = []
+) throws -> MonitorOptions {
+    try MonitorOptions(
+        ignore: ignore, metered: metered, receiveBufferSize: receiveBufferSize,
+        networkNamespace: namespace.path)
 }
 
 /// The path of the namespace, computed once.
@@ -17,8 +21,10 @@ func path(_ namespace: TestNamespace, to target: ReachabilityMonitor.Target = .d
 
 /// A namespace with an uplink to a router namespace (`ns[1]`), watched by a
 /// running monitor that is stopped when `body` ends.
-func withWatchedUplink<T>(_ label: String, defaultRoute: Bool = true,
-                          _ body: ([TestNamespace], ReachabilityMonitor) async throws -> T) async throws -> T {
+func withWatchedUplink<T>(
+    _ label: String, defaultRoute: Bool = true,
+    _ body: ([TestNamespace], ReachabilityMonitor) async throws -> T
+) async throws -> T {
     try await withNamespaces(label, "router") { ns in
         try ns[0].addUplink(router: ns[1], defaultRoute: defaultRoute)
         let monitor = ReachabilityMonitor(options: try options(ns[0]))
@@ -36,8 +42,10 @@ struct Timeout: Error, CustomStringConvertible {
 
 /// Waits until the monitor's current path satisfies `condition`.
 @discardableResult
-func waitForPath(_ monitor: ReachabilityMonitor, _ what: String, timeout: Duration = .seconds(10),
-                 _ condition: (Path) -> Bool) async throws -> Path {
+func waitForPath(
+    _ monitor: ReachabilityMonitor, _ what: String, timeout: Duration = .seconds(10),
+    _ condition: (Path) -> Bool
+) async throws -> Path {
     let deadline = ContinuousClock.now + timeout
     while true {
         // Checked once more after the deadline: a starved cooperative pool (the suites
@@ -55,5 +63,3 @@ final class Recorder: Sendable {
     var paths: [Path] { received.withLock { $0 } }
     func record(_ path: Path) { received.withLock { $0.append(path) } }
 }
-
-import Synchronization

@@ -54,7 +54,8 @@ struct ReachctlTests {
             #expect(missing.output.contains("unreachable (no-route)"))
             let unresolvable = try ns[0].exec([Self.reachctl, "route", "no-such-host.invalid"], check: false)
             #expect(unresolvable.status == 1)
-            #expect(unresolvable.error.hasPrefix("reachctl: looking up the route to no-such-host.invalid: cannot resolve no-such-host.invalid"))
+            #expect(
+                unresolvable.error.hasPrefix("reachctl: looking up the route to no-such-host.invalid: cannot resolve no-such-host.invalid"))
         }
     }
 
@@ -85,8 +86,8 @@ struct ReachctlTests {
                 buffer.withLock { pending in
                     pending.append(data)
                     while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                        let line = String(decoding: pending[pending.startIndex ..< newline], as: UTF8.self)
-                        pending.removeSubrange(pending.startIndex ... newline)
+                        let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                        pending.removeSubrange(pending.startIndex...newline)
                         lines.withLock { $0.append(line) }
                     }
                 }
@@ -104,7 +105,7 @@ struct ReachctlTests {
             }
             /// Waits for a document with `status` after the first `after` documents.
             func waitForStatus(_ status: String, after: Int) async throws -> Int {
-                for _ in 0 ..< 1000 {
+                for _ in 0..<1000 {
                     let all = try documents()
                     if let index = all.indices.dropFirst(after).first(where: { all[$0]["status"] as? String == status }) {
                         return index

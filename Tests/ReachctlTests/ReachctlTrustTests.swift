@@ -24,8 +24,12 @@ struct ReachctlTrustTests {
             """
         try run(["/bin/sh", "-c", script])
         func pin(_ file: String) throws -> String {
-            "sha256/" + (try run(["/bin/sh", "-c", "openssl x509 -in '\(directory)/\(file)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"]).output
-                .trimmingCharacters(in: .whitespacesAndNewlines))
+            "sha256/"
+                + (try run([
+                    "/bin/sh", "-c",
+                    "openssl x509 -in '\(directory)/\(file)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
+                ]).output
+                    .trimmingCharacters(in: .whitespacesAndNewlines))
         }
         return (try pin("leaf.pem"), try pin("ca.pem"))
     }
@@ -52,7 +56,10 @@ struct ReachctlTrustTests {
         try run(["cp", reachctl, alone])
         let result = try run([alone, "trust", "pin", "/etc/ssl/certs/ca-certificates.crt"], check: false)
         #expect(result.status == 2, "\(result)")
-        #expect(result.error == "reachctl: trust pin runs in reachd-trust, which is not installed (looked for \(directory)/reachd-trust or \(directory)/../libexec/reachd-trust)\n")
+        #expect(
+            result.error
+                == "reachctl: trust pin runs in reachd-trust, which is not installed (looked for \(directory)/reachd-trust or \(directory)/../libexec/reachd-trust)\n"
+        )
         // reachd-trust answers help for them, with reachctl's usage.
         #expect(try run([reachctl, "trust", "check", "--help"]).output.contains("USAGE: reachctl trust check <host[:port]>"))
         #expect(try run([reachctl, "help", "trust", "check"]).output.contains("USAGE: reachctl trust check <host[:port]>"))
@@ -73,13 +80,18 @@ struct ReachctlTrustTests {
         let cases: [([String], String)] = [
             (["--host", "example.org", "--ca", file("ca.pem")], "host-mismatch"),
             (["--host", "localhost", "--ca", file("ca.pem"), "--at", "2000-01-01"], "expired"),
-            (["--host", "localhost", "--ca", file("ca.pem"), "--pin", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="], "pin-mismatch"),
-            (["--host", "localhost"], "chain-invalid"),
+            (
+                ["--host", "localhost", "--ca", file("ca.pem"), "--pin", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="],
+                "pin-mismatch"
+            ),
+            (["--host", "localhost"], "chain-invalid")
         ]
         for (flags, verdict) in cases {
             let result = try run([reachctl, "trust", "verify", file("leaf.pem")] + flags, check: false)
             #expect(result.status == 1, "\(flags)")
-            #expect(result.output.hasPrefix("localhost: \(verdict)") || result.output.hasPrefix("example.org: \(verdict)"), "\(flags): \(result.output)")
+            #expect(
+                result.output.hasPrefix("localhost: \(verdict)") || result.output.hasPrefix("example.org: \(verdict)"),
+                "\(flags): \(result.output)")
         }
         let garbage = try run([reachctl, "trust", "verify", file("ext")], check: false)
         #expect(garbage.status == 1)
@@ -93,14 +105,16 @@ struct ReachctlTrustTests {
         try await withNamespaces("ctltrust") { ns in
             let server = Process()
             server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            server.arguments = ["ip", "netns", "exec", ns[0].name, "openssl", "s_server", "-accept", "127.0.0.1:8443",
-                                "-cert", file("leaf.pem"), "-key", file("leaf.key"), "-quiet"]
+            server.arguments = [
+                "ip", "netns", "exec", ns[0].name, "openssl", "s_server", "-accept", "127.0.0.1:8443",
+                "-cert", file("leaf.pem"), "-key", file("leaf.key"), "-quiet"
+            ]
             server.standardInput = Pipe()
             server.standardOutput = FileHandle.nullDevice
             server.standardError = FileHandle.nullDevice
             try server.run()
             defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-            for _ in 0 ..< 100 where try ns[0].exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty {
+            for _ in 0..<100 where try ns[0].exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty {
                 try await Task.sleep(for: .milliseconds(50))
             }
 
@@ -110,8 +124,11 @@ struct ReachctlTrustTests {
             #expect(document["tls-version"] as? String == "TLS 1.3")
             #expect(document["presented-pins"] as? [String] == [leafPin])
 
-            let wrong = try ns[0].exec([reachctl, "trust", "check", "localhost:8443", "--ca", file("ca.pem"),
-                                        "--pin", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="], check: false)
+            let wrong = try ns[0].exec(
+                [
+                    reachctl, "trust", "check", "localhost:8443", "--ca", file("ca.pem"),
+                    "--pin", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="
+                ], check: false)
             #expect(wrong.status == 1)
             #expect(wrong.output.hasPrefix("localhost:8443: pin-mismatch"), "\(wrong.output)")
             let closed = try ns[0].exec([reachctl, "trust", "check", "localhost:8444", "--ca", file("ca.pem")], check: false)
@@ -120,15 +137,15 @@ struct ReachctlTrustTests {
 
             // The policy from the config: the port and the pins of the matching entry.
             try """
-                [trust]
-                timeout = "2s"
-                [[trust.host]]
-                match = "localhost"
-                port = 8443
-                mode = "public-key"
-                pins = ["\(caPin)", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]
-                anchors = ["ca.pem"]
-                """.write(toFile: file("reachd.toml"), atomically: true, encoding: .utf8)
+            [trust]
+            timeout = "2s"
+            [[trust.host]]
+            match = "localhost"
+            port = 8443
+            mode = "public-key"
+            pins = ["\(caPin)", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]
+            anchors = ["ca.pem"]
+            """.write(toFile: file("reachd.toml"), atomically: true, encoding: .utf8)
             let configured = try ns[0].exec([reachctl, "trust", "check", "localhost", "--config", file("reachd.toml")])
             #expect(configured.output.hasPrefix("localhost:8443: trusted"), "\(configured.output)")
 
@@ -140,7 +157,8 @@ struct ReachctlTrustTests {
             #expect(diagnosis.output.contains("TLS 1.3 (forward-secret)          accepted  ATS: PASS"), "\(diagnosis.output)")
             #expect(diagnosis.output.contains("TLS 1.2 static RSA key exchange   refused   ATS: below the baseline"))
             #expect(diagnosis.output.hasSuffix("ATS: PASS — an ATS client connects\n"))
-            let diagnosisJSON = try json(try ns[0].exec([reachctl, "trust", "diagnose", "https://localhost:8443", "--ca", file("ca.pem"), "--json"]).output)
+            let diagnosisJSON = try json(
+                try ns[0].exec([reachctl, "trust", "diagnose", "https://localhost:8443", "--ca", file("ca.pem"), "--json"]).output)
             #expect((diagnosisJSON["configurations"] as? [Any])?.count == 7)
             #expect(diagnosisJSON["ats"] as? String == "pass")
         }

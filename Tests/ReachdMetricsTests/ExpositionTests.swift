@@ -1,43 +1,48 @@
-import HTTPWire
 import Foundation
-@testable import ReachdMetrics
+import HTTPWire
 import ServerTrust
-import Testing
-import TestTraits
 import TOML
+import TestTraits
+import Testing
 import TrustHelperMessages
+
+@testable import ReachdMetrics
 
 @Suite("Prometheus exposition", .ownThreads)
 struct ExpositionTests {
     let families = [
         MetricFamily.gauge("reachd_path_up", help: "1 when usable.", 1),
         MetricFamily.counter("reachd_path_changes_total", help: "Published.", 42),
-        MetricFamily("reachd_trust_verdict", .gauge, help: "Verdicts.",
-                     samples: MetricFamily.stateSet(label: "verdict", states: ["trusted", "expired"], current: "expired",
-                                                    labels: [.init("host", "a\"b\\c\nd")])),
-        MetricFamily("reachd_trust_cert_expiry_timestamp_seconds", .gauge, help: "Expiry.",
-                     samples: [.init([.init("host", "api.test")], 1_798_761_600)]),
-        MetricFamily("reachd_empty", .gauge, help: "No samples.", samples: []),
+        MetricFamily(
+            "reachd_trust_verdict", .gauge, help: "Verdicts.",
+            samples: MetricFamily.stateSet(
+                label: "verdict", states: ["trusted", "expired"], current: "expired",
+                labels: [.init("host", "a\"b\\c\nd")])),
+        MetricFamily(
+            "reachd_trust_cert_expiry_timestamp_seconds", .gauge, help: "Expiry.",
+            samples: [.init([.init("host", "api.test")], 1_798_761_600)]),
+        MetricFamily("reachd_empty", .gauge, help: "No samples.", samples: [])
     ]
 
     @Test("text format 0.0.4: HELP and TYPE per family, escaped label values, integers without a fraction")
     func prometheusText() {
-        #expect(String(decoding: families.exposition(.prometheus), as: UTF8.self) == """
-            # HELP reachd_path_up 1 when usable.
-            # TYPE reachd_path_up gauge
-            reachd_path_up 1
-            # HELP reachd_path_changes_total Published.
-            # TYPE reachd_path_changes_total counter
-            reachd_path_changes_total 42
-            # HELP reachd_trust_verdict Verdicts.
-            # TYPE reachd_trust_verdict gauge
-            reachd_trust_verdict{host="a\\"b\\\\c\\nd",verdict="trusted"} 0
-            reachd_trust_verdict{host="a\\"b\\\\c\\nd",verdict="expired"} 1
-            # HELP reachd_trust_cert_expiry_timestamp_seconds Expiry.
-            # TYPE reachd_trust_cert_expiry_timestamp_seconds gauge
-            reachd_trust_cert_expiry_timestamp_seconds{host="api.test"} 1798761600
+        #expect(
+            String(decoding: families.exposition(.prometheus), as: UTF8.self) == """
+                # HELP reachd_path_up 1 when usable.
+                # TYPE reachd_path_up gauge
+                reachd_path_up 1
+                # HELP reachd_path_changes_total Published.
+                # TYPE reachd_path_changes_total counter
+                reachd_path_changes_total 42
+                # HELP reachd_trust_verdict Verdicts.
+                # TYPE reachd_trust_verdict gauge
+                reachd_trust_verdict{host="a\\"b\\\\c\\nd",verdict="trusted"} 0
+                reachd_trust_verdict{host="a\\"b\\\\c\\nd",verdict="expired"} 1
+                # HELP reachd_trust_cert_expiry_timestamp_seconds Expiry.
+                # TYPE reachd_trust_cert_expiry_timestamp_seconds gauge
+                reachd_trust_cert_expiry_timestamp_seconds{host="api.test"} 1798761600
 
-            """)
+                """)
     }
 
     @Test("OpenMetrics 1.0: counter families without _total, UNIT for seconds, # EOF")
@@ -66,8 +71,12 @@ struct ExpositionTests {
         #expect(check.terminationStatus == 0 && said.isEmpty, "\(said)")
     }
 
-    @Test("values", arguments: [(1.0, "1"), (0.0, "0"), (0.25, "0.25"), (-3.0, "-3"), (1_798_761_600, "1798761600"),
-                                (Double.infinity, "+Inf"), (Double.nan, "NaN"), (1e20, "1e+20")])
+    @Test(
+        "values",
+        arguments: [
+            (1.0, "1"), (0.0, "0"), (0.25, "0.25"), (-3.0, "-3"), (1_798_761_600, "1798761600"),
+            (Double.infinity, "+Inf"), (Double.nan, "NaN"), (1e20, "1e+20")
+        ])
     func values(value: Double, text: String) {
         var out: [UInt8] = []
         [MetricFamily].append(value, to: &out)
@@ -78,7 +87,11 @@ struct ExpositionTests {
     func negotiation() {
         #expect(MetricsFormat(accept: nil) == .prometheus)
         #expect(MetricsFormat(accept: "text/plain;version=0.0.4;q=0.5,*/*;q=0.1") == .prometheus)
-        #expect(MetricsFormat(accept: "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1") == .openMetrics)
+        #expect(
+            MetricsFormat(
+                accept:
+                    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+            ) == .openMetrics)
     }
 }
 
@@ -86,7 +99,8 @@ struct ExpositionTests {
 struct HTTPRequestTests {
     @Test("a scraper's request")
     func scrape() {
-        let request = HTTPRequest(Array("GET /metrics HTTP/1.1\r\nHost: x\r\nACCEPT: application/openmetrics-text\r\nUser-Agent: Prometheus/2.42.0\r\n\r\n".utf8))
+        let request = HTTPRequest(
+            Array("GET /metrics HTTP/1.1\r\nHost: x\r\nACCEPT: application/openmetrics-text\r\nUser-Agent: Prometheus/2.42.0\r\n\r\n".utf8))
         #expect(request == .complete(method: "GET", target: "/metrics", accept: "application/openmetrics-text"))
     }
 
@@ -118,16 +132,18 @@ struct MetricsOptionsTests {
         #expect(try read("").listen == nil)
     }
 
-    @Test("bad values name their line", arguments: [
-        ("listen = \"localhost:9748\"", "listen must be ADDRESS:PORT"),
-        ("listen = \"127.0.0.1\"", "listen must be ADDRESS:PORT"),
-        ("listen = \"127.0.0.1:0\"", "listen must be ADDRESS:PORT"),
-        ("listen = \"127.0.0.1:70000\"", "listen must be ADDRESS:PORT"),
-        ("listen = \"::1:9748\"", "listen must be ADDRESS:PORT"),
-        ("textfile = \"reachd.prom\"", "absolute path ending in .prom"),
-        ("textfile = \"/tmp/reachd.txt\"", "absolute path ending in .prom"),
-        ("port = 9748", "port"),
-    ])
+    @Test(
+        "bad values name their line",
+        arguments: [
+            ("listen = \"localhost:9748\"", "listen must be ADDRESS:PORT"),
+            ("listen = \"127.0.0.1\"", "listen must be ADDRESS:PORT"),
+            ("listen = \"127.0.0.1:0\"", "listen must be ADDRESS:PORT"),
+            ("listen = \"127.0.0.1:70000\"", "listen must be ADDRESS:PORT"),
+            ("listen = \"::1:9748\"", "listen must be ADDRESS:PORT"),
+            ("textfile = \"reachd.prom\"", "absolute path ending in .prom"),
+            ("textfile = \"/tmp/reachd.txt\"", "absolute path ending in .prom"),
+            ("port = 9748", "port")
+        ])
     func invalid(line: String, message: String) {
         #expect {
             _ = try read("[metrics]\n\(line)\n")

@@ -1,9 +1,10 @@
-@testable import ReachdProgram
 import EmbeddedKernel
 import Netlink
 import ReachabilityCore
 import SystemCalls
 import Testing
+
+@testable import ReachdProgram
 
 /// The daemon's publication decisions, whole (`Daemon` on its sd-event loop) on an
 /// embedded kernel: what a change costs it, and what it tells subscribers.
@@ -22,18 +23,22 @@ struct DaemonDecisionTests {
 
     /// The counts once the daemon, on an uplink, has published `wired` and read everything, and
     /// again once it has read what `change` sent. nil when it never got that far.
-    private static func counts(around change: @escaping (EmbeddedKernel) -> Void) throws -> (before: Counts, after: Counts, daemon: EmbeddedDaemon)? {
+    private static func counts(
+        around change: @escaping (EmbeddedKernel) -> Void
+    ) throws -> (before: Counts, after: Counts, daemon: EmbeddedDaemon)? {
         let embedded = try EmbeddedDaemon()
         let kernel = embedded.kernel
         kernel.addUplink()
         var before: Counts?
         var after: Counts?
         let finished = try embedded.run([
-            .init(until: { $0.status == .wired && kernel.unread == 0 }, then: { _ in
-                before = Counts(embedded)
-                change(kernel)
-            }),
-            .init(until: { _ in kernel.unread == 0 }, then: { _ in after = Counts(embedded) }),
+            .init(
+                until: { $0.status == .wired && kernel.unread == 0 },
+                then: { _ in
+                    before = Counts(embedded)
+                    change(kernel)
+                }),
+            .init(until: { _ in kernel.unread == 0 }, then: { _ in after = Counts(embedded) })
         ])
         guard finished, let before, let after else { return nil }
         return (before, after, embedded)
@@ -41,25 +46,30 @@ struct DaemonDecisionTests {
 
     @Test("pods coming and going cost no evaluation and no document (docs/path.md)")
     func podsCostNothing() throws {
-        let counts = try #require(try Self.counts { kernel in
-            for pod in Int32(10) ..< 30 {
-                kernel.setLink(Link(index: pod, name: "veth\(pod)", kind: "veth", flags: [.up], operationalState: .lowerLayerDown))
-                kernel.setLink(pod, carrier: true)  // before the CNI enslaves it
-                kernel.addRoute(EmbeddedKernel.Route(IPAddress("fe80::")!, prefixLength: 64, outputInterface: pod, metric: 256))
-                kernel.addRoute(EmbeddedKernel.Route(IPAddress("ff00::")!, prefixLength: 8, outputInterface: pod, metric: 256))
-            }
-            for pod in Int32(10) ..< 30 { kernel.removeLink(pod) }
-        })
+        let counts = try #require(
+            try Self.counts { kernel in
+                for pod in Int32(10)..<30 {
+                    kernel.setLink(Link(index: pod, name: "veth\(pod)", kind: "veth", flags: [.up], operationalState: .lowerLayerDown))
+                    kernel.setLink(pod, carrier: true) // before the CNI enslaves it
+                    kernel.addRoute(EmbeddedKernel.Route(IPAddress("fe80::")!, prefixLength: 64, outputInterface: pod, metric: 256))
+                    kernel.addRoute(EmbeddedKernel.Route(IPAddress("ff00::")!, prefixLength: 8, outputInterface: pod, metric: 256))
+                }
+                for pod in Int32(10)..<30 { kernel.removeLink(pod) }
+            })
         #expect(counts.before == counts.after)
     }
 
     @Test("a burst on the path's interface is read whole: one evaluation, one document")
     func aBurstIsOneDocument() throws {
-        let counts = try #require(try Self.counts { kernel in
-            kernel.send((1 ... 50).map {
-                .address(InterfaceAddress(interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("198.51.100.\($0)")!, prefixLength: 32))
+        let counts = try #require(
+            try Self.counts { kernel in
+                kernel.send(
+                    (1...50).map {
+                        .address(
+                            InterfaceAddress(
+                                interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("198.51.100.\($0)")!, prefixLength: 32))
+                    })
             })
-        })
         #expect(counts.after.evaluations == counts.before.evaluations + 1)
         #expect(counts.after.documents == counts.before.documents + 1)
         #expect(counts.daemon.path.interfaces.first { $0.name == "eth0" }?.addresses.count == 51)
@@ -73,12 +83,14 @@ struct DaemonDecisionTests {
         var retried: ContinuousClock.Instant?
         let lost = ContinuousClock.now
         let finished = try embedded.run([
-            .init(until: { $0.status == .wired }, then: { _ in
-                kernel.failingDumps = 3  // the dump after the overrun, the watcher's own attempt, the first retry
-                kernel.overrun()
-            }),
+            .init(
+                until: { $0.status == .wired },
+                then: { _ in
+                    kernel.failingDumps = 3 // the dump after the overrun, the watcher's own attempt, the first retry
+                    kernel.overrun()
+                }),
             .init(until: { $0.status == .unknown }, then: { _ in }),
-            .init(until: { $0.status == .wired }, then: { _ in retried = .now }),
+            .init(until: { $0.status == .wired }, then: { _ in retried = .now })
         ])
         #expect(finished)
         #expect(kernel.failingDumps == 0)

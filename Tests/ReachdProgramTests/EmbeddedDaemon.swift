@@ -1,8 +1,9 @@
-@testable import ReachdProgram
 import EmbeddedKernel
 import ReachabilityBus
 import ReachabilityCore
 import ReachdMetrics
+
+@testable import ReachdProgram
 
 /// A whole `Daemon` in this process, on an embedded kernel, its sd-event loop on the
 /// test's thread: the daemon's own timers and publication, with no namespace, no
@@ -23,7 +24,7 @@ final class EmbeddedDaemon {
         access.watch = { [unowned self] descriptor, readable in
             if failNextWatch {
                 failNextWatch = false
-                throw BusError("watching descriptor \(descriptor)", code: 12)  // ENOMEM
+                throw BusError("watching descriptor \(descriptor)", code: 12) // ENOMEM
             }
             return try loop.onReadable(descriptor, readable)
         }

@@ -1,7 +1,9 @@
-@testable import ReachdProgram
 import ReachabilityBus
 import TestTraits
 import Testing
+
+@testable import ReachdProgram
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,7 +13,8 @@ import Glibc
 @Suite("Helper runs: the loop never waits for a child", .ownThreads)
 struct HelperRunsTests {
     /// Runs `arguments` on a fresh loop with a 20 ms ticker beside it, until the run completes.
-    private func runOnLoop(_ arguments: [String], within budget: Duration?) throws -> (HelperProcess.Outcome, elapsed: Duration, ticks: Int) {
+    private func runOnLoop(_ arguments: [String], within budget: Duration?) throws -> (HelperProcess.Outcome, elapsed: Duration, ticks: Int)
+    {
         let loop = try EventLoop()
         let runs = try HelperRuns(loop: loop)
         var ticks = 0

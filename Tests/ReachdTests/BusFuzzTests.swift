@@ -2,6 +2,7 @@ import Foundation
 import NamespaceTesting
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,8 +31,11 @@ struct BusFuzzTests {
 
     /// Whether an ordinary user (nobody) is answered `Describe()` within 5 s on `address`.
     static func anotherUserServed(_ address: String, destination: String = "io.reachd.Reachability1") -> Bool {
-        let call = try? run(["timeout", "5", "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "busctl", "--address=\(address)",
-                             "call", destination, "/io/reachd/Reachability1", "io.reachd.Reachability1", "Describe"], check: false)
+        let call = try? run(
+            [
+                "timeout", "5", "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "busctl", "--address=\(address)",
+                "call", destination, "/io/reachd/Reachability1", "io.reachd.Reachability1", "Describe"
+            ], check: false)
         return call?.status == 0 && call?.output.contains("status") == true
     }
 
@@ -53,8 +57,10 @@ struct BusFuzzTests {
     /// second pass sends the same bytes: the allocator has reached its high-water mark
     /// for them in the first (1 MiB messages raise glibc's mmap threshold, and the heap
     /// keeps what it grew), so what grows again in the second is kept — a leak.
-    static func fuzz(_ daemon: DaemonProcess, socket: String, isBus: Bool, surface: BusFuzzer.Surface, served address: String,
-                     label: String) async throws {
+    static func fuzz(
+        _ daemon: DaemonProcess, socket: String, isBus: Bool, surface: BusFuzzer.Surface, served address: String,
+        label: String
+    ) async throws {
         #expect(surface.methods.count >= 10 && surface.properties.count >= 20, "\(surface.methods.map(\.name)) \(surface.properties.count)")
         let baseline = footprint(daemon)
         var after: [Footprint] = []
@@ -68,26 +74,34 @@ struct BusFuzzTests {
             }
             let elapsed = started.duration(to: .now)
             after.append(try await settled(daemon))
-            print("bus fuzz (\(label), seed \(seed), pass \(pass)): \(fuzzer.tally) in \(elapsed); before \(baseline), after \(after[pass - 1])")
+            print(
+                "bus fuzz (\(label), seed \(seed), pass \(pass)): \(fuzzer.tally) in \(elapsed); before \(baseline), after \(after[pass - 1])"
+            )
         }
         #expect(daemon.process.isRunning && anotherUserServed(address))
         // The first pass opens what reachd opens once (its Route() lookups' socket…); the second, nothing more.
         #expect(after[1].descriptors <= after[0].descriptors, "descriptors kept: \(baseline) → \(after[0]) → \(after[1])")
-        #expect(after[1].residentKiB - after[0].residentKiB < 2048, "memory grew again in the second pass: \(baseline) → \(after[0]) → \(after[1])")
+        #expect(
+            after[1].residentKiB - after[0].residentKiB < 2048,
+            "memory grew again in the second pass: \(baseline) → \(after[0]) → \(after[1])")
     }
 
-    @Test("the private socket: malformed authentication, corrupted and truncated messages, every method and property with wrong and absurd arguments, floods of watches, connections that never read — no crash, nothing kept, another user answered throughout",
-          .timeLimit(.minutes(10)))
+    @Test(
+        "the private socket: malformed authentication, corrupted and truncated messages, every method and property with wrong and absurd arguments, floods of watches, connections that never read — no crash, nothing kept, another user answered throughout",
+        .timeLimit(.minutes(10)))
     func privateSocket() async throws {
         try await DaemonProcess.serving(in: "rdfuzz") { daemon, _ in
-            let surface = try BusFuzzer.Surface.discover(address: daemon.address, destination: "io.reachd.Reachability1",
-                                                         paths: ["/io/reachd/Reachability1"])
-            try await Self.fuzz(daemon, socket: daemon.socket, isBus: false, surface: surface, served: daemon.address, label: "private socket")
+            let surface = try BusFuzzer.Surface.discover(
+                address: daemon.address, destination: "io.reachd.Reachability1",
+                paths: ["/io/reachd/Reachability1"])
+            try await Self.fuzz(
+                daemon, socket: daemon.socket, isBus: false, surface: surface, served: daemon.address, label: "private socket")
         }
     }
 
-    @Test("a system bus with the NetworkManager surface: every method and property of both, wrong and absurd arguments, floods — no crash, nothing kept, another user answered throughout",
-          .timeLimit(.minutes(10)))
+    @Test(
+        "a system bus with the NetworkManager surface: every method and property of both, wrong and absurd arguments, floods — no crash, nothing kept, another user answered throughout",
+        .timeLimit(.minutes(10)))
     func systemBus() async throws {
         try await withScratch { scratch in
             let config = scratch.appendingPathComponent("reachd.toml")
@@ -103,8 +117,9 @@ struct BusFuzzTests {
                 let nmName = NetworkManagerCompatTests.nmName
                 let nmPaths = try run(["busctl", "--address=\(bus.address)", "tree", "--list", nmName]).output
                     .split(separator: "\n").map(String.init).filter { $0.hasPrefix("/org/freedesktop/NetworkManager") }
-                var surface = try BusFuzzer.Surface.discover(address: bus.address, destination: "io.reachd.Reachability1",
-                                                             paths: ["/io/reachd/Reachability1"])
+                var surface = try BusFuzzer.Surface.discover(
+                    address: bus.address, destination: "io.reachd.Reachability1",
+                    paths: ["/io/reachd/Reachability1"])
                 let nm = try BusFuzzer.Surface.discover(address: bus.address, destination: nmName, paths: nmPaths)
                 #expect(nm.properties.count >= 10, "\(nmPaths)")
                 surface.methods += nm.methods

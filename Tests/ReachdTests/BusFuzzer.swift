@@ -1,5 +1,6 @@
 import Foundation
 import NamespaceTesting
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,7 +29,8 @@ final class BusFuzzer {
         static func discover(address: String, destination: String, paths: [String]) throws -> Surface {
             var surface = Surface()
             for path in paths {
-                let xml = try NamespaceTesting.run(["busctl", "--address=\(address)", "introspect", "--xml-interface", destination, path]).output
+                let xml = try NamespaceTesting.run(["busctl", "--address=\(address)", "introspect", "--xml-interface", destination, path])
+                    .output
                 for interface in xml.split(separator: "<interface name=\"").dropFirst() {
                     let name = String(interface.prefix { $0 != "\"" })
                     for method in interface.split(separator: "<method name=\"").dropFirst() {
@@ -36,13 +38,17 @@ final class BusFuzzer {
                         let body = method[..<(method.range(of: "</method>")?.lowerBound ?? method.endIndex)]
                         let inputs = body.split(separator: "<arg ").filter { $0.contains("direction=\"in\"") }
                             .compactMap { $0.split(separator: "type=\"").dropFirst().first?.prefix { $0 != "\"" } }
-                        surface.methods.append(Member(destination: destination, path: path, interface: name,
-                                                      name: String(method.prefix { $0 != "\"" }), signature: inputs.joined()))
+                        surface.methods.append(
+                            Member(
+                                destination: destination, path: path, interface: name,
+                                name: String(method.prefix { $0 != "\"" }), signature: inputs.joined()))
                     }
                     for property in interface.split(separator: "<property name=\"").dropFirst() {
                         let type = property.split(separator: "type=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
-                        surface.properties.append(Member(destination: destination, path: path, interface: name,
-                                                         name: String(property.prefix { $0 != "\"" }), signature: String(type)))
+                        surface.properties.append(
+                            Member(
+                                destination: destination, path: path, interface: name,
+                                name: String(property.prefix { $0 != "\"" }), signature: String(type)))
                     }
                 }
             }
@@ -68,7 +74,8 @@ final class BusFuzzer {
         var connections = 0
         var byKind: [String: Int] = [:]
         var description: String {
-            "\(messages) messages on \(connections) connections (" + byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+            "\(messages) messages on \(connections) connections ("
+                + byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         }
     }
 
@@ -111,11 +118,11 @@ final class BusFuzzer {
     private static let destinations = [
         "", "1.1.1.1", "::1", "256.256.256.256", "10.1.0.1:99999", "[::1]", "fe80::1%999999", "example.invalid", "localhost",
         String(repeating: "a.", count: 200), String(repeating: "9", count: 400), "-1", "0", "0.0.0.0", "::", "ff02::1", "127.0.0.1/8",
-        "$(reboot)", "../../../../etc/passwd", "%n%n%n%n", "1.2.3.4\n", " 10.1.0.1", "xn--zz", "*", "64:ff9b::1.2.3.4",
+        "$(reboot)", "../../../../etc/passwd", "%n%n%n%n", "1.2.3.4\n", " 10.1.0.1", "xn--zz", "*", "64:ff9b::1.2.3.4"
     ]
     private static let interfaceTypes = [
         "", "wifi", "wired,cellular", "wifi,wifi,wifi", "WIFI", "loopback,other", ",,,,", String(repeating: "wired,", count: 2000),
-        "vpn", "unknown", "\u{7f}", "wired;wifi",
+        "vpn", "unknown", "\u{7f}", "wired;wifi"
     ]
 
     private func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) } }
@@ -148,7 +155,10 @@ final class BusFuzzer {
 
     /// Values for `signature`, or for a wrong one.
     private func arguments(_ signature: String, member: String) -> [DBusWire.Value] {
-        let codes = chance(30) ? Array(pick(["", "s", "ss", "sss", "u", "b", "as", "v", "su", "ssss"])) : Array(signature.replacingOccurrences(of: "as", with: "a"))
+        let codes =
+            chance(30)
+            ? Array(pick(["", "s", "ss", "sss", "u", "b", "as", "v", "su", "ssss"]))
+            : Array(signature.replacingOccurrences(of: "as", with: "a"))
         return codes.map { value($0, member: member) }
     }
 
@@ -164,8 +174,9 @@ final class BusFuzzer {
     /// A call of a declared method, its arguments right, wrong or absurd.
     private func methodCall() -> [UInt8] {
         let method = pick(surface.methods)
-        return DBusWire.call(serial: nextSerial(), path: method.path, interface: chance(95) ? method.interface : nil, member: method.name,
-                             destination: destination(method), arguments(method.signature, member: method.name))
+        return DBusWire.call(
+            serial: nextSerial(), path: method.path, interface: chance(95) ? method.interface : nil, member: method.name,
+            destination: destination(method), arguments(method.signature, member: method.name))
     }
 
     /// Get, GetAll or Set of a declared property, or of one nobody declared.
@@ -173,14 +184,24 @@ final class BusFuzzer {
         let property = pick(surface.properties)
         let interface = chance(90) ? property.interface : "io.reachd.Nothing"
         let name = chance(90) ? property.name : String(decoding: string(for: property.name).prefix(300), as: UTF8.self)
-        let (member, values): (String, [DBusWire.Value]) = switch Int.random(in: 0..<3, using: &random) {
-        case 0: ("Get", [.text(interface), .text(name)])
-        case 1: ("GetAll", [.text(interface)])
-        default: ("Set", [.text(interface), .text(name), .variant(signature: property.signature == "b" ? "b" : "s",
-                                                                   property.signature == "b" ? .boolean(1) : .string(string(for: name)))])
-        }
-        return DBusWire.call(serial: nextSerial(), path: property.path, interface: "org.freedesktop.DBus.Properties", member: member,
-                             destination: destination(property), values)
+        let (member, values): (String, [DBusWire.Value]) =
+            switch Int.random(in: 0..<3, using: &random) {
+            case 0: ("Get", [.text(interface), .text(name)])
+            case 1: ("GetAll", [.text(interface)])
+            default:
+                (
+                    "Set",
+                    [
+                        .text(interface), .text(name),
+                        .variant(
+                            signature: property.signature == "b" ? "b" : "s",
+                            property.signature == "b" ? .boolean(1) : .string(string(for: name)))
+                    ]
+                )
+            }
+        return DBusWire.call(
+            serial: nextSerial(), path: property.path, interface: "org.freedesktop.DBus.Properties", member: member,
+            destination: destination(property), values)
     }
 
     /// A call of what nobody declared: another path, interface or member, the standard interfaces.
@@ -194,10 +215,11 @@ final class BusFuzzer {
             (method.path, method.interface, "Nothing"),
             (method.path, "org.freedesktop.DBus", "Hello"),
             ("/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch"),
-            ("/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName"),
+            ("/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName")
         ])
-        return DBusWire.call(serial: nextSerial(), path: path, interface: interface, member: member,
-                             destination: isBus ? method.destination : nil, arguments(pick(["", "s", "su"]), member: member))
+        return DBusWire.call(
+            serial: nextSerial(), path: path, interface: interface, member: member,
+            destination: isBus ? method.destination : nil, arguments(pick(["", "s", "su"]), member: member))
     }
 
     /// A valid message, then damaged: bytes flipped, or cut short.
@@ -241,17 +263,24 @@ final class BusFuzzer {
         case 95..<98:
             kind = "watch-flood"
             let watch = surface.methods.filter { ["WatchPath", "WatchInterfaces"].contains($0.name) }
-            calls = watch.isEmpty ? [] : (0..<100).map { index in
-                let method = pick(watch)
-                return DBusWire.call(serial: nextSerial(), path: method.path, interface: method.interface, member: method.name,
-                                     destination: destination(method),
-                                     method.name == "WatchPath" ? [.text("10.\(index / 250).\(index % 250).1"), .string(Array(pick(Self.interfaceTypes).utf8))] : [])
-            }
+            calls =
+                watch.isEmpty
+                ? []
+                : (0..<100).map { index in
+                    let method = pick(watch)
+                    return DBusWire.call(
+                        serial: nextSerial(), path: method.path, interface: method.interface, member: method.name,
+                        destination: destination(method),
+                        method.name == "WatchPath"
+                            ? [.text("10.\(index / 250).\(index % 250).1"), .string(Array(pick(Self.interfaceTypes).utf8))] : [])
+                }
         default:
             kind = "never-read"
             let method = pick(surface.methods.filter { $0.signature.isEmpty })
             calls = (0..<300).map { _ in
-                DBusWire.call(serial: nextSerial(), path: method.path, interface: method.interface, member: method.name, destination: destination(method))
+                DBusWire.call(
+                    serial: nextSerial(), path: method.path, interface: method.interface, member: method.name,
+                    destination: destination(method))
             }
         }
         tally.byKind[kind, default: 0] += calls.count
@@ -264,21 +293,23 @@ final class BusFuzzer {
         } else {
             // Read what comes for a moment: an answer, an error, or the server closing.
             _ = client.messages(within: .milliseconds(kind == "methods" || kind == "watch-flood" ? 100 : 20)) { messages in
-                messages.count(where: { $0.type == 2 || $0.type == 3 }) >= calls.count + (opening.count > RawClient.authentication.count ? 1 : 0)
+                messages.count(where: { $0.type == 2 || $0.type == 3 }) >= calls.count
+                    + (opening.count > RawClient.authentication.count ? 1 : 0)
             }
         }
     }
 
     /// Authentication as no client should: garbage, lines too long, no BEGIN, the wrong mechanism.
     private func malformedAuthentication(_ client: RawClient) throws {
-        let attempt: [UInt8] = switch Int.random(in: 0..<6, using: &random) {
-        case 0: bytes(Int.random(in: 1...4096, using: &random))
-        case 1: Array("\0AUTH EXTERNAL ".utf8) + Array(repeating: UInt8(ascii: "3"), count: 20_000) + Array("\r\n".utf8)
-        case 2: Array("\0AUTH EXTERNAL 30\r\n".utf8)
-        case 3: Array("\0AUTH ANONYMOUS\r\nAUTH DBUS_COOKIE_SHA1 726f6f74\r\nCANCEL\r\nERROR\r\nBEGIN\r\n".utf8)
-        case 4: Array("AUTH EXTERNAL\r\nBEGIN\r\n".utf8)
-        default: Array("\0AUTH EXTERNAL 3939393939\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n".utf8) + methodCall()
-        }
+        let attempt: [UInt8] =
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0: bytes(Int.random(in: 1...4096, using: &random))
+            case 1: Array("\0AUTH EXTERNAL ".utf8) + Array(repeating: UInt8(ascii: "3"), count: 20_000) + Array("\r\n".utf8)
+            case 2: Array("\0AUTH EXTERNAL 30\r\n".utf8)
+            case 3: Array("\0AUTH ANONYMOUS\r\nAUTH DBUS_COOKIE_SHA1 726f6f74\r\nCANCEL\r\nERROR\r\nBEGIN\r\n".utf8)
+            case 4: Array("AUTH EXTERNAL\r\nBEGIN\r\n".utf8)
+            default: Array("\0AUTH EXTERNAL 3939393939\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n".utf8) + methodCall()
+            }
         tally.byKind["authentication", default: 0] += 1
         tally.messages += 1
         try? client.send(attempt)

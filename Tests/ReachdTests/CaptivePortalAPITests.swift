@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityClient
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,10 +18,13 @@ struct CaptivePortalAPITests {
 
     /// The `captive-portal` evidence of the spooled reports that carry `evidence`.
     static func reports(_ scratch: URL, evidence: String) -> [[String: Any]] {
-        ConnectivityTests.spooled(scratch).compactMap { $0["captive-portal"] as? [String: Any] }.filter { $0["evidence"] as? String == evidence }
+        ConnectivityTests.spooled(scratch).compactMap { $0["captive-portal"] as? [String: Any] }.filter {
+            $0["evidence"] as? String == evidence
+        }
     }
 
-    static let captive = #"{"captive": true, "user-portal-url": "https://10.1.0.1:4443/login", "venue-info-url": "https://10.1.0.1:4443/venue"}"#
+    static let captive =
+        #"{"captive": true, "user-portal-url": "https://10.1.0.1:4443/login", "venue-info-url": "https://10.1.0.1:4443/venue"}"#
 
     static func config(in scratch: URL, extra: String = "") -> String {
         """
@@ -33,8 +37,9 @@ struct CaptivePortalAPITests {
         """
     }
 
-    @Test("from a router advertisement: captive is a portal at the API's page whatever the probe says, not captive never makes a failing probe full, a session's end is published before it comes and its end is seen; an announced portal and a contradicted redirect in the trust verdict; a malformed answer and a plain-HTTP URI refused; the URI lives as long as the router",
-          .timeLimit(.minutes(4)))
+    @Test(
+        "from a router advertisement: captive is a portal at the API's page whatever the probe says, not captive never makes a failing probe full, a session's end is published before it comes and its end is seen; an announced portal and a contradicted redirect in the trust verdict; a malformed answer and a plain-HTTP URI refused; the URI lives as long as the router",
+        .timeLimit(.minutes(4)))
     func routerAdvertisement() async throws {
         try await withScratch { scratch in
             try FileManager.default.createDirectory(at: scratch.appendingPathComponent("links"), withIntermediateDirectories: true)
@@ -42,7 +47,8 @@ struct CaptivePortalAPITests {
             try PinnedServer.makePKI(in: scratch)
             try ConnectivityTests.makePortalCertificate(in: scratch)
             let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
-            try (String(contentsOf: config, encoding: .utf8) + Self.config(in: scratch)).write(to: config, atomically: true, encoding: .utf8)
+            try (String(contentsOf: config, encoding: .utf8) + Self.config(in: scratch)).write(
+                to: config, atomically: true, encoding: .utf8)
             try await withNamespaces("rdcapra", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
                 try ns[0].sysctl("net.ipv6.conf.eth0.accept_ra=2")
@@ -54,8 +60,9 @@ struct CaptivePortalAPITests {
                 defer { api.stop() }
                 let tls = try await PinnedServer.serve(in: ns[1], from: scratch, certificate: "portal")
                 defer { kill(tls.processIdentifier, SIGKILL); tls.waitUntilExit() }
-                let router = try await CaptivePortalNetwork.Advertiser(in: ns[1], interface: "up0", directory: scratch, lifetime: 60,
-                                                                       uri: "https://10.1.0.1:4443/capport")
+                let router = try await CaptivePortalNetwork.Advertiser(
+                    in: ns[1], interface: "up0", directory: scratch, lifetime: 60,
+                    uri: "https://10.1.0.1:4443/capport")
                 defer { router.stop() }
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
                 defer { Task { await daemon.stop() } }
@@ -66,24 +73,33 @@ struct CaptivePortalAPITests {
                 let announced = try #require(Self.path(daemon))
                 #expect(announced.connectivity == .portal && announced.portal == "https://10.1.0.1:4443/login", "\(announced)")
                 let capport = try #require(announced.capport)
-                #expect(capport.api == "https://10.1.0.1:4443/capport" && capport.source == .routerAdvertisement && capport.interface == "eth0")
+                #expect(
+                    capport.api == "https://10.1.0.1:4443/capport" && capport.source == .routerAdvertisement && capport.interface == "eth0")
                 #expect(capport.venueInfoURL == "https://10.1.0.1:4443/venue" && capport.error == nil)
                 #expect(api.requests.allSatisfy { $0 == "/capport application/captive+json" } && !api.requests.isEmpty, "\(api.requests)")
                 let metrics = ns[0].scrapeMetrics()
                 #expect(metricValue("reachd_captive_portal_captive{source=\"router-advertisement\"}", in: metrics) == 1, "\(metrics)")
                 #expect(metricValue("reachd_connectivity{state=\"portal\"}", in: metrics) == 1)
-                let status = try daemon.busctl(["get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1",
-                                                "CaptivePortalStatus", "CaptivePortalSource", "PortalURL"]).output
+                let status = try daemon.busctl([
+                    "get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1",
+                    "CaptivePortalStatus", "CaptivePortalSource", "PortalURL"
+                ]).output
                 #expect(status == "s \"captive\"\ns \"router-advertisement\"\ns \"https://10.1.0.1:4443/login\"\n", "\(status)")
                 let human = try ns[0].exec([DaemonProcess.reachctl, "status", "--bus", daemon.socket]).output
-                #expect(human.contains("capport:      captive") && human.contains("capport-api:  https://10.1.0.1:4443/capport (router-advertisement, eth0)"), "\(human)")
+                #expect(
+                    human.contains("capport:      captive")
+                        && human.contains("capport-api:  https://10.1.0.1:4443/capport (router-advertisement, eth0)"), "\(human)")
                 // The pinned host's interception behind an announced portal: portal, reported as announced.
                 #expect(await eventually(.seconds(20)) { Self.path(daemon)?.trust == .portal }, "\(daemon.log)")
                 // (A round may have run before the first advertisement reached reachd: the network had said nothing yet.)
                 #expect(await eventually { Self.reports(scratch, evidence: "announced").count == 1 }, "\(daemon.log)")
                 let evidence = Self.reports(scratch, evidence: "announced").first
-                #expect(evidence?["evidence"] as? String == "announced" && evidence?["api"] as? String == "https://10.1.0.1:4443/capport", "\(evidence ?? [:])")
-                #expect(daemon.log.contains("pin failure for pinned.test behind a captive portal announced by https://10.1.0.1:4443/capport"), "\(daemon.log)")
+                #expect(
+                    evidence?["evidence"] as? String == "announced" && evidence?["api"] as? String == "https://10.1.0.1:4443/capport",
+                    "\(evidence ?? [:])")
+                #expect(
+                    daemon.log.contains("pin failure for pinned.test behind a captive portal announced by https://10.1.0.1:4443/capport"),
+                    "\(daemon.log)")
 
                 // Logged in: not captive, the session counted down. Its end is in the document before it comes,
                 // and once it has come the API is asked again with no path change.
@@ -105,7 +121,7 @@ struct CaptivePortalAPITests {
                 // not the network's portal — the same interception is now an attack, reported with the contradiction.
                 try api.set(#"{"captive": false}"#)
                 try probe.set("redirect")
-                try await Task.sleep(for: .seconds(2))  // the trust rounds' spacing
+                try await Task.sleep(for: .seconds(2)) // the trust rounds' spacing
                 #expect(try await client.checkConnectivity() == .portal)
                 #expect(Self.path(daemon)?.capport?.captive == false && Self.path(daemon)?.portal == "http://10.1.0.1/login?from=probe")
                 try ns[0].ip("link set dev eth0 down")
@@ -113,10 +129,11 @@ struct CaptivePortalAPITests {
                 try ns[0].ip("route replace default via 10.1.0.1 dev eth0")
                 // The helper spools the report before the round ends, and the verdict was compromised before the
                 // flap: the log line is what says this round's outcome is in.
-                #expect(await eventually(.seconds(30)) {
-                    Self.path(daemon)?.trust == .compromised && Self.reports(scratch, evidence: "contradicted").count == 1
-                        && daemon.log.contains("yet https://10.1.0.1:4443/capport says the network is not captive")
-                }, "\(daemon.log)")
+                #expect(
+                    await eventually(.seconds(30)) {
+                        Self.path(daemon)?.trust == .compromised && Self.reports(scratch, evidence: "contradicted").count == 1
+                            && daemon.log.contains("yet https://10.1.0.1:4443/capport says the network is not captive")
+                    }, "\(daemon.log)")
                 #expect(await eventually { Self.path(daemon)?.connectivity == .portal && Self.path(daemon)?.capport?.captive == false })
                 let contradicted = Self.reports(scratch, evidence: "contradicted").first
                 #expect(contradicted?["location"] as? String == "http://10.1.0.1/login?from=probe", "\(ConnectivityTests.spooled(scratch))")
@@ -124,19 +141,23 @@ struct CaptivePortalAPITests {
                 // A malformed answer: refused with its reason, logged, counted; the daemon carries on.
                 try api.set(#"{"captive": "yes"}"#)
                 _ = try await client.checkConnectivity()
-                #expect(await eventually { Self.path(daemon)?.capport?.error?.contains("captive has the wrong type") == true }, "\(daemon.log)")
+                #expect(
+                    await eventually { Self.path(daemon)?.capport?.error?.contains("captive has the wrong type") == true }, "\(daemon.log)")
                 #expect(Self.path(daemon)?.capport?.captive == nil)
                 #expect(daemon.log.contains("answered a document that is not RFC 8908's: captive has the wrong type"), "\(daemon.log)")
                 #expect(metricValue("reachd_captive_portal_api_queries_total{result=\"invalid\"}", in: ns[0].scrapeMetrics()) ?? 0 >= 1)
                 try api.set("html:<html>Log in</html>")
                 _ = try await client.checkConnectivity()
-                #expect(await eventually { Self.path(daemon)?.capport?.error?.contains("answered text/html, not application/captive+json") == true })
+                #expect(
+                    await eventually {
+                        Self.path(daemon)?.capport?.error?.contains("answered text/html, not application/captive+json") == true
+                    })
 
                 // A plain-HTTP URI: published with the refusal, never asked.
                 try router.set(lifetime: 60, uri: "http://10.1.0.1/capport")
                 #expect(await eventually { Self.path(daemon)?.capport?.api == "http://10.1.0.1/capport" }, "\(daemon.log)")
                 #expect(Self.path(daemon)?.capport?.error?.contains("refused (RFC 8908's API is HTTPS only)") == true)
-                try await Task.sleep(for: .milliseconds(500))  // a query of the earlier API may still have been under way
+                try await Task.sleep(for: .milliseconds(500)) // a query of the earlier API may still have been under way
                 let asked = api.requests.count
                 try await Task.sleep(for: .seconds(2))
                 #expect(api.requests.count == asked && !probe.paths.contains("/capport"))
@@ -156,8 +177,9 @@ struct CaptivePortalAPITests {
         }
     }
 
-    @Test("from networkd's link state, written as networkd writes it, over the config's URI; followed as it changes; the API's certificate checked against the system's roots and the configured anchors; off queries nothing",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "from networkd's link state, written as networkd writes it, over the config's URI; followed as it changes; the API's certificate checked against the system's roots and the configured anchors; off queries nothing",
+        .timeLimit(.minutes(3)))
     func networkdAndConfig() async throws {
         try await withScratch { scratch in
             let links = scratch.appendingPathComponent("links")
@@ -188,7 +210,8 @@ struct CaptivePortalAPITests {
                 let state = links.appendingPathComponent(index)
                 func networkd(_ captivePortal: String?) throws {
                     // As networkd writes it: a temporary file renamed over the old one.
-                    let text = "# This is private data. Do not parse.\nADMIN_STATE=configured\nOPER_STATE=routable\n"
+                    let text =
+                        "# This is private data. Do not parse.\nADMIN_STATE=configured\nOPER_STATE=routable\n"
                         + (captivePortal.map { "CAPTIVE_PORTAL=\($0)\n" } ?? "") + "DNS=10.1.0.1\n"
                     let temporary = links.appendingPathComponent(".#\(index)tmp")
                     try text.write(to: temporary, atomically: false, encoding: .utf8)

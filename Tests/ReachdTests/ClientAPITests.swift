@@ -49,7 +49,8 @@ struct ClientAPITests {
             #expect(await eventually { noCellular.all.last?.status == .wired })
 
             // A route for the destination alone: the default path does not move, the destination's does.
-            daemon.kernel.addRoute(.init(IPAddress("10.9.9.0")!, prefixLength: 24, outputInterface: Self.wlan0, gateway: IPAddress("10.2.0.1")))
+            daemon.kernel.addRoute(
+                .init(IPAddress("10.9.9.0")!, prefixLength: 24, outputInterface: Self.wlan0, gateway: IPAddress("10.2.0.1")))
             #expect(await eventually { destination.all.last?.interface?.name == "wlan0" }, "\(destination.all.map { $0.jsonString() })")
             let unmoved = try await client.currentPath()
             #expect(unmoved.interface?.name == "eth0")
@@ -76,8 +77,9 @@ struct ClientAPITests {
             let called = Mutex<[ReachabilityStatus]>([])
             let subscription = client.onChange(of: \.status) { status in called.withLock { $0.append(status) } }
             defer { statuses.cancel(); paths.cancel(); subscription.cancel() }
-            #expect(await eventually { statuses.all == [.wired] && called.withLock { $0 } == [.wired] },
-                    "statuses \(statuses.all), called \(called.withLock { $0 }), paths \(paths.all.map(\.status))")
+            #expect(
+                await eventually { statuses.all == [.wired] && called.withLock { $0 } == [.wired] },
+                "statuses \(statuses.all), called \(called.withLock { $0 }), paths \(paths.all.map(\.status))")
 
             daemon.kernel.addAddress(Self.address("10.1.0.77/24", on: Self.eth0))
             #expect(await eventually { paths.all.count >= 2 }, "the document changed")
@@ -105,17 +107,19 @@ struct ClientAPITests {
             defer { eager.cancel() }
             #expect(await eventually { eager.all.count == 1 })
             // 30 documents, each with one more address on wlan0, one at a time (not one coalesced batch).
-            for host in 100 ..< 130 {
+            for host in 100..<130 {
                 daemon.kernel.addAddress(Self.address("10.2.0.\(host)/24", on: Self.wlan0))
                 try await Task.sleep(for: .milliseconds(15))
             }
             func added(_ path: Path?) -> Int {
-                path?.interfaces.first { $0.name == "wlan0" }?.addresses.filter { $0.hasPrefix("10.2.0.1") && $0 != "10.2.0.1/24" }.count ?? -1
+                path?.interfaces.first { $0.name == "wlan0" }?.addresses.filter { $0.hasPrefix("10.2.0.1") && $0 != "10.2.0.1/24" }.count
+                    ?? -1
             }
             #expect(await eventually { added(eager.all.last) == 30 }, "\(eager.all.count) documents")
             #expect(eager.all.count >= 10, "the daemon sent \(eager.all.count) documents, not one")
             let next = await idle.next()
-            #expect(added(next) == 30, "the idle consumer's next path is the latest (\(added(next)) of 30 addresses), not the oldest queued")
+            #expect(
+                added(next) == 30, "the idle consumer's next path is the latest (\(added(next)) of 30 addresses), not the oldest queued")
         }
     }
 
@@ -166,7 +170,8 @@ struct ClientAPITests {
                 #expect(await daemon.metric("reachd_dns_servers", ["source": "resolv.conf", "state": "usable"]) == 0)
 
                 try replaceAtomically(resolvConf, with: "nameserver 10.1.0.1\n")
-                #expect(await eventually { (try? daemon.busctl(["get-property"] + object + ["DNSServers"]).output) == "as 1 \"10.1.0.1\"\n" })
+                #expect(
+                    await eventually { (try? daemon.busctl(["get-property"] + object + ["DNSServers"]).output) == "as 1 \"10.1.0.1\"\n" })
                 let restored = try await client.currentPath()
                 #expect(restored.connectivity == .unknown && restored.supportsDNS == true)
             }
@@ -188,7 +193,9 @@ struct ClientAPITests {
             #expect(await eventually { listened.withLock { $0 } == [.reachable(.ethernetOrWiFi)] })
             daemon.kernel.setLink(Self.eth0, up: false)
             daemon.kernel.setLink(Self.wlan0, up: false)
-            #expect(await eventually { listened.withLock { $0 } == [.reachable(.ethernetOrWiFi), .notReachable] }, "\(listened.withLock { $0 })")
+            #expect(
+                await eventually { listened.withLock { $0 } == [.reachable(.ethernetOrWiFi), .notReachable] }, "\(listened.withLock { $0 })"
+            )
             #expect(await eventually { host.status == .notReachable })
         }
     }

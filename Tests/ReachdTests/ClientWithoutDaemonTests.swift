@@ -9,8 +9,9 @@ import Testing
 struct ClientWithoutDaemonTests {
     /// A client of a socket nobody serves, retrying quickly.
     static func client() -> ReachabilityClient {
-        ReachabilityClient(endpoint: .address("unix:path=/tmp/reachd-nobody-serves-\(getpid())/bus"),
-                           reconnectDelays: (.milliseconds(10), .milliseconds(50)))
+        ReachabilityClient(
+            endpoint: .address("unix:path=/tmp/reachd-nobody-serves-\(getpid())/bus"),
+            reconnectDelays: (.milliseconds(10), .milliseconds(50)))
     }
 
     @Test("connectionStates: looking, then no daemon with the reason; the state resets when nobody subscribes")

@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityClient
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,10 +22,13 @@ struct ConnectivityTests {
 
     /// A certificate for pinned.test from a CA the pins do not cover: what a portal intercepting TLS presents.
     static func makePortalCertificate(in directory: URL) throws {
-        try run(["/bin/sh", "-c", """
+        try run([
+            "/bin/sh", "-c",
+            """
             cd '\(directory.path)' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout portal.key \
               -out portal.pem -days 5 -subj /CN=pinned.test -addext subjectAltName=DNS:pinned.test 2>/dev/null
-            """])
+            """
+        ])
     }
 
     static func spooledReports(_ directory: URL) -> Int {
@@ -35,25 +39,32 @@ struct ConnectivityTests {
     static func spooled(_ directory: URL) -> [[String: Any]] {
         let reports = directory.appendingPathComponent("reports")
         return ((try? FileManager.default.contentsOfDirectory(atPath: reports.path)) ?? []).filter { $0.hasSuffix(".json") }.compactMap {
-            (try? Data(contentsOf: reports.appendingPathComponent($0))).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+            (try? Data(contentsOf: reports.appendingPathComponent($0))).flatMap {
+                try? JSONSerialization.jsonObject(with: $0) as? [String: Any]
+            }
         }
     }
 
-    @Test("an interceptor posing as a captive portal: connectivity portal, the pinned host judged portal, yet the failure spooled with the probe's evidence, counted apart and signalled; once the probe answers, the same interception is compromised with a report of its own; the reports go to the collector only once the path is full and trusted",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "an interceptor posing as a captive portal: connectivity portal, the pinned host judged portal, yet the failure spooled with the probe's evidence, counted apart and signalled; once the probe answers, the same interception is compromised with a report of its own; the reports go to the collector only once the path is full and trusted",
+        .timeLimit(.minutes(3)))
     func portalThenFull() async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)
             try Self.makePortalCertificate(in: scratch)
             let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
-            try (String(contentsOf: config, encoding: .utf8).replacingOccurrences(of: "[trust]\n", with: "[trust]\nallow-http-report-uri = true\n")
-                 + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\n"
-                 + Self.connectivity(uri: "http://10.1.0.1/generate_204") + "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n")
+            try
+                (String(contentsOf: config, encoding: .utf8).replacingOccurrences(
+                    of: "[trust]\n", with: "[trust]\nallow-http-report-uri = true\n")
+                + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\n"
+                + Self.connectivity(uri: "http://10.1.0.1/generate_204") + "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n")
                 .write(to: config, atomically: true, encoding: .utf8)
             let script = scratch.appendingPathComponent("collector.py")
             try TrustWiringTests.collector.write(to: script, atomically: true, encoding: .utf8)
             let received = scratch.appendingPathComponent("received.jsonl")
-            func delivered() -> [String] { ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+            func delivered() -> [String] {
+                ((try? String(contentsOf: received, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+            }
             try await withNamespaces("rdportal", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
                 let http = try await HTTPProbeServer(in: ns[1], address: "10.1.0.1", directory: scratch, mode: "redirect")
@@ -62,7 +73,9 @@ struct ConnectivityTests {
                 defer { kill(tls.processIdentifier, SIGKILL); tls.waitUntilExit() }
                 let collector = Process()
                 collector.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                collector.arguments = ["ip", "netns", "exec", ns[1].name, "/usr/bin/python3", script.path, "10.1.0.1", "8080", received.path]
+                collector.arguments = [
+                    "ip", "netns", "exec", ns[1].name, "/usr/bin/python3", script.path, "10.1.0.1", "8080", received.path
+                ]
                 collector.standardError = FileHandle.nullDevice
                 try collector.run()
                 defer { kill(collector.processIdentifier, SIGKILL); collector.waitUntilExit() }
@@ -82,21 +95,32 @@ struct ConnectivityTests {
                 // Recorded, with the evidence: nobody can tell this portal from an interceptor posing as one.
                 #expect(await eventually { Self.spooled(scratch).count == 1 }, "\(daemon.log)")
                 let evidence = Self.spooled(scratch).first?["captive-portal"] as? [String: Any]
-                #expect(evidence?["http-status"] as? Int == 302 && evidence?["location"] as? String == "http://10.1.0.1/login?from=probe", "\(Self.spooled(scratch))")
+                #expect(
+                    evidence?["http-status"] as? Int == 302 && evidence?["location"] as? String == "http://10.1.0.1/login?from=probe",
+                    "\(Self.spooled(scratch))")
                 #expect((Self.spooled(scratch).first?["path"] as? [String: String])?["connectivity"] == "portal")
-                #expect(daemon.log.contains("report-uri http://10.1.0.1:8080/pins is plain HTTP (allow-http-report-uri = true)"), "warned at start")
-                #expect(daemon.log.contains("pin failure for pinned.test behind a captive portal (the probe got 302 to http://10.1.0.1/login?from=probe)"), "\(daemon.log)")
+                #expect(
+                    daemon.log.contains("report-uri http://10.1.0.1:8080/pins is plain HTTP (allow-http-report-uri = true)"),
+                    "warned at start")
+                #expect(
+                    daemon.log.contains(
+                        "pin failure for pinned.test behind a captive portal (the probe got 302 to http://10.1.0.1/login?from=probe)"),
+                    "\(daemon.log)")
                 let during = ns[0].scrapeMetrics()
                 #expect(metricValue("reachd_pin_failures_total{host=\"pinned.test\"}", in: during) == 0, "not an alarm:\n\(during)")
                 #expect(metricValue("reachd_pin_failures_behind_portal_total{host=\"pinned.test\"}", in: during) == 1, "\(during)")
                 #expect(metricValue("reachd_connectivity{state=\"portal\"}", in: during) == 1)
                 #expect(delivered().isEmpty, "never sent over the path that failed it")
-                let property = try daemon.busctl(["get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1",
-                                                  "io.reachd.Reachability1", "PortalURL"]).output
+                let property = try daemon.busctl([
+                    "get-property", "io.reachd.Reachability1", "/io/reachd/Reachability1",
+                    "io.reachd.Reachability1", "PortalURL"
+                ]).output
                 #expect(property.contains("http://10.1.0.1/login?from=probe"), "\(property)")
                 let human = try ns[0].exec([DaemonProcess.reachctl, "status", "--bus", daemon.socket]).output
-                #expect(human.contains("connectivity: portal") && human.contains("portal:       http://10.1.0.1/login?from=probe"), "\(human)")
-                let blocked = try ns[0].exec([DaemonProcess.reachctl, "wait", "--for", "online", "--timeout", "1s", "--bus", daemon.socket], check: false)
+                #expect(
+                    human.contains("connectivity: portal") && human.contains("portal:       http://10.1.0.1/login?from=probe"), "\(human)")
+                let blocked = try ns[0].exec(
+                    [DaemonProcess.reachctl, "wait", "--for", "online", "--timeout", "1s", "--bus", daemon.socket], check: false)
                 #expect(blocked.status == 1, "\(blocked)")
 
                 // The guest logged in: the probe answers 204. The path moves (the link
@@ -104,8 +128,10 @@ struct ConnectivityTests {
                 try http.set("204")
                 let waiter = Process()
                 waiter.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                waiter.arguments = ["ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "wait", "--for", "online",
-                                    "--timeout", "30s", "--bus", daemon.socket]
+                waiter.arguments = [
+                    "ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "wait", "--for", "online",
+                    "--timeout", "30s", "--bus", daemon.socket
+                ]
                 waiter.standardOutput = FileHandle.nullDevice
                 try waiter.run()
                 try await Task.sleep(for: .milliseconds(300))
@@ -123,7 +149,9 @@ struct ConnectivityTests {
                 #expect(waiter.terminationStatus == 0)
                 #expect(Self.path(daemon)?.connectivity == .full)
                 #expect(Self.path(daemon)?.portal == nil)
-                #expect(await eventually { Self.spooled(scratch).count == 2 }, "a report of its own, not held back by the portal's:\n\(daemon.log)")
+                #expect(
+                    await eventually { Self.spooled(scratch).count == 2 },
+                    "a report of its own, not held back by the portal's:\n\(daemon.log)")
                 #expect(Self.spooled(scratch).filter { $0["captive-portal"] == nil }.count == 1)
                 #expect(daemon.log.contains("pin failure for pinned.test: chain-invalid (report spooled)"), "\(daemon.log)")
                 #expect(metricValue("reachd_pin_failures_total{host=\"pinned.test\"}", in: ns[0].scrapeMetrics()) ?? 0 >= 1)
@@ -135,8 +163,10 @@ struct ConnectivityTests {
                 // CheckConnectivity probes now: root always; another user once per 10 s.
                 #expect(try await client.checkConnectivity() == .full)
                 #expect(try await client.checkConnectivity() == .full)
-                let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "busctl", "--address=\(daemon.address)", "call",
-                              "io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1", "CheckConnectivity"]
+                let nobody = [
+                    "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "busctl", "--address=\(daemon.address)", "call",
+                    "io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1", "CheckConnectivity"
+                ]
                 #expect(try run(nobody).output == "s \"full\"\n")
                 let limited = try run(nobody, check: false)
                 #expect(limited.status != 0 && limited.error.contains("rate-limited to once per 10 s for each user"), "\(limited)")
@@ -145,7 +175,7 @@ struct ConnectivityTests {
                 kill(tls.processIdentifier, SIGKILL)
                 tls.waitUntilExit()
                 tls = try await PinnedServer.serve(in: ns[1], from: scratch)
-                try await Task.sleep(for: .seconds(2))  // the rounds' spacing
+                try await Task.sleep(for: .seconds(2)) // the rounds' spacing
                 try bounce()
                 #expect(await eventually(.seconds(30)) { Self.path(daemon)?.trust == .ok && delivered().count == 2 }, "\(daemon.log)")
                 #expect(delivered().filter { $0.contains("\"captive-portal\"") }.count == 1, "\(delivered())")
@@ -154,8 +184,9 @@ struct ConnectivityTests {
         }
     }
 
-    @Test("limited when the probe is refused or times out, none without a path; unknown with no probe and no trust host, and nothing sent",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "limited when the probe is refused or times out, none without a path; unknown with no probe and no trust host, and nothing sent",
+        .timeLimit(.minutes(3)))
     func limitedNoneUnknown() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdlimited", "router") { ns in
@@ -170,7 +201,9 @@ struct ConnectivityTests {
                 let before = try ns[0].exec(["cat", "/sys/class/net/eth0/statistics/tx_packets"]).output
                 try await Task.sleep(for: .seconds(3))
                 #expect(Self.path(silent)?.connectivity == .unknown)
-                #expect(try ns[0].exec(["cat", "/sys/class/net/eth0/statistics/tx_packets"]).output == before, "reachd sent packets nobody configured")
+                #expect(
+                    try ns[0].exec(["cat", "/sys/class/net/eth0/statistics/tx_packets"]).output == before,
+                    "reachd sent packets nobody configured")
                 await silent.stop()
 
                 let config = scratch.appendingPathComponent("reachd.toml")
@@ -195,8 +228,9 @@ struct ConnectivityTests {
         }
     }
 
-    @Test("dual stack: the best family's answer (IPv6 answers, IPv4 refused); IPv6 only; a stable path probes once per interval",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "dual stack: the best family's answer (IPv6 answers, IPv4 refused); IPv6 only; a stable path probes once per interval",
+        .timeLimit(.minutes(3)))
     func dualStackAndPolling() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rddual", "router") { ns in
@@ -214,20 +248,23 @@ struct ConnectivityTests {
                 defer { http.stop() }
 
                 let config = scratch.appendingPathComponent("reachd.toml")
-                try Self.connectivity(uri: "http://probe.test/generate_204", interval: "10s").write(to: config, atomically: true, encoding: .utf8)
+                try Self.connectivity(uri: "http://probe.test/generate_204", interval: "10s").write(
+                    to: config, atomically: true, encoding: .utf8)
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
                 #expect(await eventually { Self.path(daemon)?.connectivity == .full }, "\(daemon.log)")
                 let dual = try #require(Self.path(daemon))
                 #expect(dual.ipv4 && dual.ipv6)
-                #expect(daemon.log.contains("ipv4 connecting to 10.1.0.1:80: Connection refused") && daemon.log.contains("ipv6 204"), "\(daemon.log)")
+                #expect(
+                    daemon.log.contains("ipv4 connecting to 10.1.0.1:80: Connection refused") && daemon.log.contains("ipv6 204"),
+                    "\(daemon.log)")
 
                 // A stable path: one probe per interval (10 s), nothing in between.
                 let start = http.requests
                 try await Task.sleep(for: .seconds(21))
                 let polled = http.requests - start
-                #expect((1 ... 3).contains(polled), "\(polled) probes in 21 s with interval 10s")
+                #expect((1...3).contains(polled), "\(polled) probes in 21 s with interval 10s")
 
                 // IPv6 only.
                 try ns[0].ip("route del default via 10.1.0.1")

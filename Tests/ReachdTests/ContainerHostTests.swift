@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityClient
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,8 +47,10 @@ struct ContainerHostTests {
     static func churn(_ namespace: TestNamespace, pods: Range<Int>) throws {
         var commands: [String] = []
         for pod in pods {
-            commands += ["link add name vh\(pod) type veth peer name vp\(pod)", "link set dev vh\(pod) up",
-                         "link set dev vp\(pod) up", "link set dev vh\(pod) master cni0"]
+            commands += [
+                "link add name vh\(pod) type veth peer name vp\(pod)", "link set dev vh\(pod) up",
+                "link set dev vp\(pod) up", "link set dev vh\(pod) master cni0"
+            ]
         }
         commands += pods.map { "link del dev vh\($0)" }
         _ = try run(["ip", "-n", namespace.name, "-batch", "-"], input: commands.joined(separator: "\n") + "\n")
@@ -66,20 +69,25 @@ struct ContainerHostTests {
     /// its first port (the kernel's link watch): real changes, to be over before the churn.
     static func bridgeSettled(_ daemon: DaemonProcess) async -> Bool {
         await eventually {
-            let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath())?.interfaces.first { $0.name == "cni0" }
+            let bridge = (try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath())?.interfaces.first {
+                $0.name == "cni0"
+            }
             return bridge?.addresses.count == 2 && bridge?.operstate == "up"
         }
     }
 
     private static func churnStay(_ namespace: TestNamespace) throws {
-        for command in ["link add name vhstay type veth peer name vpstay", "link set dev vhstay up", "link set dev vpstay up",
-                        "link set dev vhstay master cni0"] {
+        for command in [
+            "link add name vhstay type veth peer name vpstay", "link set dev vhstay up", "link set dev vpstay up",
+            "link set dev vhstay master cni0"
+        ] {
             try namespace.ip(command)
         }
     }
 
-    @Test("reachd: 100 pods send a path subscriber nothing, an interface subscriber only their interfaces; the path still moves",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "reachd: 100 pods send a path subscriber nothing, an interface subscriber only their interfaces; the path still moves",
+        .timeLimit(.minutes(3)))
     func daemon() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdpods", "router") { ns in
@@ -90,8 +98,9 @@ struct ContainerHostTests {
                 #expect(await Self.bridgeSettled(daemon))
                 let paths = try Recorder("paths", [DaemonProcess.reachctl, "watch", "--json", "--bus", daemon.address], in: scratch)
                 defer { paths.stop() }
-                let interfaces = try Recorder("interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", daemon.address],
-                                              in: scratch)
+                let interfaces = try Recorder(
+                    "interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", daemon.address],
+                    in: scratch)
                 defer { interfaces.stop() }
                 let before = try await ReachabilityClient(endpoint: .address(daemon.address)).interfaces()
                 #expect(await eventually { paths.lines.count == 1 && interfaces.lines.count == before.count })
@@ -104,10 +113,11 @@ struct ContainerHostTests {
                 try Self.churn(ns[0], pods: 0..<100)
                 let podNames = Set((0..<100).flatMap { ["vh\($0)", "vp\($0)"] })
                 // Every pod interface's removal reaches the interface subscriber…
-                #expect(await eventually(.seconds(20)) {
-                    let removed = interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }.filter(\.removed)
-                    return Set(removed.map(\.interface.name)) == podNames
-                }, "\(interfaces.lines.suffix(5))")
+                #expect(
+                    await eventually(.seconds(20)) {
+                        let removed = interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }.filter(\.removed)
+                        return Set(removed.map(\.interface.name)) == podNames
+                    }, "\(interfaces.lines.suffix(5))")
                 try await Task.sleep(for: .milliseconds(300))
                 let changes = interfaces.lines.dropFirst(before.count).compactMap { try? InterfaceChange(json: String($0)) }
                 // …and nothing else: each line is one pod interface, never the inventory again.
@@ -119,15 +129,17 @@ struct ContainerHostTests {
 
                 // The path still moves, at once, during a churn.
                 try ns[0].ip("route del default")
-                #expect(await eventually {
-                    paths.lines.last.flatMap { try? Path(json: String($0)) }?.status == .unreachable
-                }, "\(paths.lines.suffix(2))")
+                #expect(
+                    await eventually {
+                        paths.lines.last.flatMap { try? Path(json: String($0)) }?.status == .unreachable
+                    }, "\(paths.lines.suffix(2))")
             }
         }
     }
 
-    @Test("on a bus: InterfaceChanged reaches only a client that called WatchInterfaces; reachd renders none once it is gone",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "on a bus: InterfaceChanged reaches only a client that called WatchInterfaces; reachd renders none once it is gone",
+        .timeLimit(.minutes(3)))
     func bus() async throws {
         try await withScratch { scratch in
             chmod(scratch.path, 0o755)
@@ -146,21 +158,27 @@ struct ContainerHostTests {
                 #expect(await eventually { paths.lines.count == 1 })
                 // What reachd sends, counted at the bus (each signal with its first argument), not after a client
                 // dropped repeats; and the evaluations it made, read from its own counter.
-                let sent = try Recorder("bus-signals", ["stdbuf", "-oL", "dbus-monitor", "--address", bus.address,
-                                                        "type='signal',interface='io.reachd.Reachability1'"], in: scratch)
+                let sent = try Recorder(
+                    "bus-signals",
+                    [
+                        "stdbuf", "-oL", "dbus-monitor", "--address", bus.address,
+                        "type='signal',interface='io.reachd.Reachability1'"
+                    ], in: scratch)
                 defer { sent.stop() }
                 // A monitor gives up its unique name when it starts monitoring: from then on it sees every signal.
                 #expect(await eventually { sent.lines.contains { $0.hasSuffix("member=NameLost") } }, "\(sent.lines) \(sent.stderr)")
                 func signals(_ member: String) -> [Substring] {
                     let lines = sent.lines
-                    return lines.indices.filter { lines[$0].hasPrefix("signal ") && lines[$0].hasSuffix("member=\(member)") }.map { header in
+                    return lines.indices.filter { lines[$0].hasPrefix("signal ") && lines[$0].hasSuffix("member=\(member)") }.map {
+                        header in
                         lines.dropFirst(header + 1).first.flatMap { $0.firstMatch(of: /string "([^"]*)"/)?.output.1 } ?? ""
                     }
                 }
                 func evaluations() -> Double? { metricValue("reachd_path_evaluations_total", in: ns[0].scrapeMetrics()) }
                 #expect(!daemon.log.contains("interface changes: kept"), "nobody watches yet: \(daemon.log.suffix(1000))")
-                let interfaces = try Recorder("bus-interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", bus.address],
-                                              in: scratch)
+                let interfaces = try Recorder(
+                    "bus-interfaces", [DaemonProcess.reachctl, "watch", "--interfaces", "--json", "--bus", bus.address],
+                    in: scratch)
                 #expect(await eventually { daemon.log.contains("interface changes: kept") }, "\(daemon.log.suffix(1000))")
                 let inventory = try await ReachabilityClient(endpoint: .address(bus.address)).interfaces().count
                 #expect(await eventually { interfaces.lines.count == inventory })
@@ -168,20 +186,27 @@ struct ContainerHostTests {
                 let (statusBefore, interfaceBefore) = (signals("StatusChanged").count, signals("InterfaceChanged").count)
                 try Self.churn(ns[0], pods: 0..<20)
                 let podNames = Set((0..<20).flatMap { ["vh\($0)", "vp\($0)"] })
-                #expect(await eventually(.seconds(20)) {
-                    Set(interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }.filter(\.removed).map(\.interface.name)) == podNames
-                }, "\(interfaces.lines.suffix(5))")
+                #expect(
+                    await eventually(.seconds(20)) {
+                        Set(interfaces.lines.compactMap { try? InterfaceChange(json: String($0)) }.filter(\.removed).map(\.interface.name))
+                            == podNames
+                    }, "\(interfaces.lines.suffix(5))")
                 try await Task.sleep(for: .milliseconds(300))
                 #expect(paths.lines.count == 1, "the path's subscriber on the bus was sent nothing: \(paths.lines.dropFirst())")
                 // At the bus: no StatusChanged at all; InterfaceChanged for the pods' interfaces only, at least one per
                 // line the watcher printed (its buffer keeps the latest entry per interface), a few per interface at most.
                 #expect(signals("StatusChanged").count == statusBefore, "\(signals("StatusChanged").count - statusBefore) sent")
                 let interfaceSignals = signals("InterfaceChanged").dropFirst(interfaceBefore)
-                #expect(Set(interfaceSignals.map(String.init)).isSubset(of: podNames), "\(Set(interfaceSignals.map(String.init)).subtracting(podNames))")
-                #expect(interfaceSignals.count >= interfaces.lines.count - inventory && interfaceSignals.count <= 20 * 2 * 5,
-                        "\(interfaceSignals.count) sent, \(interfaces.lines.count - inventory) printed")
+                #expect(
+                    Set(interfaceSignals.map(String.init)).isSubset(of: podNames),
+                    "\(Set(interfaceSignals.map(String.init)).subtracting(podNames))")
+                #expect(
+                    interfaceSignals.count >= interfaces.lines.count - inventory && interfaceSignals.count <= 20 * 2 * 5,
+                    "\(interfaceSignals.count) sent, \(interfaces.lines.count - inventory) printed")
                 // And reachd did not evaluate the path once for 20 pods.
-                #expect(evaluations() == evaluationsBefore, "\(String(describing: evaluations())) evaluations after, \(evaluationsBefore) before")
+                #expect(
+                    evaluations() == evaluationsBefore,
+                    "\(String(describing: evaluations())) evaluations after, \(evaluationsBefore) before")
                 // The watcher leaves: its unique name loses its owner, and reachd stops keeping changes.
                 interfaces.stop()
                 try Self.churn(ns[0], pods: 20..<21)
@@ -190,8 +215,9 @@ struct ContainerHostTests {
         }
     }
 
-    @Test("in-process: the paths stream holds the latest path, the interface stream one entry per interface",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "in-process: the paths stream holds the latest path, the interface stream one entry per interface",
+        .timeLimit(.minutes(2)))
     func library() async throws {
         try await withNamespaces("rdpodlib", "router") { ns in
             try Self.node(ns)
@@ -226,8 +252,9 @@ struct ContainerHostTests {
         }
     }
 
-    @Test("reachctl watch follows the daemon as soon as one answers; with --bus it never computes the path itself",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "reachctl watch follows the daemon as soon as one answers; with --bus it never computes the path itself",
+        .timeLimit(.minutes(2)))
     func watchFollowsTheDaemon() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdfollow", "router") { ns in
@@ -237,11 +264,16 @@ struct ContainerHostTests {
                 let socket = runtime.appendingPathComponent("bus").path
                 // Where reachctl looks by default, pointed at the scratch directory (no system bus here).
                 let environment = ["RUNTIME_DIRECTORY": runtime.path, "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent"]
-                let automatic = try Recorder("automatic", ["ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "watch", "--json"],
-                                             in: scratch, environment: environment)
+                let automatic = try Recorder(
+                    "automatic", ["ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "watch", "--json"],
+                    in: scratch, environment: environment)
                 defer { automatic.stop() }
-                let explicit = try Recorder("explicit", ["ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "watch", "--json",
-                                                         "--bus", "unix:path=\(socket)"], in: scratch)
+                let explicit = try Recorder(
+                    "explicit",
+                    [
+                        "ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "watch", "--json",
+                        "--bus", "unix:path=\(socket)"
+                    ], in: scratch)
                 defer { explicit.stop() }
                 #expect(await eventually { automatic.lines.count == 1 })
                 #expect(automatic.lines.first.flatMap { try? Path(json: String($0)) }?.source == .direct)
@@ -253,18 +285,20 @@ struct ContainerHostTests {
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
                 for watcher in [automatic, explicit] {
-                    #expect(await eventually(.seconds(5)) {
-                        watcher.lines.last.flatMap { try? Path(json: String($0)) }?.source == .daemon
-                    }, "\(watcher.lines)")
+                    #expect(
+                        await eventually(.seconds(5)) {
+                            watcher.lines.last.flatMap { try? Path(json: String($0)) }?.source == .daemon
+                        }, "\(watcher.lines)")
                 }
                 #expect(automatic.stderr.contains("reachd answers now: following it"), "\(automatic.stderr)")
                 // Following the daemon, not the kernel: a change reaches both through it.
                 try ns[0].ip("route del default")
                 for watcher in [automatic, explicit] {
-                    #expect(await eventually {
-                        let last = watcher.lines.last.flatMap { try? Path(json: String($0)) }
-                        return last?.status == .unreachable && last?.source == .daemon
-                    }, "\(watcher.lines.suffix(2))")
+                    #expect(
+                        await eventually {
+                            let last = watcher.lines.last.flatMap { try? Path(json: String($0)) }
+                            return last?.status == .unreachable && last?.source == .daemon
+                        }, "\(watcher.lines.suffix(2))")
                 }
             }
         }

@@ -75,8 +75,10 @@ struct DBusWire {
     }
 
     /// A message (type 1: method call), with `signature` as given — it may lie about the body.
-    static func message(type: UInt8 = 1, flags: UInt8 = 0, serial: UInt32, path: String?, interface: String?, member: String?,
-                        destination: String?, signature: String?, body: [UInt8] = []) -> [UInt8] {
+    static func message(
+        type: UInt8 = 1, flags: UInt8 = 0, serial: UInt32, path: String?, interface: String?, member: String?,
+        destination: String?, signature: String?, body: [UInt8] = []
+    ) -> [UInt8] {
         var fields = Body()
         func field(_ code: UInt8, _ value: Value, _ type: String) {
             fields.pad(to: 8)
@@ -103,10 +105,13 @@ struct DBusWire {
     }
 
     /// A method call whose body holds `values` under their own signature.
-    static func call(serial: UInt32, path: String, interface: String?, member: String, destination: String?, _ values: [Value] = []) -> [UInt8] {
+    static func call(
+        serial: UInt32, path: String, interface: String?, member: String, destination: String?, _ values: [Value] = []
+    ) -> [UInt8] {
         var body = Body()
         for value in values { body.append(value) }
-        return message(serial: serial, path: path, interface: interface, member: member, destination: destination,
-                       signature: signature(of: values), body: body.bytes)
+        return message(
+            serial: serial, path: path, interface: interface, member: member, destination: destination,
+            signature: signature(of: values), body: body.bytes)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,15 +20,20 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Starts reachd in `namespace` with `arguments` after the socket and log level.
     /// `wrapper` runs reachd (it must exec it): `prlimit --nofile=…`.
-    init(in namespace: TestNamespace, directory: URL, arguments: [String] = [], environment: [String: String] = [:],
-         wrapper: [String] = []) throws {
+    init(
+        in namespace: TestNamespace, directory: URL, arguments: [String] = [], environment: [String: String] = [:],
+        wrapper: [String] = []
+    ) throws {
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         logFile = directory.appendingPathComponent("reachd-\(UUID()).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ip", "netns", "exec", namespace.name] + wrapper + [Self.binary,
-                             "--socket", directory.appendingPathComponent("bus").path, "--log-level", "debug"] + arguments
+        process.arguments =
+            ["ip", "netns", "exec", namespace.name] + wrapper + [
+                Self.binary,
+                "--socket", directory.appendingPathComponent("bus").path, "--log-level", "debug"
+            ] + arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "NOTIFY_SOCKET")
         env.removeValue(forKey: "WATCHDOG_USEC")
@@ -88,8 +94,10 @@ extension DaemonProcess {
     /// reachd on its private socket alone (`--bus none`, `config`), in namespace `label`
     /// with an uplink to a router namespace, once it serves; stopped, and waited for,
     /// before the namespaces go.
-    static func serving(in label: String, config: String = "/dev/null",
-                        _ body: (DaemonProcess, TestNamespace) async throws -> Void) async throws {
+    static func serving(
+        in label: String, config: String = "/dev/null",
+        _ body: (DaemonProcess, TestNamespace) async throws -> Void
+    ) async throws {
         try await withScratch { scratch in
             try await withNamespaces(label, "router") { ns in
                 try ns[0].addUplink(router: ns[1])

@@ -2,6 +2,7 @@ import Foundation
 import NamespaceTesting
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,12 +28,18 @@ struct DaemonTests {
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
 
-                let denied = try run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                      "busctl", "--address=\(daemon.address)", "call"] + object + ["Reload"], check: false)
+                let denied = try run(
+                    [
+                        "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        "busctl", "--address=\(daemon.address)", "call"
+                    ] + object + ["Reload"], check: false)
                 #expect(denied.status != 0)
                 #expect(denied.error.contains("root only") || denied.error.contains("Access denied"), "\(denied.error)")
-                let deniedCtl = try run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                         DaemonProcess.reachctl, "reload", "--bus", daemon.socket], check: false)
+                let deniedCtl = try run(
+                    [
+                        "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        DaemonProcess.reachctl, "reload", "--bus", daemon.socket
+                    ], check: false)
                 #expect(deniedCtl.status == 1)
                 #expect(deniedCtl.error == "reachctl: reload: Reload is for root only (AccessDenied)\n")
 
@@ -67,8 +74,9 @@ struct DaemonTests {
             try await withNamespaces("rdnotify") { ns in
                 let path = scratch.appendingPathComponent("notify").path
                 let receiver = try NotifyReceiver(path: path)
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", "/nonexistent"],
-                                               environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
+                let daemon = try DaemonProcess(
+                    in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", "/nonexistent"],
+                    environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
                 defer { Task { await daemon.stop() } }
                 let messages = try await receiver.receive(until: { $0.contains("READY=1") })
                 #expect(messages.contains { $0.contains("READY=1") && $0.contains("STATUS=unreachable (no-interface)") }, "\(messages)")

@@ -23,8 +23,9 @@ struct HostNameTests {
     @Test("ReachabilityCompat: a host that does not resolve reads as unknown within the manager's resolution timeout")
     func compatUnresolvableHost() async throws {
         try await DaemonProcess.serving(in: "rdnohost") { daemon, _ in
-            let manager = NetworkReachabilityManager(host: "nonexistent.invalid", endpoint: .address(daemon.address),
-                                                     resolutionTimeout: .milliseconds(500))!
+            let manager = NetworkReachabilityManager(
+                host: "nonexistent.invalid", endpoint: .address(daemon.address),
+                resolutionTimeout: .milliseconds(500))!
             #expect(manager.status == .unknown)
             #expect(manager.backend == .daemon)
         }

@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityClient
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,8 +20,9 @@ struct IPv6OnlyNetworkTests {
         try namespace.exec([DaemonProcess.reachctl] + arguments + ["--bus", daemon.socket]).output
     }
 
-    @Test("NAT64 found through DNS64 (RFC 7050): IPv4 by name only, an IPv4 literal through the NAT64; a CLAT: IPv4, no VPN, full connectivity through both translators",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "NAT64 found through DNS64 (RFC 7050): IPv4 by name only, an IPv4 literal through the NAT64; a CLAT: IPv4, no VPN, full connectivity through both translators",
+        .timeLimit(.minutes(3)))
     func xlat() async throws {
         try await withScratch { scratch in
             try await withNamespaces("xlat", "gateway", "internet") { ns in
@@ -29,15 +31,17 @@ struct IPv6OnlyNetworkTests {
                 let config = scratch.appendingPathComponent("reachd.toml")
                 try "[connectivity]\nuri = \"http://\(XLATNetwork.serverName)/\"\nresponse = \"reachd-xlat-ok\"\ntimeout = \"3s\"\n"
                     .write(to: config, atomically: true, encoding: .utf8)
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("reachd"),
-                                               arguments: ["--bus", "none", "--config", config.path])
+                let daemon = try DaemonProcess(
+                    in: ns[0], directory: scratch.appendingPathComponent("reachd"),
+                    arguments: ["--bus", "none", "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
 
                 // No CLAT: the DNS64 names the prefix; IPv4 servers are reached by name through the NAT64.
-                #expect(await eventually(.seconds(20)) {
-                    Self.path(daemon).map { $0.nat64?.source == .dns64 && $0.connectivity == .full } == true
-                }, "\(daemon.log)")
+                #expect(
+                    await eventually(.seconds(20)) {
+                        Self.path(daemon).map { $0.nat64?.source == .dns64 && $0.connectivity == .full } == true
+                    }, "\(daemon.log)")
                 let nat64 = try #require(Self.path(daemon))
                 #expect(nat64.nat64 == .init(prefix: XLATNetwork.prefix, source: .dns64, interface: "eth0"))
                 #expect(nat64.status == .wired && !nat64.ipv4 && nat64.ipv6 && nat64.ipv4Via == .nat64 && nat64.vpn == nil)
@@ -46,16 +50,22 @@ struct IPv6OnlyNetworkTests {
                 #expect(status.contains("nat64:        2001:db8:64::/96 (dns64, eth0)"), "\(status)")
                 let route = try Self.reachctl(ns[0], daemon, "route", XLATNetwork.server)
                 #expect(route.contains("status:       wired"), "\(route)")
-                #expect(route.contains("\(XLATNetwork.server) wired dev eth0 via 2001:db8:1::1 src 2001:db8:1::2 through NAT64 as 2001:db8:64::c000:250"),
-                        "\(route)")
+                #expect(
+                    route.contains(
+                        "\(XLATNetwork.server) wired dev eth0 via 2001:db8:1::1 src 2001:db8:1::2 through NAT64 as 2001:db8:64::c000:250"),
+                    "\(route)")
                 let json = try Self.reachctl(ns[0], daemon, "status", "--json")
-                #expect(json.contains(#""ipv4-via":"nat64","clat":null,"nat64":{"prefix":"2001:db8:64::/96","source":"dns64","interface":"eth0","lifetime":null}"#), "\(json)")
+                #expect(
+                    json.contains(
+                        #""ipv4-via":"nat64","clat":null,"nat64":{"prefix":"2001:db8:64::/96","source":"dns64","interface":"eth0","lifetime":null}"#
+                    ), "\(json)")
 
                 // The CLAT: IPv4 of its own, through tayga on both sides; not a VPN.
                 try network.startCLAT()
-                #expect(await eventually(.seconds(20)) {
-                    Self.path(daemon).map { $0.clat?.name == "clat" && $0.connectivity == .full } == true
-                }, "\(daemon.log)")
+                #expect(
+                    await eventually(.seconds(20)) {
+                        Self.path(daemon).map { $0.clat?.name == "clat" && $0.connectivity == .full } == true
+                    }, "\(daemon.log)")
                 let clat = try #require(Self.path(daemon))
                 #expect(clat.status == .wired && clat.interface?.name == "eth0" && clat.vpn == nil && clat.ipv4 && clat.ipv4Via == .clat)
                 #expect(await eventually { daemon.log.contains("ipv4 200") }, "the IPv4 probe answered through the CLAT: \(daemon.log)")
@@ -73,21 +83,26 @@ struct IPv6OnlyNetworkTests {
     func dns64WithoutSynthesis() async throws {
         try await withScratch { scratch in
             try await withNamespaces("nosynth", "gateway", "internet") { ns in
-                let network = try XLATNetwork(host: ns[0], gateway: ns[1], internet: ns[2], directory: scratch, realIPv6ForWellKnownName: true)
+                let network = try XLATNetwork(
+                    host: ns[0], gateway: ns[1], internet: ns[2], directory: scratch, realIPv6ForWellKnownName: true)
                 defer { network.stop() }
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("reachd"), arguments: ["--bus", "none"])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
-                #expect(await eventually { daemon.log.contains("nat64: no DNS64 prefix (RFC 7050): ipv4only.arpa has no synthesised address (2001:db8:99::1)") },
-                        "\(daemon.log)")
+                #expect(
+                    await eventually {
+                        daemon.log.contains("nat64: no DNS64 prefix (RFC 7050): ipv4only.arpa has no synthesised address (2001:db8:99::1)")
+                    },
+                    "\(daemon.log)")
                 let path = try #require(Self.path(daemon))
                 #expect(path.nat64 == nil && path.ipv4Via == Path.IPv4Via.none && path.status == .wired)
             }
         }
     }
 
-    @Test("sleep and resume: PrepareForSleep(false) forgets connectivity and trust (unknown meanwhile), probes and re-validates at once; a network changed while asleep is seen",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "sleep and resume: PrepareForSleep(false) forgets connectivity and trust (unknown meanwhile), probes and re-validates at once; a network changed while asleep is seen",
+        .timeLimit(.minutes(2)))
     func sleepAndResume() async throws {
         try await withScratch { scratch in
             let bus = try TestSystemBus(directory: scratch, standIns: ["org.freedesktop.login1"])
@@ -102,12 +117,14 @@ struct IPv6OnlyNetworkTests {
                 let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
                 try (String(contentsOf: config, encoding: .utf8) + "\n[connectivity]\nuri = \"http://10.1.0.1/\"\ninterval = \"1h\"\n")
                     .write(to: config, atomically: true, encoding: .utf8)
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch.appendingPathComponent("reachd"),
-                                               arguments: ["--bus", bus.address, "--config", config.path])
+                let daemon = try DaemonProcess(
+                    in: ns[0], directory: scratch.appendingPathComponent("reachd"),
+                    arguments: ["--bus", bus.address, "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
-                #expect(await eventually(.seconds(20)) { Self.path(daemon).map { $0.connectivity == .full && $0.trust == .ok } == true },
-                        "\(daemon.log)")
+                #expect(
+                    await eventually(.seconds(20)) { Self.path(daemon).map { $0.connectivity == .full && $0.trust == .ok } == true },
+                    "\(daemon.log)")
                 let logind = try LogindStandIn(bus: bus.address)
                 defer { logind.stop() }
 
@@ -117,7 +134,9 @@ struct IPv6OnlyNetworkTests {
                 try http.set("redirect")
                 let requests = http.requests
                 try logind.resume()
-                #expect(await eventually { Self.path(daemon)?.connectivity == .portal }, "an interval of 1 h: only the resume probes: \(daemon.log)")
+                #expect(
+                    await eventually { Self.path(daemon)?.connectivity == .portal },
+                    "an interval of 1 h: only the resume probes: \(daemon.log)")
                 #expect(http.requests > requests)
                 let log = daemon.log
                 let resumed = try #require(log.range(of: "resumed from sleep"))

@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityClient
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,10 +42,11 @@ struct LocalUserLimitsTests {
         sys.stdin.read()
         """
 
-    @Test("/tmp/reachd-UID created first by another user: the user's reachd refuses to serve there and its reachctl to trust it; once the directory is the user's own, both use it",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "/tmp/reachd-UID created first by another user: the user's reachd refuses to serve there and its reachctl to trust it; once the directory is the user's own, both use it",
+        .timeLimit(.minutes(2)))
     func foreignFallbackDirectory() async throws {
-        let user = 61_234  // no account needed: setpriv runs as any uid
+        let user = 61_234 // no account needed: setpriv runs as any uid
         let directory = "/tmp/reachd-\(user)"
         try? FileManager.default.removeItem(atPath: directory)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -52,17 +54,27 @@ struct LocalUserLimitsTests {
             try await withNamespaces("rdtmpdir", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
                 // Another user (root here) made the directory first and serves a daemon of its own in it.
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
-                                                        attributes: [.posixPermissions: 0o755])
-                let impostor = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--socket", "\(directory)/bus"])
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: false,
+                    attributes: [.posixPermissions: 0o755])
+                let impostor = try DaemonProcess(
+                    in: ns[0], directory: scratch, arguments: ["--bus", "none", "--socket", "\(directory)/bus"])
                 defer { Task { await impostor.stop() } }
-                #expect(await eventually { (try? ReachabilityClient(endpoint: .address("unix:path=\(directory)/bus")).blocking.currentPath()) != nil },
-                        "\(impostor.log)")
-                let asUser = ["ip", "netns", "exec", ns[0].name, "setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups", "env", "-i"]
+                #expect(
+                    await eventually {
+                        (try? ReachabilityClient(endpoint: .address("unix:path=\(directory)/bus")).blocking.currentPath()) != nil
+                    },
+                    "\(impostor.log)")
+                let asUser = [
+                    "ip", "netns", "exec", ns[0].name, "setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups", "env", "-i"
+                ]
 
                 let refused = try run(asUser + [DaemonProcess.binary, "--bus", "none", "--config", "/nonexistent"], check: false)
                 #expect(refused.status == 1, "\(refused)")
-                #expect(refused.error.contains("\(directory) belongs to uid 0, not to uid \(user): refusing a socket directory another user created"), "\(refused)")
+                #expect(
+                    refused.error.contains(
+                        "\(directory) belongs to uid 0, not to uid \(user): refusing a socket directory another user created"), "\(refused)"
+                )
                 let status = try run(asUser + [DaemonProcess.reachctl, "status", "--json"], check: false)
                 #expect(status.status == 0 && status.output.contains(#""source":"direct""#), "the impostor is not asked: \(status)")
 
@@ -76,9 +88,10 @@ struct LocalUserLimitsTests {
                 daemon.standardError = FileHandle.nullDevice
                 try daemon.run()
                 defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
-                #expect(try await eventually {
-                    try run(asUser + [DaemonProcess.reachctl, "status", "--json"], check: false).output.contains(#""source":"daemon""#)
-                })
+                #expect(
+                    try await eventually {
+                        try run(asUser + [DaemonProcess.reachctl, "status", "--json"], check: false).output.contains(#""source":"daemon""#)
+                    })
                 var owner = stat()
                 #expect(lstat(directory, &owner) == 0 && owner.st_uid == uid_t(user))
             }
@@ -117,8 +130,10 @@ struct LocalUserLimitsTests {
             output = directory.appendingPathComponent("peers-\(UUID()).txt")
             _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", script.path,
-                                 socket, String(count), mode]
+            process.arguments = [
+                "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", script.path,
+                socket, String(count), mode
+            ]
             process.standardInput = input
             process.standardOutput = try FileHandle(forWritingTo: output)
             process.standardError = FileHandle.nullDevice
@@ -133,8 +148,9 @@ struct LocalUserLimitsTests {
         }
     }
 
-    @Test("3,000 connections of one user under a 1,024-descriptor limit: trust still re-validated, root still served",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "3,000 connections of one user under a 1,024-descriptor limit: trust still re-validated, root still served",
+        .timeLimit(.minutes(3)))
     func connectionFlood() async throws {
         try await withScratch { scratch in
             chmod(scratch.path, 0o755)
@@ -144,8 +160,9 @@ struct LocalUserLimitsTests {
                 try ns[0].addUplink(router: ns[1])
                 let server = try await PinnedServer.serve(in: ns[1], from: scratch)
                 defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path],
-                                               wrapper: ["prlimit", "--nofile=1024:1024"])
+                let daemon = try DaemonProcess(
+                    in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path],
+                    wrapper: ["prlimit", "--nofile=1024:1024"])
                 defer { Task { await daemon.stop() } }
                 func count(_ text: String) -> Int { daemon.log.components(separatedBy: text).count - 1 }
                 #expect(await eventually(.seconds(20)) { count("trust: ok") == 1 }, "\(daemon.log)")
@@ -170,8 +187,11 @@ struct LocalUserLimitsTests {
                 try ns[0].ip("route add default via 10.1.0.1")
                 // Two path changes: at least one more round (rounds start 2 s apart at least; the second change may join the first's).
                 #expect(await eventually(.seconds(20)) { count("trust: checking") >= 2 }, "\(daemon.log.suffix(2000))")
-                #expect(await eventually(.seconds(20)) { let now = (try? trustStatus()) ?? before; return now != before && now.contains("trusted") },
-                        "\(daemon.log.suffix(2000))")
+                #expect(
+                    await eventually(.seconds(20)) {
+                        let now = (try? trustStatus()) ?? before; return now != before && now.contains("trusted")
+                    },
+                    "\(daemon.log.suffix(2000))")
                 #expect(!daemon.log.contains("Too many open files"))
                 let resident = daemon.residentKilobytes
                 #expect(resident > 0 && resident < 24 * 1024, "reachd's RSS: \(resident) kB")
@@ -199,8 +219,9 @@ struct LocalUserLimitsTests {
         }
     }
 
-    @Test("Route(): a name longer than 253 bytes is refused; a user's fifth lookup while four resolve is refused",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "Route(): a name longer than 253 bytes is refused; a user's fifth lookup while four resolve is refused",
+        .timeLimit(.minutes(1)))
     func routeBounds() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdroute", "router") { ns in
@@ -214,8 +235,10 @@ struct LocalUserLimitsTests {
                     .write(to: etc.appendingPathComponent("resolv.conf"), atomically: true, encoding: .utf8)
                 let silentDNS = Process()
                 silentDNS.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                silentDNS.arguments = ["ip", "netns", "exec", ns[1].name, "/usr/bin/python3", "-c",
-                                       "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.bind(('10.1.0.1', 53))\nwhile True: s.recv(512)"]
+                silentDNS.arguments = [
+                    "ip", "netns", "exec", ns[1].name, "/usr/bin/python3", "-c",
+                    "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.bind(('10.1.0.1', 53))\nwhile True: s.recv(512)"
+                ]
                 try silentDNS.run()
                 defer { kill(silentDNS.processIdentifier, SIGKILL); silentDNS.waitUntilExit() }
 
@@ -247,8 +270,9 @@ struct LocalUserLimitsTests {
         }
     }
 
-    @Test("a subscriber that never reads, 10,000 changes: dropped, memory bounded, the others end on the last change",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "a subscriber that never reads, 10,000 changes: dropped, memory bounded, the others end on the last change",
+        .timeLimit(.minutes(3)))
     func slowSubscriber() async throws {
         try await withScratch { scratch in
             chmod(scratch.path, 0o755)
@@ -287,21 +311,25 @@ struct LocalUserLimitsTests {
                 let started = ContinuousClock.now
                 try ns[0].exec(["/usr/bin/python3", flap.path, "eth0", "10000"])
                 let flapping = started.duration(to: .now)
-                try ns[0].ip("address add 10.9.0.7/32 dev eth0")  // the last change: the final document has it
+                try ns[0].ip("address add 10.9.0.7/32 dev eth0") // the last change: the final document has it
                 let final = { (try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath()) }
-                #expect(await eventually(.seconds(60)) {
-                    watchers.allSatisfy { lines($0.1).last?.contains("10.9.0.7/32") == true }
-                }, "\(daemon.log.suffix(2000))")
+                #expect(
+                    await eventually(.seconds(60)) {
+                        watchers.allSatisfy { lines($0.1).last?.contains("10.9.0.7/32") == true }
+                    }, "\(daemon.log.suffix(2000))")
                 let counts = watchers.map { lines($0.1).count }
                 // Both read as fast as they can; a change that finds a socket full is
                 // coalesced into the next one that fits (docs/api.md, "What subscribers are sent").
                 #expect(lines(watchers[0].1).last == lines(watchers[1].1).last, "both end on the same document: \(counts)")
                 #expect(final()?.interfaces.contains { $0.addresses.contains("10.9.0.7/32") } == true)
-                #expect(await eventually(.seconds(20)) { daemon.log.contains("that does not read (behind for") },
-                        "the silent subscriber is dropped once its socket stayed full for 10 s: \(daemon.log.suffix(2000))")
+                #expect(
+                    await eventually(.seconds(20)) { daemon.log.contains("that does not read (behind for") },
+                    "the silent subscriber is dropped once its socket stayed full for 10 s: \(daemon.log.suffix(2000))")
                 let resident = daemon.residentKilobytes
                 #expect(resident > 0 && resident < 24 * 1024, "reachd's RSS: \(resident) kB")
-                print("limits: 10,000 address changes in \(flapping): \(counts[0] - 1) and \(counts[1] - 1) delivered to two watchers, the silent one dropped; reachd RSS \(resident) kB")
+                print(
+                    "limits: 10,000 address changes in \(flapping): \(counts[0] - 1) and \(counts[1] - 1) delivered to two watchers, the silent one dropped; reachd RSS \(resident) kB"
+                )
                 // How many of the 10,000 are published one by one depends on the machine's
                 // load (7,273 idle, 4,295 beside two fuzzers, 988 beside a build and 2,000
                 // gdbus calls); what the test needs is far more than the silent peer can hold:

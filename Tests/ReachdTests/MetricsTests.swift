@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachdVersion
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,22 +11,26 @@ import Glibc
 /// The `[metrics]` exports of a running reachd, read by curl, promtool and a real Prometheus server.
 @Suite("reachd's Prometheus metrics", .serialized, .needsRoot, .ownThreads)
 struct MetricsTests {
-    static let openMetrics = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+    static let openMetrics =
+        "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 
     static func config(in directory: URL, pins: [String], textfile: URL) throws -> URL {
         let config = try PinnedServer.config(pins: pins, in: directory)
-        let text = try String(contentsOf: config, encoding: .utf8) + """
+        let text =
+            try String(contentsOf: config, encoding: .utf8) + """
 
 
-            [metrics]
-            listen = "127.0.0.1:9748"
-            textfile = "\(textfile.path)"
-            """
+                [metrics]
+                listen = "127.0.0.1:9748"
+                textfile = "\(textfile.path)"
+                """
         try text.write(to: config, atomically: true, encoding: .utf8)
         return config
     }
 
-    @Test("a pinned host: the scrape passes promtool, its values are right, OpenMetrics on request, the textfile follows, Prometheus sees the path go down")
+    @Test(
+        "a pinned host: the scrape passes promtool, its values are right, OpenMetrics on request, the textfile follows, Prometheus sees the path go down"
+    )
     func scrapeAndTextfile() async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)
@@ -43,10 +48,11 @@ struct MetricsTests {
 
                 let verdict = "reachd_trust_verdict{host=\"pinned.test\",verdict=\"trusted\"}"
                 var scrape = ""
-                #expect(await eventually(.seconds(20)) {
-                    scrape = ns[0].scrapeMetrics()
-                    return metricValue(verdict, in: scrape) == 1
-                }, "\(scrape)\n\(daemon.log)")
+                #expect(
+                    await eventually(.seconds(20)) {
+                        scrape = ns[0].scrapeMetrics()
+                        return metricValue(verdict, in: scrape) == 1
+                    }, "\(scrape)\n\(daemon.log)")
                 let check = try run(["promtool", "check", "metrics"], check: false, input: scrape)
                 #expect(check.status == 0 && check.output.isEmpty && check.error.isEmpty, "\(check.output)\(check.error)")
 
@@ -74,7 +80,9 @@ struct MetricsTests {
 
                 let open = ns[0].scrapeMetrics(accept: Self.openMetrics)
                 #expect(open.hasSuffix("# EOF\n") && open.contains("# TYPE reachd_path_changes counter\n"), "\(open)")
-                let headers = try ns[0].exec(["curl", "-sS", "-o", "/dev/null", "-D", "-", "-H", "Accept: \(Self.openMetrics)", "http://127.0.0.1:9748/metrics"]).output
+                let headers = try ns[0].exec([
+                    "curl", "-sS", "-o", "/dev/null", "-D", "-", "-H", "Accept: \(Self.openMetrics)", "http://127.0.0.1:9748/metrics"
+                ]).output
                 #expect(headers.contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"), "\(headers)")
                 for (arguments, status) in [(["http://127.0.0.1:9748/"], "404"), (["-X", "POST", "http://127.0.0.1:9748/metrics"], "405")] {
                     let answer = try ns[0].exec(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}"] + arguments).output
@@ -106,36 +114,44 @@ struct MetricsTests {
     static func startPrometheus(in namespace: TestNamespace, directory: URL) throws -> Process {
         let config = directory.appendingPathComponent("prometheus.yml")
         try """
-            global:
-              scrape_interval: 1s
-              scrape_timeout: 1s
-            scrape_configs:
-              - job_name: reachd
-                static_configs:
-                  - targets: ["127.0.0.1:9748"]
-            """.write(to: config, atomically: true, encoding: .utf8)
+        global:
+          scrape_interval: 1s
+          scrape_timeout: 1s
+        scrape_configs:
+          - job_name: reachd
+            static_configs:
+              - targets: ["127.0.0.1:9748"]
+        """.write(to: config, atomically: true, encoding: .utf8)
         let prometheus = Process()
         prometheus.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        prometheus.arguments = ["ip", "netns", "exec", namespace.name, "prometheus", "--config.file=\(config.path)",
-                                "--storage.tsdb.path=\(directory.appendingPathComponent("tsdb").path)",
-                                "--web.listen-address=127.0.0.1:9090"]
+        prometheus.arguments = [
+            "ip", "netns", "exec", namespace.name, "prometheus", "--config.file=\(config.path)",
+            "--storage.tsdb.path=\(directory.appendingPathComponent("tsdb").path)",
+            "--web.listen-address=127.0.0.1:9090"
+        ]
         prometheus.standardOutput = FileHandle.nullDevice
-        prometheus.standardError = try FileHandle(forWritingTo: {
-            let log = directory.appendingPathComponent("prometheus.log")
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            return log
-        }())
+        prometheus.standardError = try FileHandle(
+            forWritingTo: {
+                let log = directory.appendingPathComponent("prometheus.log")
+                _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+                return log
+            }())
         try prometheus.run()
         return prometheus
     }
 
     /// The one value of an instant query to the Prometheus server in `namespace`, or nil.
     static func query(_ expression: String, in namespace: TestNamespace) -> Double? {
-        guard let answer = try? namespace.exec(["curl", "-sS", "--max-time", "5", "--get", "--data-urlencode", "query=\(expression)",
-                                                "http://127.0.0.1:9090/api/v1/query"], check: false).output,
-              let document = try? JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any],
-              let data = document["data"] as? [String: Any], let result = data["result"] as? [[String: Any]],
-              result.count == 1, let value = result[0]["value"] as? [Any], value.count == 2, let text = value[1] as? String
+        guard
+            let answer = try? namespace.exec(
+                [
+                    "curl", "-sS", "--max-time", "5", "--get", "--data-urlencode", "query=\(expression)",
+                    "http://127.0.0.1:9090/api/v1/query"
+                ], check: false
+            ).output,
+            let document = try? JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any],
+            let data = document["data"] as? [String: Any], let result = data["result"] as? [[String: Any]],
+            result.count == 1, let value = result[0]["value"] as? [Any], value.count == 2, let text = value[1] as? String
         else { return nil }
         return Double(text)
     }
@@ -182,7 +198,9 @@ struct MetricsTests {
                     """
                 let result = try ns[0].exec(["python3", "-c", script])
                 let lines = result.output.split(separator: "\n").map(String.init)
-                #expect(lines.contains { $0.hasPrefix("big-answer") && ($0.contains("431") || $0.contains("closed") || $0.contains("Reset")) }, "\(result.output)")
+                #expect(
+                    lines.contains { $0.hasPrefix("big-answer") && ($0.contains("431") || $0.contains("closed") || $0.contains("Reset")) },
+                    "\(result.output)")
                 #expect(lines.filter { $0 == "scrape True" }.count == 3, "\(result.output)\n\(daemon.log)")
                 let idle = lines.first { $0.hasPrefix("idle-closed") }?.split(separator: " ") ?? []
                 #expect(idle.count == 3 && idle[1] == "20", "every idle connection closed: \(result.output)")

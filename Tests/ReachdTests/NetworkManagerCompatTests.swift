@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityClient
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,8 +25,10 @@ struct NetworkManagerCompatTests {
 
     /// Whether anyone owns NetworkManager's name on `bus`.
     static func nameHasOwner(_ bus: TestSystemBus) throws -> Bool {
-        let output = try run(["busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                              "org.freedesktop.DBus", "NameHasOwner", "s", nmName]).output
+        let output = try run([
+            "busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+            "org.freedesktop.DBus", "NameHasOwner", "s", nmName
+        ]).output
         return output.contains("true")
     }
 
@@ -54,8 +57,9 @@ struct NetworkManagerCompatTests {
         after.filter { before[$0.key] != $0.value }.mapValues { _ in 1 }
     }
 
-    @Test("GLib's and Qt's NetworkManager backends follow route deletion, link down, carrier loss, address loss, a captive portal and a metered interface: each property changes once, within 1 s of reachd's document",
-          .timeLimit(.minutes(4)))
+    @Test(
+        "GLib's and Qt's NetworkManager backends follow route deletion, link down, carrier loss, address loss, a captive portal and a metered interface: each property changes once, within 1 s of reachd's document",
+        .timeLimit(.minutes(4)))
     func toolkitsFollowTheNetwork() async throws {
         try await withScratch { scratch in
             let config = scratch.appendingPathComponent("reachd.toml")
@@ -77,24 +81,33 @@ struct NetworkManagerCompatTests {
                 defer { glib.stop() }
                 let qt = try ToolkitClient<QtView>(ToolkitClient<QtView>.qtScript, in: host, systemBus: bus.address)
                 defer { qt.stop() }
-                let online = Step(name: "online", glib: GLibView(available: true, connectivity: "full", metered: false),
-                                  qt: QtView(reachability: "Online", portal: false, medium: "Ethernet", metered: false)) {
+                let online = Step(
+                    name: "online", glib: GLibView(available: true, connectivity: "full", metered: false),
+                    qt: QtView(reachability: "Online", portal: false, medium: "Ethernet", metered: false)
+                ) {
                     $0.status == .wired && $0.connectivity == .full && !$0.expensive
                 }
-                #expect(await eventually { glib.latest?.properties == online.glib.properties && qt.latest?.properties == online.qt.properties },
-                        "GLib: \(glib.views), \(glib.otherLines); Qt: \(qt.views), \(qt.otherLines)")
+                #expect(
+                    await eventually { glib.latest?.properties == online.glib.properties && qt.latest?.properties == online.qt.properties },
+                    "GLib: \(glib.views), \(glib.otherLines); Qt: \(qt.views), \(qt.otherLines)")
                 #expect(glib.latest?.backend == "GNetworkMonitorNM")
                 #expect(qt.latest?.backend == "networkmanager")
 
                 func offline(_ name: String) -> Step {
-                    Step(name: name, glib: GLibView(available: false, connectivity: "local", metered: false),
-                         qt: QtView(reachability: "Disconnected", portal: false, medium: "Unknown", metered: false)) { !$0.status.isReachable }
+                    Step(
+                        name: name, glib: GLibView(available: false, connectivity: "local", metered: false),
+                        qt: QtView(reachability: "Disconnected", portal: false, medium: "Unknown", metered: false)
+                    ) { !$0.status.isReachable }
                 }
                 func back(_ name: String) -> Step { Step(name: name, glib: online.glib, qt: online.qt, published: online.published) }
-                let portal = Step(name: "captive portal", glib: GLibView(available: true, connectivity: "portal", metered: false),
-                                  qt: QtView(reachability: "Site", portal: true, medium: "Ethernet", metered: false)) { $0.connectivity == .portal }
-                let metered = Step(name: "metered (reload)", glib: GLibView(available: true, connectivity: "full", metered: true),
-                                   qt: QtView(reachability: "Online", portal: false, medium: "Ethernet", metered: true)) { $0.expensive }
+                let portal = Step(
+                    name: "captive portal", glib: GLibView(available: true, connectivity: "portal", metered: false),
+                    qt: QtView(reachability: "Site", portal: true, medium: "Ethernet", metered: false)
+                ) { $0.connectivity == .portal }
+                let metered = Step(
+                    name: "metered (reload)", glib: GLibView(available: true, connectivity: "full", metered: true),
+                    qt: QtView(reachability: "Online", portal: false, medium: "Ethernet", metered: true)
+                ) { $0.expensive }
                 let restoreRoute = { () throws in _ = try host.ip("route add default via 10.1.0.1 dev eth0") }
                 let reload = { (metered: Bool) in
                     try Self.config(metered: metered).write(to: config, atomically: true, encoding: .utf8)
@@ -104,28 +117,45 @@ struct NetworkManagerCompatTests {
                     (offline("route deleted"), { _ = try host.ip("route del default") }),
                     (back("route restored"), restoreRoute),
                     (offline("link down"), { _ = try host.ip("link set dev eth0 down") }),
-                    (back("link up"), { _ = try host.ip("link set dev eth0 up"); try restoreRoute() }),
+                    (
+                        back("link up"),
+                        {
+                            _ = try host.ip("link set dev eth0 up"); try restoreRoute()
+                        }
+                    ),
                     (offline("carrier lost"), { _ = try router.ip("link set dev up0 down") }),
                     (back("carrier back"), { _ = try router.ip("link set dev up0 up") }),
                     (offline("address lost"), { _ = try host.ip("addr del 10.1.0.2/24 dev eth0") }),
-                    (back("address back"), { _ = try host.ip("addr add 10.1.0.2/24 dev eth0"); try restoreRoute() }),
+                    (
+                        back("address back"),
+                        {
+                            _ = try host.ip("addr add 10.1.0.2/24 dev eth0"); try restoreRoute()
+                        }
+                    ),
                     // The probe now meets a portal; CheckConnectivity (NetworkManager's, on the surface) probes at once.
-                    (portal, {
-                        try http.set("redirect")
-                        try run(["busctl", "--address=\(bus.address)", "call", Self.nmName, "/org/freedesktop/NetworkManager", Self.nmName, "CheckConnectivity"])
-                    }),
+                    (
+                        portal,
+                        {
+                            try http.set("redirect")
+                            try run([
+                                "busctl", "--address=\(bus.address)", "call", Self.nmName, "/org/freedesktop/NetworkManager", Self.nmName,
+                                "CheckConnectivity"
+                            ])
+                        }
+                    ),
                     // Not full: the probe is retried within a second or two.
                     (back("portal left"), { try http.set("204") }),
                     (metered, { try reload(true) }),
-                    (back("not metered (reload)"), { try reload(false) }),
+                    (back("not metered (reload)"), { try reload(false) })
                 ]
                 var table = ["step | GLib: property changes (notifications) | Qt: property changes (signals)"]
                 var current = online
                 for (step, change) in steps {
                     let (glibStart, qtStart) = (glib.views.count, qt.views.count)
                     try change()
-                    #expect(await eventually(.seconds(8)) { ConnectivityTests.path(daemon).map(step.published) == true },
-                            "\(step.name): reachd did not publish it: \(String(describing: ConnectivityTests.path(daemon)))")
+                    #expect(
+                        await eventually(.seconds(8)) { ConnectivityTests.path(daemon).map(step.published) == true },
+                        "\(step.name): reachd did not publish it: \(String(describing: ConnectivityTests.path(daemon)))")
                     let reached = await eventually(.seconds(1)) {
                         glib.latest?.properties == step.glib.properties && qt.latest?.properties == step.qt.properties
                     }
@@ -135,12 +165,16 @@ struct NetworkManagerCompatTests {
                     let glibViews = glib.views[glibStart...], qtViews = qt.views[qtStart...]
                     let glibChanges = Self.changes(in: glibViews.map(\.properties)[...], from: current.glib.properties)
                     let qtChanges = Self.changes(in: qtViews.map(\.properties)[...], from: current.qt.properties)
-                    #expect(glibChanges == Self.expectedChanges(from: current.glib.properties, to: step.glib.properties),
-                            "\(step.name): GLib \(Array(glibViews)); reachd: \(daemon.log)")
-                    #expect(qtChanges == Self.expectedChanges(from: current.qt.properties, to: step.qt.properties),
-                            "\(step.name): Qt \(Array(qtViews)); reachd: \(daemon.log)")
-                    table.append("\(step.name) | \(glibChanges.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) (\(glibViews.count))"
-                                 + " | \(qtChanges.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) (\(qtViews.count))")
+                    #expect(
+                        glibChanges == Self.expectedChanges(from: current.glib.properties, to: step.glib.properties),
+                        "\(step.name): GLib \(Array(glibViews)); reachd: \(daemon.log)")
+                    #expect(
+                        qtChanges == Self.expectedChanges(from: current.qt.properties, to: step.qt.properties),
+                        "\(step.name): Qt \(Array(qtViews)); reachd: \(daemon.log)")
+                    table.append(
+                        "\(step.name) | \(glibChanges.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) (\(glibViews.count))"
+                            + " | \(qtChanges.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) (\(qtViews.count))"
+                    )
                     current = step
                 }
                 print(table.joined(separator: "\n"))
@@ -148,8 +182,9 @@ struct NetworkManagerCompatTests {
         }
     }
 
-    @Test("off: nothing owned and GLib falls back to netlink, Qt has no backend; on (reload): owned only while nobody else owns the name, taken back when it is free; off again (reload): released; a misspelt key is refused with file:line",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "off: nothing owned and GLib falls back to netlink, Qt has no backend; on (reload): owned only while nobody else owns the name, taken back when it is free; off again (reload): released; a misspelt key is refused with file:line",
+        .timeLimit(.minutes(3)))
     func ownership() async throws {
         try await withScratch { scratch in
             let config = scratch.appendingPathComponent("reachd.toml")
@@ -176,20 +211,24 @@ struct NetworkManagerCompatTests {
                 // Switched on while the bus has no compat policy (the package's default): refused, and the log says what to link.
                 try Self.config(probe: false).write(to: config, atomically: true, encoding: .utf8)
                 daemon.signal(SIGHUP)
-                #expect(await eventually {
-                    daemon.log.contains("link /usr/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf into /etc/dbus-1/system.d/")
-                }, "\(daemon.log)")
+                #expect(
+                    await eventually {
+                        daemon.log.contains("link /usr/share/reachd/dbus-1/io.reachd.NetworkManagerCompat.conf into /etc/dbus-1/system.d/")
+                    }, "\(daemon.log)")
                 #expect(try !Self.nameHasOwner(bus))
                 try bus.allowNetworkManagerCompat()
 
                 // Someone else holds the name (as NetworkManager would): reachd, switched on, leaves it.
                 let standIn = Process()
                 standIn.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                standIn.arguments = ["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c", """
+                standIn.arguments = [
+                    "DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c",
+                    """
                     from gi.repository import Gio, GLib
                     Gio.bus_own_name(Gio.BusType.SYSTEM, "\(Self.nmName)", Gio.BusNameOwnerFlags.NONE, None, None, None)
                     GLib.MainLoop().run()
-                    """]
+                    """
+                ]
                 try standIn.run()
                 defer { if standIn.isRunning { kill(standIn.processIdentifier, SIGKILL); standIn.waitUntilExit() } }
                 #expect(await eventually { (try? Self.nameHasOwner(bus)) == true })
@@ -204,18 +243,32 @@ struct NetworkManagerCompatTests {
                 standIn.waitUntilExit()
                 #expect(await eventually { daemon.log.contains("compat: owning \(Self.nmName)") }, "\(daemon.log)")
                 #expect(try Self.nameHasOwner(bus))
-                let state = try run(["busctl", "--address=\(bus.address)", "call", Self.nmName, "/org/freedesktop/NetworkManager",
-                                     Self.nmName, "state"]).output
+                let state = try run([
+                    "busctl", "--address=\(bus.address)", "call", Self.nmName, "/org/freedesktop/NetworkManager",
+                    Self.nmName, "state"
+                ]).output
                 #expect(state.trimmingCharacters(in: .whitespacesAndNewlines) == "u 70")
                 // Nothing but the subset: no devices (the policy refuses the call), no other property, no writes.
-                let devices = try run(["busctl", "--address=\(bus.address)", "call", Self.nmName, "/org/freedesktop/NetworkManager",
-                                       Self.nmName, "GetDevices"], check: false)
+                let devices = try run(
+                    [
+                        "busctl", "--address=\(bus.address)", "call", Self.nmName, "/org/freedesktop/NetworkManager",
+                        Self.nmName, "GetDevices"
+                    ], check: false)
                 #expect(devices.status != 0, "\(devices)")
-                let property = try run(["busctl", "--address=\(bus.address)", "get-property", Self.nmName, "/org/freedesktop/NetworkManager",
-                                        Self.nmName, "WirelessEnabled"], check: false)
-                #expect(property.status != 0 && property.error.contains("Unknown interface org.freedesktop.NetworkManager or property WirelessEnabled"), "\(property)")
-                let write = try run(["busctl", "--address=\(bus.address)", "set-property", Self.nmName, "/org/freedesktop/NetworkManager",
-                                     Self.nmName, "NetworkingEnabled", "b", "false"], check: false)
+                let property = try run(
+                    [
+                        "busctl", "--address=\(bus.address)", "get-property", Self.nmName, "/org/freedesktop/NetworkManager",
+                        Self.nmName, "WirelessEnabled"
+                    ], check: false)
+                #expect(
+                    property.status != 0
+                        && property.error.contains("Unknown interface org.freedesktop.NetworkManager or property WirelessEnabled"),
+                    "\(property)")
+                let write = try run(
+                    [
+                        "busctl", "--address=\(bus.address)", "set-property", Self.nmName, "/org/freedesktop/NetworkManager",
+                        Self.nmName, "NetworkingEnabled", "b", "false"
+                    ], check: false)
                 #expect(write.status != 0, "\(write)")
 
                 // A misspelt key keeps the running config (and the name).

@@ -5,6 +5,7 @@ import ReachabilityClient
 import SystemCalls
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,7 +28,7 @@ struct PrivateSocketClientsTests {
     /// How many of `attempts` tries answered; it stops at the fourth that did not (each costs its 5 s).
     static func answered(_ attempt: () throws -> Bool) rethrows -> Int {
         var answered = 0, unanswered = 0
-        for _ in 0 ..< attempts where unanswered <= 3 {
+        for _ in 0..<attempts where unanswered <= 3 {
             if try attempt() { answered += 1 } else { unanswered += 1 }
         }
         return answered
@@ -41,11 +42,15 @@ struct PrivateSocketClientsTests {
     @Test("dbus-send and gdbus, 1,000 times each: every call answered")
     func toolsAreAnswered() async throws {
         try await Self.withDaemon { daemon in
-            let dbusSend = try Self.answered(["dbus-send", "--bus=\(daemon.address)", "--print-reply", "--dest=io.reachd.Reachability1",
-                                              "/io/reachd/Reachability1", "io.reachd.Reachability1.Describe"])
+            let dbusSend = try Self.answered([
+                "dbus-send", "--bus=\(daemon.address)", "--print-reply", "--dest=io.reachd.Reachability1",
+                "/io/reachd/Reachability1", "io.reachd.Reachability1.Describe"
+            ])
             #expect(dbusSend == Self.attempts, "dbus-send answered \(dbusSend) of \(Self.attempts)")
-            let gdbus = try Self.answered(["gdbus", "call", "--address", daemon.address, "--dest", "io.reachd.Reachability1",
-                                           "--object-path", "/io/reachd/Reachability1", "--method", "io.reachd.Reachability1.Describe"])
+            let gdbus = try Self.answered([
+                "gdbus", "call", "--address", daemon.address, "--dest", "io.reachd.Reachability1",
+                "--object-path", "/io/reachd/Reachability1", "--method", "io.reachd.Reachability1.Describe"
+            ])
             #expect(gdbus == Self.attempts, "gdbus answered \(gdbus) of \(Self.attempts)")
         }
     }
@@ -84,7 +89,9 @@ struct PrivateSocketClientsTests {
 /// What a thousand connections leave in the reachd binary (its resident memory), in a namespace.
 @Suite("the private socket keeps nothing of a connection gone (binary, network namespaces)", .needsRoot, .ownThreads, .machineAlone)
 struct PrivateSocketMemoryTests {
-    @Test("a raw client that writes the authentication, BEGIN, Hello and a call in one write, 1,000 times: every call answered, and nothing of them kept")
+    @Test(
+        "a raw client that writes the authentication, BEGIN, Hello and a call in one write, 1,000 times: every call answered, and nothing of them kept"
+    )
     func oneWriteIsAnswered() async throws {
         try await DaemonProcess.serving(in: "rdbegin") { daemon, _ in
             _ = try RawClient.describeInOneWrite(socket: daemon.socket)
@@ -95,7 +102,8 @@ struct PrivateSocketMemoryTests {
             // (none comes here): kept, the 1,000 grew reachd by about 9 MiB.
             try await Task.sleep(for: .milliseconds(200))
             let after = daemon.residentKilobytes
-            #expect(after - before < 2048, "reachd grew from \(before) to \(after) KiB over \(PrivateSocketClientsTests.attempts) connections")
+            #expect(
+                after - before < 2048, "reachd grew from \(before) to \(after) KiB over \(PrivateSocketClientsTests.attempts) connections")
         }
     }
 }

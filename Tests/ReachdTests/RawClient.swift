@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,12 +51,15 @@ final class RawClient {
     }
 
     static func hello(serial: UInt32) -> [UInt8] {
-        call(serial: serial, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello", destination: "org.freedesktop.DBus")
+        call(
+            serial: serial, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello",
+            destination: "org.freedesktop.DBus")
     }
 
     static func describe(serial: UInt32) -> [UInt8] {
-        call(serial: serial, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1", member: "Describe",
-             destination: "io.reachd.Reachability1")
+        call(
+            serial: serial, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1", member: "Describe",
+            destination: "io.reachd.Reachability1")
     }
 
     /// Writes all of `bytes`; a peer that closed is an error, not a SIGPIPE.
@@ -105,7 +109,9 @@ final class RawClient {
     static func messages(in bytes: [UInt8]) -> [Message] {
         var messages: [Message] = []
         var offset = 0
-        func u32(_ at: Int) -> UInt32 { UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24 }
+        func u32(_ at: Int) -> UInt32 {
+            UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
+        }
         while offset + 16 <= bytes.count, bytes[offset] == UInt8(ascii: "l") {
             let bodyLength = Int(u32(offset + 4)), fieldsLength = Int(u32(offset + 12))
             let headerEnd = offset + 16 + fieldsLength

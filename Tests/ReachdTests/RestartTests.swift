@@ -16,7 +16,8 @@ struct RestartTests {
                 var daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: arguments)
                 try await daemon.waitUntilServing()
 
-                let client = ReachabilityClient(endpoint: .address(daemon.address), reconnectDelays: (.milliseconds(50), .milliseconds(400)))
+                let client = ReachabilityClient(
+                    endpoint: .address(daemon.address), reconnectDelays: (.milliseconds(50), .milliseconds(400)))
                 let seen = Mutex<[Path]>([])
                 let token = client.onChange(queue: .global()) { path in seen.withLock { $0.append(path) } }
                 defer { client.cancel(token) }

@@ -3,8 +3,9 @@ import Foundation
 import NamespaceTesting
 import ReachabilityBus
 import ReachabilityCore
-@testable import ReachdProgram
 import Synchronization
+
+@testable import ReachdProgram
 
 /// reachd as its clients meet it, in this process: a whole `Daemon` on an embedded
 /// kernel, its sd-event loop on a thread of its own, serving its private socket in a
@@ -37,8 +38,9 @@ final class ServedDaemon: Sendable {
                 configuration.connectivity.capport = .off
                 configuration.connectivity.networkdLinks = nil
                 let loop = try EventLoop()
-                let daemon = try Daemon(configFile: config, configuration: configuration, helper: nil, loop: loop,
-                                        kernel: .engines(on: kernel, loop: loop))
+                let daemon = try Daemon(
+                    configFile: config, configuration: configuration, helper: nil, loop: loop,
+                    kernel: .engines(on: kernel, loop: loop))
                 let privateSocket = try PrivateSocket(path: socket)
                 try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
                 let messages = try loop.onReadable(mailbox.descriptor) { [mailbox] in
@@ -81,8 +83,10 @@ final class ServedDaemon: Sendable {
 
     /// The daemon configured by `config` (TOML) on a kernel `setUp` prepared, for `body`;
     /// stopped, and waited for, afterwards.
-    static func serving(config: String = "", _ setUp: (EmbeddedKernel) -> Void,
-                        _ body: (ServedDaemon) async throws -> Void) async throws {
+    static func serving(
+        config: String = "", _ setUp: (EmbeddedKernel) -> Void,
+        _ body: (ServedDaemon) async throws -> Void
+    ) async throws {
         try await withScratch { scratch in
             let file = scratch.appendingPathComponent("reachd.toml")
             try config.write(to: file, atomically: true, encoding: .utf8)

@@ -10,7 +10,8 @@ struct SystemdUnitTests {
 
     @Test("reachd.service scores 1.5 or better in systemd-analyze security")
     func securityScore() throws {
-        let result = try run(["systemd-analyze", "security", "--offline=true", Self.systemd.appendingPathComponent("reachd.service").path], check: false)
+        let result = try run(
+            ["systemd-analyze", "security", "--offline=true", Self.systemd.appendingPathComponent("reachd.service").path], check: false)
         let line = try #require(result.output.split(separator: "\n").last { $0.contains("Overall exposure level") })
         // "…: 1.1 OK 🙂" in a UTF-8 locale, "…: 1.1 OK :-)" without one: the score is the first number after the name.
         let verdict = try #require(line.firstRange(of: "reachd.service: ")).upperBound

@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityClient
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +26,9 @@ struct TrustHelperOutputTests {
         return file
     }
 
-    @Test("400 disabled hosts: reachd starts, answers, says so once per load (the count and the first names), and reloads", .timeLimit(.minutes(2)))
+    @Test(
+        "400 disabled hosts: reachd starts, answers, says so once per load (the count and the first names), and reloads",
+        .timeLimit(.minutes(2)))
     func manyWarnings() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdwarn") { ns in
@@ -34,8 +37,11 @@ struct TrustHelperOutputTests {
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing(timeout: .seconds(60))
                 #expect(daemon.log.components(separatedBy: "trust evaluation is DISABLED").count - 1 == 1, "\(daemon.log.suffix(500))")
-                #expect(daemon.log.contains("trust evaluation is DISABLED for 400 entries: h0.disabled.test, h1.disabled.test, h2.disabled.test and 397 more: any certificate is accepted"),
-                        "\(daemon.log.suffix(500))")
+                #expect(
+                    daemon.log.contains(
+                        "trust evaluation is DISABLED for 400 entries: h0.disabled.test, h1.disabled.test, h2.disabled.test and 397 more: any certificate is accepted"
+                    ),
+                    "\(daemon.log.suffix(500))")
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
                 try await client.reload()
                 #expect(await eventually { daemon.log.contains("reloaded \(config.path)") }, "\(daemon.log.suffix(500))")
@@ -45,16 +51,20 @@ struct TrustHelperOutputTests {
         }
     }
 
-    @Test("a config or an anchors path that is a FIFO nobody writes to: refused at start at once, refused by a reload while the daemon answers",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "a config or an anchors path that is a FIFO nobody writes to: refused at start at once, refused by a reload while the daemon answers",
+        .timeLimit(.minutes(2)))
     func fifoPaths() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdfifo") { ns in
                 let fifo = scratch.appendingPathComponent("reachd.fifo").path
                 #expect(mkfifo(fifo, 0o644) == 0)
                 let started = ContinuousClock.now
-                let refused = try ns[0].exec([DaemonProcess.binary, "--bus", "none", "--socket", scratch.appendingPathComponent("bus").path,
-                                              "--config", fifo], check: false)
+                let refused = try ns[0].exec(
+                    [
+                        DaemonProcess.binary, "--bus", "none", "--socket", scratch.appendingPathComponent("bus").path,
+                        "--config", fifo
+                    ], check: false)
                 #expect(refused.status == 1 && refused.error.contains("\(fifo): cannot read it: it is a FIFO, not a file"), "\(refused)")
                 #expect(started.duration(to: .now) < .seconds(10), "it did not wait for a writer")
 
@@ -65,14 +75,14 @@ struct TrustHelperOutputTests {
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
                 try """
-                    [trust]
-                    reports = "\(scratch.appendingPathComponent("reports").path)"
-                    [[trust.host]]
-                    match = "pinned.test"
-                    mode = "public-key"
-                    pins = ["sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "sha256/AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="]
-                    anchors = ["\(fifo)"]
-                    """.write(to: config, atomically: true, encoding: .utf8)
+                [trust]
+                reports = "\(scratch.appendingPathComponent("reports").path)"
+                [[trust.host]]
+                match = "pinned.test"
+                mode = "public-key"
+                pins = ["sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "sha256/AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="]
+                anchors = ["\(fifo)"]
+                """.write(to: config, atomically: true, encoding: .utf8)
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
                 #expect(throws: ReachabilityClient.Failure.self) { try client.blocking.reload() }
                 #expect(daemon.log.contains("it is a FIFO"), "\(daemon.log.suffix(800))")

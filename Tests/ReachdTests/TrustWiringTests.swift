@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityClient
 import TestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,18 +19,18 @@ struct TrustWiringTests {
             let reports = scratch.appendingPathComponent("reports")
             let config = scratch.appendingPathComponent("reachd.toml")
             try """
-                [trust]
-                timeout = "2s"
-                reports = "\(reports.path)"
+            [trust]
+            timeout = "2s"
+            reports = "\(reports.path)"
 
-                [[trust.host]]
-                match = "pinned.test"
-                port = 8443
-                connect = "10.1.0.1"
-                mode = "public-key"
-                pins = ["sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "sha256/AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="]
-                anchors = ["ca.pem"]
-                """.write(to: config, atomically: true, encoding: .utf8)
+            [[trust.host]]
+            match = "pinned.test"
+            port = 8443
+            connect = "10.1.0.1"
+            mode = "public-key"
+            pins = ["sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "sha256/AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="]
+            anchors = ["ca.pem"]
+            """.write(to: config, atomically: true, encoding: .utf8)
             let bus = try TestSystemBus(directory: scratch)
             defer { bus.stop() }
             try await withNamespaces("rdtrust", "router") { ns in
@@ -41,7 +42,9 @@ struct TrustWiringTests {
                 _ = FileManager.default.createFile(atPath: signals.path, contents: nil)
                 let monitor = Process()
                 monitor.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                monitor.arguments = ["busctl", "--address=\(bus.address)", "monitor", "--match", "type='signal',interface='io.reachd.Reachability1'"]
+                monitor.arguments = [
+                    "busctl", "--address=\(bus.address)", "monitor", "--match", "type='signal',interface='io.reachd.Reachability1'"
+                ]
                 monitor.standardOutput = try FileHandle(forWritingTo: signals)
                 monitor.standardError = FileHandle.nullDevice
                 try monitor.run()
@@ -58,9 +61,10 @@ struct TrustWiringTests {
                 defer { Task { await daemon.stop() } }
                 try await daemon.waitUntilServing()
                 let busctl = ["busctl", "--address=\(bus.address)"]
-                #expect(try await eventually(.seconds(20)) {
-                    try run(busctl + ["get-property"] + object + ["Trust"]).output == "s \"compromised\"\n"
-                }, "\(daemon.log)")
+                #expect(
+                    try await eventually(.seconds(20)) {
+                        try run(busctl + ["get-property"] + object + ["Trust"]).output == "s \"compromised\"\n"
+                    }, "\(daemon.log)")
                 #expect(await eventually { verdicts.all.last?.overall == .compromised }, "\(verdicts.all)")
                 #expect(verdicts.all.last?.hosts.first?.verdict == .pinMismatch)
                 #expect(await eventually { failures.all.count == 1 }, "the report, typed")
@@ -84,8 +88,9 @@ struct TrustWiringTests {
                 try run(nobody + busctl + ["call"] + object + ["RecheckTrust"])
                 let limited = try run(nobody + busctl + ["call"] + object + ["RecheckTrust"], check: false)
                 #expect(limited.status != 0 && limited.error.contains("rate-limited to once per 10 s for each user"), "\(limited.error)")
-                let other = try run(["setpriv", "--reuid=daemon", "--regid=daemon", "--clear-groups"] + busctl + ["call"] + object + ["RecheckTrust"],
-                                    check: false)
+                let other = try run(
+                    ["setpriv", "--reuid=daemon", "--regid=daemon", "--clear-groups"] + busctl + ["call"] + object + ["RecheckTrust"],
+                    check: false)
                 #expect(other.status == 0, "another user is not held back by the first: \(other.error)")
 
                 // A path change re-checks; the identical report is neither spooled nor signalled again.
@@ -120,10 +125,13 @@ struct TrustWiringTests {
         """
 
     /// `collector` in `router` on 10.1.0.1:`port`, writing what it receives to `received`, once it listens.
-    static func startCollector(in router: TestNamespace, script: URL, port: Int, received: URL, tls: (certificate: URL, key: URL)? = nil) async throws -> Process {
+    static func startCollector(
+        in router: TestNamespace, script: URL, port: Int, received: URL, tls: (certificate: URL, key: URL)? = nil
+    ) async throws -> Process {
         let collector = Process()
         collector.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        collector.arguments = ["ip", "netns", "exec", router.name, "/usr/bin/python3", script.path, "10.1.0.1", String(port), received.path]
+        collector.arguments =
+            ["ip", "netns", "exec", router.name, "/usr/bin/python3", script.path, "10.1.0.1", String(port), received.path]
             + (tls.map { [$0.certificate.path, $0.key.path] } ?? [])
         collector.standardError = FileHandle.nullDevice
         try collector.run()
@@ -131,13 +139,16 @@ struct TrustWiringTests {
         return collector
     }
 
-    @Test("one host intercepted throughout: its reports still reach the genuine https collector — kept while a portal or an interceptor answers for the collector, delivered by the pass that follows once the genuine one answers",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "one host intercepted throughout: its reports still reach the genuine https collector — kept while a portal or an interceptor answers for the collector, delivered by the pass that follows once the genuine one answers",
+        .timeLimit(.minutes(3)))
     func interceptedHostReportsDelivered() async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)
             // collector.test under the config's CA (the genuine one), and self-signed (whoever intercepts it).
-            try run(["/bin/sh", "-c", """
+            try run([
+                "/bin/sh", "-c",
+                """
                 set -e
                 cd '\(scratch.path)'
                 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout collector.key -out collector.csr -subj /CN=collector.test 2>/dev/null
@@ -145,23 +156,29 @@ struct TrustWiringTests {
                 openssl x509 -req -in collector.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 10 -extfile collector.ext -out collector.pem 2>/dev/null
                 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout rogue.key -out rogue.pem -days 5 \
                   -subj /CN=collector.test -addext subjectAltName=DNS:collector.test 2>/dev/null
-                """])
+                """
+            ])
             // pinned.test's pins name neither its key nor its CA's: intercepted, for good.
-            let config = try PinnedServer.config(pins: ["sha256/" + String(repeating: "A", count: 43) + "=", "sha256/" + String(repeating: "B", count: 43) + "="],
-                                                 in: scratch)
-            try (String(contentsOf: config, encoding: .utf8) + """
+            let config = try PinnedServer.config(
+                pins: ["sha256/" + String(repeating: "A", count: 43) + "=", "sha256/" + String(repeating: "B", count: 43) + "="],
+                in: scratch)
+            try
+                (String(contentsOf: config, encoding: .utf8) + """
 
-                report-uri = ["https://collector.test:9443/pins"]
+                    report-uri = ["https://collector.test:9443/pins"]
 
-                [[trust.host]]
-                match = "collector.test"
-                port = 9443
-                connect = "10.1.0.1"
-                anchors = ["ca.pem"]
-                """ + ConnectivityTests.connectivity(uri: "http://10.1.0.1/generate_204")).write(to: config, atomically: true, encoding: .utf8)
+                    [[trust.host]]
+                    match = "collector.test"
+                    port = 9443
+                    connect = "10.1.0.1"
+                    anchors = ["ca.pem"]
+                    """ + ConnectivityTests.connectivity(uri: "http://10.1.0.1/generate_204")).write(
+                    to: config, atomically: true, encoding: .utf8)
             let script = scratch.appendingPathComponent("collector.py")
             try Self.collector.write(to: script, atomically: true, encoding: .utf8)
-            let (received, intercepted) = (scratch.appendingPathComponent("received.jsonl"), scratch.appendingPathComponent("intercepted.jsonl"))
+            let (received, intercepted) = (
+                scratch.appendingPathComponent("received.jsonl"), scratch.appendingPathComponent("intercepted.jsonl")
+            )
             func lines(_ file: URL) -> Int { ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n").count }
             try await withNamespaces("rdreport", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
@@ -170,8 +187,9 @@ struct TrustWiringTests {
                 let server = try await PinnedServer.serve(in: ns[1], from: scratch)
                 defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
                 // Behind the portal, someone answers for the collector (the portal's own TLS, an interceptor).
-                let rogue = try await Self.startCollector(in: ns[1], script: script, port: 9443, received: intercepted,
-                                                          tls: (scratch.appendingPathComponent("rogue.pem"), scratch.appendingPathComponent("rogue.key")))
+                let rogue = try await Self.startCollector(
+                    in: ns[1], script: script, port: 9443, received: intercepted,
+                    tls: (scratch.appendingPathComponent("rogue.pem"), scratch.appendingPathComponent("rogue.key")))
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])
                 defer { Task { await daemon.stop() } }
                 func status() -> String { (try? daemon.busctl(["call"] + object + ["TrustStatus"]).output) ?? "" }
@@ -184,7 +202,8 @@ struct TrustWiringTests {
                 #expect(await eventually(.seconds(30)) { daemon.log.contains("collector.test is not trusted") }, "\(daemon.log)")
                 // The failure seen behind the portal is signalled with the portal's mark: what the probe got.
                 #expect(await eventually { !failures.all.isEmpty }, "\(daemon.log)")
-                #expect(failures.all.first?.hostname == "pinned.test" && failures.all.first?.captivePortal?.kind == .redirect
+                #expect(
+                    failures.all.first?.hostname == "pinned.test" && failures.all.first?.captivePortal?.kind == .redirect
                         && failures.all.first?.captivePortal?.httpStatus == 302, "\(String(describing: failures.all.first?.captivePortal))")
                 #expect(lines(intercepted) == 0, "an interceptor of the collector is sent nothing")
                 #expect(status().contains(#"\"reports-pending\":1"#), "\(status())")
@@ -193,8 +212,9 @@ struct TrustWiringTests {
                 // answers: the pass that follows the round delivers — the verdict holds nothing back.
                 kill(rogue.processIdentifier, SIGKILL)
                 rogue.waitUntilExit()
-                let genuine = try await Self.startCollector(in: ns[1], script: script, port: 9443, received: received,
-                                                            tls: (scratch.appendingPathComponent("collector.pem"), scratch.appendingPathComponent("collector.key")))
+                let genuine = try await Self.startCollector(
+                    in: ns[1], script: script, port: 9443, received: received,
+                    tls: (scratch.appendingPathComponent("collector.pem"), scratch.appendingPathComponent("collector.key")))
                 defer { kill(genuine.processIdentifier, SIGKILL); genuine.waitUntilExit() }
                 try probe.set("204")
                 let login = ContinuousClock.now
@@ -208,17 +228,20 @@ struct TrustWiringTests {
         }
     }
 
-    @Test("a report whose collector is down waits in the outbox: counted, retried within 30 s, delivered after a restart (report-only pins, the path full: nothing held back)",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "a report whose collector is down waits in the outbox: counted, retried within 30 s, delivered after a restart (report-only pins, the path full: nothing held back)",
+        .timeLimit(.minutes(3)))
     func reportDeliveryRetried() async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)
             func configure(pin: Character) throws -> URL {
                 let pins = [String(repeating: pin, count: 43) + "=", String(repeating: "B", count: 43) + "="].map { "sha256/" + $0 }
                 let config = try PinnedServer.config(pins: pins, in: scratch)
-                try (String(contentsOf: config, encoding: .utf8).replacingOccurrences(of: "[trust]\n", with: "[trust]\nallow-http-report-uri = true\n")
-                 + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\nenforce = false\n"
-                     + ConnectivityTests.connectivity(uri: "http://10.1.0.1/generate_204"))
+                try
+                    (String(contentsOf: config, encoding: .utf8).replacingOccurrences(
+                        of: "[trust]\n", with: "[trust]\nallow-http-report-uri = true\n")
+                    + "\nreport-uri = [\"http://10.1.0.1:8080/pins\"]\nenforce = false\n"
+                    + ConnectivityTests.connectivity(uri: "http://10.1.0.1/generate_204"))
                     .write(to: config, atomically: true, encoding: .utf8)
                 return config
             }
@@ -300,7 +323,7 @@ struct TrustWiringTests {
                     try ns[0].ip("route add default via 10.1.0.1")
                     #expect(await eventually(.seconds(20)) { count("trust: checking") >= round }, "\(daemon.log)")
                 }
-                try await Task.sleep(for: .seconds(1))  // the last round (a local handshake) ends
+                try await Task.sleep(for: .seconds(1)) // the last round (a local handshake) ends
                 #expect(count(warning) == 1, "\(daemon.log)")
                 // A reload is a new config: said once more.
                 daemon.signal(SIGHUP)
@@ -327,8 +350,10 @@ struct TrustWiringTests {
 
     /// pinned.test served in a router namespace, reachd beside it with its config (`extra`
     /// appended, a 1 s timeout), `body` once trust is `ok`.
-    func withTrustedDaemon(_ name: String, extra: String = "",
-                           _ body: ([TestNamespace], DaemonProcess, Process, URL) async throws -> Void) async throws {
+    func withTrustedDaemon(
+        _ name: String, extra: String = "",
+        _ body: ([TestNamespace], DaemonProcess, Process, URL) async throws -> Void
+    ) async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)
             let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
@@ -346,36 +371,44 @@ struct TrustWiringTests {
         }
     }
 
-    @Test("a helper stopped mid-round (SIGSTOP) is killed at the round's deadline: every host unknown with the reason, logged and counted; the next round runs normally",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "a helper stopped mid-round (SIGSTOP) is killed at the round's deadline: every host unknown with the reason, logged and counted; the next round runs normally",
+        .timeLimit(.minutes(3)))
     func stoppedHelperKilled() async throws {
         try await withTrustedDaemon("rdstopped", extra: "\n[metrics]\nlisten = \"127.0.0.1:9748\"\n") { ns, daemon, server, _ in
             // The server stops answering, so the next round's helper lives a while; it is stopped mid-round.
             // One round, asked for by RecheckTrust (root is always served): no other waits behind it.
             kill(server.processIdentifier, SIGSTOP)
-            try await Task.sleep(for: .seconds(2))  // the rounds' spacing
+            try await Task.sleep(for: .seconds(2)) // the rounds' spacing
             try daemon.busctl(["call"] + object + ["RecheckTrust"])
             var helper: pid_t = 0
-            #expect(try await eventually(.seconds(10)) {
-                helper = pid_t(try run(["pgrep", "-P", "\(daemon.process.processIdentifier)"], check: false).output
-                    .split(separator: "\n").first.flatMap { Int32($0) } ?? 0)
-                return helper > 0
-            }, "\(daemon.log)")
+            #expect(
+                try await eventually(.seconds(10)) {
+                    helper = pid_t(
+                        try run(["pgrep", "-P", "\(daemon.process.processIdentifier)"], check: false).output
+                            .split(separator: "\n").first.flatMap { Int32($0) } ?? 0)
+                    return helper > 0
+                }, "\(daemon.log)")
             kill(helper, SIGSTOP)
             let stopped = ContinuousClock.now
             // 1 host × 3 phases × 1 s, a delivery pass of 1 s, and the 10 s margin.
             let client = ReachabilityClient(endpoint: .address(daemon.address))
             var unjudged: TrustStatus?
             var scrape = ""
-            #expect(await eventually(.seconds(30)) {
-                guard let status = try? client.blocking.trustStatus(), status.overall == .unknown else { return false }
-                (unjudged, scrape) = (status, ns[0].scrapeMetrics())
-                return true
-            }, "\(daemon.log)")
+            #expect(
+                await eventually(.seconds(30)) {
+                    guard let status = try? client.blocking.trustStatus(), status.overall == .unknown else { return false }
+                    (unjudged, scrape) = (status, ns[0].scrapeMetrics())
+                    return true
+                }, "\(daemon.log)")
             print("stopped helper: trust unknown \(stopped.duration(to: .now)) after the stop")
-            #expect(kill(helper, 0) != 0 || (try? String(contentsOfFile: "/proc/\(helper)/stat", encoding: .utf8))?.contains(") Z") == true,
-                    "the helper was killed")
-            #expect(daemon.log.contains("reachd-trust check did not finish within 14.0 seconds (killed); every host is unknown until a round completes"), "\(daemon.log)")
+            #expect(
+                kill(helper, 0) != 0 || (try? String(contentsOfFile: "/proc/\(helper)/stat", encoding: .utf8))?.contains(") Z") == true,
+                "the helper was killed")
+            #expect(
+                daemon.log.contains(
+                    "reachd-trust check did not finish within 14.0 seconds (killed); every host is unknown until a round completes"),
+                "\(daemon.log)")
             let status = try #require(unjudged)
             #expect(status.hosts.map(\.verdict) == [.unknown], "\(status)")
             #expect(status.hosts.first?.reason.hasPrefix("not judged: reachd-trust check did not finish") == true)
@@ -390,23 +423,24 @@ struct TrustWiringTests {
         }
     }
 
-    @Test("recheck = \"interval\": a round at start, none on a path change, the next after the interval",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "recheck = \"interval\": a round at start, none on a path change, the next after the interval",
+        .timeLimit(.minutes(3)))
     func intervalRecheck() async throws {
         try await withScratch { scratch in
             let config = scratch.appendingPathComponent("reachd.toml")
             try """
-                [trust]
-                recheck = "interval"
-                interval = "1m"
-                timeout = "1s"
-                reports = "\(scratch.appendingPathComponent("reports").path)"
+            [trust]
+            recheck = "interval"
+            interval = "1m"
+            timeout = "1s"
+            reports = "\(scratch.appendingPathComponent("reports").path)"
 
-                [[trust.host]]
-                match = "api.test"
-                port = 8443
-                connect = "10.1.0.1"
-                """.write(to: config, atomically: true, encoding: .utf8)
+            [[trust.host]]
+            match = "api.test"
+            port = 8443
+            connect = "10.1.0.1"
+            """.write(to: config, atomically: true, encoding: .utf8)
             try await withNamespaces("rdinterval", "router") { ns in
                 try ns[0].addUplink(router: ns[1])
                 let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none", "--config", config.path])

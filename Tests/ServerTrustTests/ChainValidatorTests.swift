@@ -35,8 +35,11 @@ struct ChainValidatorTests {
         let leaf = try intermediate.leaf(["api.example.com"])
         #expect(verdict(await validate([leaf], host: "api.example.com")) == .chainInvalid)
         let stranger = try TestAuthority.root("Stranger")
-        #expect(verdict(await validate([leaf, intermediate.certificate], host: "api.example.com",
-                                       anchors: [stranger.certificate])) == .chainInvalid)
+        #expect(
+            verdict(
+                await validate(
+                    [leaf, intermediate.certificate], host: "api.example.com",
+                    anchors: [stranger.certificate])) == .chainInvalid)
         let selfSigned = try TestAuthority.root("api.example.com").certificate
         #expect(verdict(await validate([selfSigned], host: "api.example.com")) == .chainInvalid)
     }
@@ -49,19 +52,21 @@ struct ChainValidatorTests {
         #expect(verdict(await validate([early, intermediate.certificate], host: "api.example.com")) == .expired)
     }
 
-    @Test("host names: exact, case, trailing dot, several SANs, wildcards, IP addresses", arguments: [
-        (["api.example.com"], "API.Example.COM.", TrustVerdict.trusted),
-        (["www.example.com", "api.example.com"], "api.example.com", .trusted),
-        (["api.example.com"], "web.example.com", .hostMismatch),
-        (["*.example.com"], "a.example.com", .trusted),
-        (["*.example.com"], "a.b.example.com", .hostMismatch),
-        (["*.example.com"], "example.com", .hostMismatch),
-        (["*.co.uk"], "example.co.uk", .hostMismatch),
-        (["192.0.2.7"], "192.0.2.7", .trusted),
-        (["192.0.2.7"], "192.0.2.8", .hostMismatch),
-        (["2001:db8::7"], "[2001:db8::7]", .trusted),
-        (["api.example.com"], "192.0.2.7", .hostMismatch),
-    ])
+    @Test(
+        "host names: exact, case, trailing dot, several SANs, wildcards, IP addresses",
+        arguments: [
+            (["api.example.com"], "API.Example.COM.", TrustVerdict.trusted),
+            (["www.example.com", "api.example.com"], "api.example.com", .trusted),
+            (["api.example.com"], "web.example.com", .hostMismatch),
+            (["*.example.com"], "a.example.com", .trusted),
+            (["*.example.com"], "a.b.example.com", .hostMismatch),
+            (["*.example.com"], "example.com", .hostMismatch),
+            (["*.co.uk"], "example.co.uk", .hostMismatch),
+            (["192.0.2.7"], "192.0.2.7", .trusted),
+            (["192.0.2.7"], "192.0.2.8", .hostMismatch),
+            (["2001:db8::7"], "[2001:db8::7]", .trusted),
+            (["api.example.com"], "192.0.2.7", .hostMismatch)
+        ])
     func hostNames(names: [String], host: String, expected: TrustVerdict) async throws {
         let leaf = try intermediate.leaf(names)
         #expect(verdict(await validate([leaf, intermediate.certificate], host: host)) == expected)

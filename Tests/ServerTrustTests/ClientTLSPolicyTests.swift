@@ -26,8 +26,10 @@ struct ClientTLSPolicyTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("client-tls-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try root.certificate.serializeAsPEM().pemString.write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
-        try other.certificate.serializeAsPEM().pemString.write(to: directory.appendingPathComponent("other.pem"), atomically: true, encoding: .utf8)
+        try root.certificate.serializeAsPEM().pemString.write(
+            to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
+        try other.certificate.serializeAsPEM().pemString.write(
+            to: directory.appendingPathComponent("other.pem"), atomically: true, encoding: .utf8)
         let file = directory.appendingPathComponent("reachd.toml")
         try "[[trust.host]]\nmatch = \"localhost\"\n\(entry)\n".write(to: file, atomically: true, encoding: .utf8)
         return try TrustConfiguration.load(contentsOf: file.path)
@@ -41,7 +43,8 @@ struct ClientTLSPolicyTests {
         #expect(try await handshake(with: server, own.tlsConfiguration))
         #expect(own.enforced.contains { $0.contains("only roots") })
         #expect(own.notEnforced == ["the ATS baseline's key sizes and SHA-256+ signatures"], "tls = \"ats\" is the default")
-        let whole = try ClientTLSPolicy(configuration: try configuration("anchors = [\"root.pem\"]\ntls = \"none\""), host: "localhost", anchorsOnly: true)
+        let whole = try ClientTLSPolicy(
+            configuration: try configuration("anchors = [\"root.pem\"]\ntls = \"none\""), host: "localhost", anchorsOnly: true)
         #expect(whole.notEnforced.isEmpty, "everything of this policy is carried")
         let wrong = try ClientTLSPolicy(configuration: try configuration("anchors = [\"other.pem\"]"), host: "localhost", anchorsOnly: true)
         #expect(try await !handshake(with: server, wrong.tlsConfiguration))
@@ -55,7 +58,8 @@ struct ClientTLSPolicyTests {
 
     @Test("what a configuration cannot carry is named: public-key pins, OCSP; a policy without chain validation is refused")
     func gapsAndRefusals() throws {
-        let pins = "mode = \"public-key\"\npins = [\"sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\", \"sha256/AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=\"]\nrevocation = \"ocsp-soft\""
+        let pins =
+            "mode = \"public-key\"\npins = [\"sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\", \"sha256/AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=\"]\nrevocation = \"ocsp-soft\""
         let pinned = try ClientTLSPolicy(configuration: try configuration(pins), host: "localhost")
         #expect(pinned.notEnforced.contains { $0.hasPrefix("public-key pins (2)") }, "\(pinned.notEnforced)")
         #expect(pinned.notEnforced.contains("OCSP revocation checking"))

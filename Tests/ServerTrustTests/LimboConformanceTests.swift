@@ -67,11 +67,13 @@ struct LimboConformanceTests {
         let time = try testcase.validation_time.map {
             try Date($0, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: $0.contains(".")))
         }
-        let validator = ChainValidator(anchors: certificates(testcase.trusted_certs), validationTime: time,
-                                       maximumIntermediates: testcase.max_chain_depth)
+        let validator = ChainValidator(
+            anchors: certificates(testcase.trusted_certs), validationTime: time,
+            maximumIntermediates: testcase.max_chain_depth)
         let leaf = certificates([testcase.peer_certificate])
         guard !leaf.isEmpty else { return .untrusted(TrustEvaluation(.chainInvalid, "the certificate does not parse")) }
-        return await validator.validate(leaf + certificates(testcase.untrusted_intermediates),
-                                        host: testcase.expected_peer_name?.value)
+        return await validator.validate(
+            leaf + certificates(testcase.untrusted_intermediates),
+            host: testcase.expected_peer_name?.value)
     }
 }

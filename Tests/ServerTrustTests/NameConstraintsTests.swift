@@ -14,8 +14,10 @@ struct NameConstraintsTests {
     init() throws { root = try .root("Test Root") }
 
     /// The verdict and its reason for a leaf issued by an intermediate with `constraints`.
-    func evaluate(_ constraints: NameConstraints, names: [String], otherNames: [GeneralName] = [],
-                  host: String? = nil) async throws -> (TrustVerdict, String) {
+    func evaluate(
+        _ constraints: NameConstraints, names: [String], otherNames: [GeneralName] = [],
+        host: String? = nil
+    ) async throws -> (TrustVerdict, String) {
         let authority = try root.intermediate("Constrained CA", nameConstraints: constraints)
         let leaf = try authority.leaf(names, otherNames: otherNames)
         let validator = ChainValidator(anchors: [root.certificate], validationTime: TestAuthority.now, profile: .pinnedAnchors)
@@ -26,7 +28,7 @@ struct NameConstraintsTests {
     }
 
     static func subnet(_ address: [UInt8], prefix: Int) -> ASN1OctetString {
-        let mask = (0 ..< address.count).map { index in UInt8(truncatingIfNeeded: 0xFF << max(0, min(8, 8 * (index + 1) - prefix))) }
+        let mask = (0..<address.count).map { index in UInt8(truncatingIfNeeded: 0xFF << max(0, min(8, 8 * (index + 1) - prefix))) }
         return ASN1OctetString(contentBytes: ArraySlice(address + mask))
     }
 
@@ -48,10 +50,16 @@ struct NameConstraintsTests {
         #expect(verdict == .chainInvalid && reason.contains("excluded"), "\(reason)")
         #expect(try await evaluate(excluded, names: ["*.www.corp.example"], host: "a.www.corp.example").0 == .trusted)
         // Permitted: the wildcard is within when everything it stands for is.
-        #expect(try await evaluate(NameConstraints(permittedDNSDomains: ["corp.example"]), names: ["*.corp.example"],
-                                   host: "www.corp.example").0 == .trusted)
-        #expect(try await evaluate(NameConstraints(permittedDNSDomains: ["www.corp.example"]), names: ["*.corp.example"],
-                                   host: "www.corp.example").0 == .chainInvalid)
+        #expect(
+            try await evaluate(
+                NameConstraints(permittedDNSDomains: ["corp.example"]), names: ["*.corp.example"],
+                host: "www.corp.example"
+            ).0 == .trusted)
+        #expect(
+            try await evaluate(
+                NameConstraints(permittedDNSDomains: ["www.corp.example"]), names: ["*.corp.example"],
+                host: "www.corp.example"
+            ).0 == .chainInvalid)
     }
 
     @Test("iPAddress: a CIDR subnet of the same family")
@@ -61,7 +69,9 @@ struct NameConstraintsTests {
         #expect(try await evaluate(tenNet, names: ["192.0.2.1"]).0 == .chainInvalid)
         // A DNS name is another form: an address constraint says nothing about it.
         #expect(try await evaluate(tenNet, names: ["api.corp.example"]).0 == .trusted)
-        let excludedV6 = NameConstraints(excludedIPRanges: [Self.subnet([0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 12), prefix: 32)])
+        let excludedV6 = NameConstraints(excludedIPRanges: [
+            Self.subnet([0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 12), prefix: 32)
+        ])
         #expect(try await evaluate(excludedV6, names: ["2001:db8::1"]).0 == .chainInvalid)
         #expect(try await evaluate(excludedV6, names: ["2001:db9::1"]).0 == .trusted)
     }
@@ -81,7 +91,8 @@ struct NameConstraintsTests {
     func emailAddresses() async throws {
         let host = NameConstraints(permittedEmailAddresses: ["corp.example"])
         #expect(try await evaluate(host, names: ["api.corp.example"], otherNames: [.rfc822Name("ops@corp.example")]).0 == .trusted)
-        #expect(try await evaluate(host, names: ["api.corp.example"], otherNames: [.rfc822Name("ops@mail.corp.example")]).0 == .chainInvalid)
+        #expect(
+            try await evaluate(host, names: ["api.corp.example"], otherNames: [.rfc822Name("ops@mail.corp.example")]).0 == .chainInvalid)
         let domain = NameConstraints(permittedEmailAddresses: [".corp.example"])
         #expect(try await evaluate(domain, names: ["api.corp.example"], otherNames: [.rfc822Name("ops@mail.corp.example")]).0 == .trusted)
         let mailbox = NameConstraints(excludedEmailAddresses: ["root@corp.example"])
@@ -92,17 +103,26 @@ struct NameConstraintsTests {
     @Test("uniformResourceIdentifier: the host of the URI; an address or no host is outside")
     func uris() async throws {
         let constraint = NameConstraints(permittedURIDomains: [".corp.example"])
-        #expect(try await evaluate(constraint, names: ["api.corp.example"],
-                                   otherNames: [.uniformResourceIdentifier("https://user@api.corp.example:8443/x")]).0 == .trusted)
-        #expect(try await evaluate(constraint, names: ["api.corp.example"],
-                                   otherNames: [.uniformResourceIdentifier("https://10.0.0.1/")]).0 == .chainInvalid)
-        #expect(try await evaluate(constraint, names: ["api.corp.example"],
-                                   otherNames: [.uniformResourceIdentifier("urn:example:x")]).0 == .chainInvalid)
+        #expect(
+            try await evaluate(
+                constraint, names: ["api.corp.example"],
+                otherNames: [.uniformResourceIdentifier("https://user@api.corp.example:8443/x")]
+            ).0 == .trusted)
+        #expect(
+            try await evaluate(
+                constraint, names: ["api.corp.example"],
+                otherNames: [.uniformResourceIdentifier("https://10.0.0.1/")]
+            ).0 == .chainInvalid)
+        #expect(
+            try await evaluate(
+                constraint, names: ["api.corp.example"],
+                otherNames: [.uniformResourceIdentifier("urn:example:x")]
+            ).0 == .chainInvalid)
     }
 
     @Test("a constraint on a form that cannot be compared rejects only a certificate with a name of that form")
     func incomparableForms() async throws {
-        let type: ASN1ObjectIdentifier = [1, 3, 6, 1, 4, 1, 311, 20, 2, 3]  // Microsoft's UPN
+        let type: ASN1ObjectIdentifier = [1, 3, 6, 1, 4, 1, 311, 20, 2, 3] // Microsoft's UPN
         let excluded = NameConstraints(excludedSubtrees: [.otherName(.init(typeID: type, value: try ASN1Any(erasing: ASN1Null())))])
         #expect(try await evaluate(excluded, names: ["api.corp.example"]).0 == .trusted)
         let upn = GeneralName.otherName(.init(typeID: type, value: try ASN1Any(erasing: ASN1UTF8String("ops@corp.example"))))

@@ -52,9 +52,9 @@ final class OpenSSLScratch {
     /// but another test's connection can hold it for a moment (the suites run in
     /// parallel): a server that exits without listening is started again.
     func startListening(_ arguments: [String], port: Int) async throws -> Process {
-        for _ in 0 ..< 20 {
+        for _ in 0..<20 {
             let server = try start(arguments)
-            for _ in 0 ..< 100 where server.isRunning {
+            for _ in 0..<100 where server.isRunning {
                 if let sockets = try? shell("ss -Hltn 'sport = :\(port)'"), !sockets.isEmpty { return server }
                 try await Task.sleep(for: .milliseconds(50))
             }
@@ -77,6 +77,8 @@ final class OpenSSLScratch {
 
     /// The pin openssl computes: SHA-256 of the DER SubjectPublicKeyInfo, base64.
     func pin(of name: String) throws -> String {
-        "sha256/" + (try shell("openssl x509 -in \(name).pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"))
+        "sha256/"
+            + (try shell(
+                "openssl x509 -in \(name).pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"))
     }
 }

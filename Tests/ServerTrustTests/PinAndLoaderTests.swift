@@ -6,9 +6,11 @@ import X509
 
 @Suite("Pins and certificate loading", .ownThreads)
 struct PinAndLoaderTests {
-    @Test("pins equal openssl's SPKI hash", arguments: [
-        "rsa:2048", "rsa:4096", "ec -pkeyopt ec_paramgen_curve:P-256", "ec -pkeyopt ec_paramgen_curve:P-384", "ed25519",
-    ])
+    @Test(
+        "pins equal openssl's SPKI hash",
+        arguments: [
+            "rsa:2048", "rsa:4096", "ec -pkeyopt ec_paramgen_curve:P-256", "ec -pkeyopt ec_paramgen_curve:P-384", "ed25519"
+        ])
     func pinsMatchOpenSSL(keyOptions: String) throws {
         let scratch = try OpenSSLScratch()
         try scratch.selfSigned("server", keyOptions: keyOptions)
@@ -34,8 +36,10 @@ struct PinAndLoaderTests {
         var generator = SystemRandomNumberGenerator()
         var samples = (0..<2000).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) } }
         // Base64 beginning with "/" ("/" is 63: the first six bits set), "+" (62), and "//".
-        samples += [[0xFF] + Array(repeating: 0, count: 31), [0xFC] + Array(repeating: 0xFF, count: 31),
-                    [0xF8] + Array(repeating: 1, count: 31), [0xFF, 0xF0] + Array(repeating: 7, count: 30)]
+        samples += [
+            [0xFF] + Array(repeating: 0, count: 31), [0xFC] + Array(repeating: 0xFF, count: 31),
+            [0xF8] + Array(repeating: 1, count: 31), [0xFF, 0xF0] + Array(repeating: 7, count: 30)
+        ]
         // Found by the pin fuzzer: base64 that itself begins "sha256/" (or "SHA256/") was
         // stripped of it when written bare, and rejected as 26 bytes.
         samples += ["sha256/YmszoLUZNBWM2CXV5uxDm818GJjk0Fk3pI1I=", "SHA256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]
@@ -45,7 +49,9 @@ struct PinAndLoaderTests {
             let pin = try #require(PublicKeyPin(sha256: bytes))
             let base64 = Data(bytes).base64EncodedString()
             if base64.hasPrefix("/") { slashes += 1 }
-            for spelling in [pin.description, "sha256/\(base64)", "sha256//\(base64)", "pin-sha256=\"\(base64)\"", base64, "SHA256/\(base64)"] {
+            for spelling in [
+                pin.description, "sha256/\(base64)", "sha256//\(base64)", "pin-sha256=\"\(base64)\"", base64, "SHA256/\(base64)"
+            ] {
                 #expect(try PublicKeyPin(parsing: spelling) == pin, "\(spelling)")
             }
         }
@@ -67,12 +73,15 @@ struct PinAndLoaderTests {
         try scratch.selfSigned("a", keyOptions: "ec -pkeyopt ec_paramgen_curve:P-256")
         try scratch.selfSigned("b", keyOptions: "ed25519")
         try scratch.shell("openssl x509 -in a.pem -outform der -out a.DER && cat a.pem b.pem > bundle.crt")
-        try scratch.shell("printf 'not a certificate' > garbage.cer && : > empty.pem && mkdir dir && cp a.DER bundle.crt dir/ && cp a.key dir/a.txt")
+        try scratch.shell(
+            "printf 'not a certificate' > garbage.cer && : > empty.pem && mkdir dir && cp a.DER bundle.crt dir/ && cp a.key dir/a.txt")
 
         #expect(try CertificateLoader.certificates(inFile: scratch.path("a.DER")).count == 1)
         #expect(try CertificateLoader.certificates(inFile: scratch.path("bundle.crt")).count == 2)
         #expect(try CertificateLoader.certificates(inDirectory: scratch.path("dir")).count == 3, "extensions in any case; .txt ignored")
-        #expect(try CertificateLoader.certificates(inFile: scratch.path("a.pem")) == CertificateLoader.certificates(inFile: scratch.path("a.DER")))
+        #expect(
+            try CertificateLoader.certificates(inFile: scratch.path("a.pem"))
+                == CertificateLoader.certificates(inFile: scratch.path("a.DER")))
 
         func reason(_ file: String) -> String {
             do {

@@ -48,7 +48,11 @@ struct ReportOutboxTests {
         let back = try await TestReportCollector(port: port)
         defer { Task { await back.close() } }
         let second = await spool.outbox.deliver(now: now + 60, timeout: .seconds(30))
-        #expect(second == { var d = ReportOutbox.Delivery(); d.delivered = 1; return d }(), "\(second)")
+        #expect(
+            second
+                == {
+                    var d = ReportOutbox.Delivery(); d.delivered = 1; return d
+                }(), "\(second)")
         #expect(back.bodies.count == 1 && live.bodies.count == 1, "each collector gets the report once")
         let sent = try JSONSerialization.jsonObject(with: Data(try #require(back.bodies.first))) as? [String: Any]
         #expect(sent?["hostname"] as? String == "api.example.com")
@@ -75,7 +79,9 @@ struct ReportOutboxTests {
         #expect(clean.delivered == 1 && collector.bodies.count == 1, "\(clean)")
     }
 
-    @Test("a clock stepped forward drops nothing: a report goes only after 168 failed passes and 7 days; one dated in the future goes too, then; an unreadable entry is set aside, not retried forever")
+    @Test(
+        "a clock stepped forward drops nothing: a report goes only after 168 failed passes and 7 days; one dated in the future goes too, then; an unreadable entry is set aside, not retried forever"
+    )
     func expiryAndGarbage() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let spool = ReportSpool(directory: directory)
@@ -99,7 +105,8 @@ struct ReportOutboxTests {
             let tired = ReportOutbox.Entry(collectors: [collector], report: try report(at: time), attempts: ReportOutbox.maximumAttempts)
             try encoder.encode(tired).write(to: URL(fileURLWithPath: "\(spool.outbox.directory)/\(suffix)-1.json"))
         }
-        try Data("{\"collectors\": [\"http://x/\"], \"report\": {".utf8).write(to: URL(fileURLWithPath: "\(spool.outbox.directory)/broken-1.json"))
+        try Data("{\"collectors\": [\"http://x/\"], \"report\": {".utf8).write(
+            to: URL(fileURLWithPath: "\(spool.outbox.directory)/broken-1.json"))
         let late = await spool.outbox.deliver(now: then + 7 * 86_400 + 1, timeout: .seconds(5))
         #expect(late.dropped == 3 && late.pending == 1 && late.delivered == 0, "\(late)")
         #expect(late.errors.filter { $0.contains("after 168 attempts and 7 days") }.count == 2, "\(late.errors)")
@@ -107,7 +114,9 @@ struct ReportOutboxTests {
         #expect(entries(spool) == [".broken-1.json.invalid", name].sorted())
     }
 
-    @Test("an outbox that cannot be written: nothing is spooled as if sent; once it can, the next round's identical report is queued, not dropped as a repeat")
+    @Test(
+        "an outbox that cannot be written: nothing is spooled as if sent; once it can, the next round's identical report is queued, not dropped as a repeat"
+    )
     func unwritableOutbox() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let spool = ReportSpool(directory: directory)
@@ -125,7 +134,8 @@ struct ReportOutboxTests {
         }
         #expect(throws: (any Error).self) { try spool.write(failure, deliverTo: [collector.url]) }
         try FileManager.default.removeItem(atPath: spool.outbox.directory)
-        let again = try #require(try spool.write(seen(failure, after: 60), deliverTo: [collector.url]), "not a repeat of a report never queued")
+        let again = try #require(
+            try spool.write(seen(failure, after: 60), deliverTo: [collector.url]), "not a repeat of a report never queued")
         #expect(again.path.hasSuffix("-\(Int(now.timeIntervalSince1970) + 60).json"))
         #expect(await spool.outbox.deliver(now: now + 60, timeout: .seconds(30)).delivered == 1)
         #expect(collector.bodies.count == 1)

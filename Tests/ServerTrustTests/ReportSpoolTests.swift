@@ -1,7 +1,8 @@
 import Foundation
-@testable import ServerTrust
 import TestTraits
 import Testing
+
+@testable import ServerTrust
 
 @Suite("Pin-failure reports", .ownThreads)
 struct ReportSpoolTests {
@@ -23,9 +24,11 @@ struct ReportSpoolTests {
         let first = try report(at: TestAuthority.now)
         let written = try #require(try spool.write(first)).path
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: written))) as! [String: Any]
-        for key in ["date-time", "hostname", "port", "noted-hostname", "include-subdomains", "enforce-pinning",
-                    "served-certificate-chain", "validated-certificate-chain", "known-pins", "validation-result",
-                    "known-pins-expiration-date", "path"] {
+        for key in [
+            "date-time", "hostname", "port", "noted-hostname", "include-subdomains", "enforce-pinning",
+            "served-certificate-chain", "validated-certificate-chain", "known-pins", "validation-result",
+            "known-pins-expiration-date", "path"
+        ] {
             #expect(object.keys.contains(key), "missing \(key)")
         }
         #expect((object["served-certificate-chain"] as? [String])?.first?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
@@ -47,7 +50,9 @@ struct ReportSpoolTests {
         #expect(!files.contains { $0.hasSuffix(".tmp") }, "no temporary file is left behind")
     }
 
-    @Test("a spool or outbox that cannot be listed is an error, never an empty list: no report written as if the repeat check passed, no pending count of 0, a delivery pass that says so")
+    @Test(
+        "a spool or outbox that cannot be listed is an error, never an empty list: no report written as if the repeat check passed, no pending count of 0, a delivery pass that says so"
+    )
     func unreadableSpool() async throws {
         // A file where the directory should be: what a permission error is to root, which CI runs as.
         let parent = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID())").path
@@ -55,7 +60,9 @@ struct ReportSpoolTests {
         try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: "\(parent)/outbox", contents: Data("not a directory".utf8)))
         let spool = ReportSpool(directory: parent)
-        #expect(throws: ReportSpool.SpoolUnreadable.self) { try spool.write(try report(at: TestAuthority.now), deliverTo: ["https://c.example/r"]) }
+        #expect(throws: ReportSpool.SpoolUnreadable.self) {
+            try spool.write(try report(at: TestAuthority.now), deliverTo: ["https://c.example/r"])
+        }
         #expect(throws: ReportSpool.SpoolUnreadable.self) { try spool.outbox.countPending() }
         let pass = await spool.outbox.deliver(timeout: .seconds(1))
         #expect(pass.failures == 1 && pass.errors.first?.contains("cannot list \(parent)/outbox") == true, "\(pass)")
@@ -77,10 +84,14 @@ struct ReportSpoolTests {
             next.hostname = "h\(index).example.com"
             evicted += try #require(try spool.write(next)).evicted
         }
-        #expect(evicted.count == 1 && evicted[0].hasPrefix("reports/") && evicted[0].hasSuffix("-\(Int(TestAuthority.now.timeIntervalSince1970)).json"), "\(evicted)")
+        #expect(
+            evicted.count == 1 && evicted[0].hasPrefix("reports/")
+                && evicted[0].hasSuffix("-\(Int(TestAuthority.now.timeIntervalSince1970)).json"), "\(evicted)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == ReportSpool.capacity)
         // And by size: the oldest go until the rest fits.
-        let size = try #require(try FileManager.default.attributesOfItem(atPath: "\(directory)/\(try FileManager.default.contentsOfDirectory(atPath: directory)[0])")[.size] as? Int)
+        let size = try #require(
+            try FileManager.default.attributesOfItem(
+                atPath: "\(directory)/\(try FileManager.default.contentsOfDirectory(atPath: directory)[0])")[.size] as? Int)
         let bySize = try spool.evictSpool(byteCapacity: size * 10 + size / 2)
         #expect(bySize.count == ReportSpool.capacity - 10, "\(bySize.count)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == 10)

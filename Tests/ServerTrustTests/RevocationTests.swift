@@ -27,7 +27,8 @@ struct RevocationTests {
         try root.certificate.serializeAsPEM().pemString.write(toFile: scratch.path("ca.pem"), atomically: true, encoding: .utf8)
         try root.key.serializeAsPEM().pemString.write(toFile: scratch.path("ca.key"), atomically: true, encoding: .utf8)
         let expiry = "301231235959Z"
-        let index = "V\t\(expiry)\t\t\(Self.serial(good))\tunknown\t/CN=Test Server\n"
+        let index =
+            "V\t\(expiry)\t\t\(Self.serial(good))\tunknown\t/CN=Test Server\n"
             + "R\t\(expiry)\t240101000000Z,keyCompromise\t\(Self.serial(revoked))\tunknown\t/CN=Test Server\n"
         try index.write(toFile: scratch.path("index.txt"), atomically: true, encoding: .utf8)
     }
@@ -40,8 +41,11 @@ struct RevocationTests {
     }
 
     func withResponder<T>(_ body: () async throws -> T) async throws -> T {
-        let responder = try await scratch.startListening(["ocsp", "-index", "index.txt", "-port", "\(port)", "-rsigner", "ca.pem",
-                                                          "-rkey", "ca.key", "-CA", "ca.pem", "-ndays", "1"], port: port)
+        let responder = try await scratch.startListening(
+            [
+                "ocsp", "-index", "index.txt", "-port", "\(port)", "-rsigner", "ca.pem",
+                "-rkey", "ca.key", "-CA", "ca.pem", "-ndays", "1"
+            ], port: port)
         defer { scratch.stop(responder) }
         return try await body()
     }
@@ -76,7 +80,10 @@ struct RevocationTests {
 
     @Test("revocation needs a validated chain")
     func needsChainValidation() {
-        #expect(throws: TrustPolicyError.self) { try TrustPolicy(mode: .publicKey, pins: [PublicKeyPin(sha256: Array(repeating: 1, count: 32))!],
-                                                                 validateChain: false, revocation: .soft) }
+        #expect(throws: TrustPolicyError.self) {
+            try TrustPolicy(
+                mode: .publicKey, pins: [PublicKeyPin(sha256: Array(repeating: 1, count: 32))!],
+                validateChain: false, revocation: .soft)
+        }
     }
 }

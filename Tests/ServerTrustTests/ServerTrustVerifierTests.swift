@@ -25,9 +25,11 @@ struct ServerTrustVerifierTests {
     func connect(_ server: TestTLSServer, pins: Set<PublicKeyPin>, enforce: Bool = true) async throws -> (Bool, HostTrustResult?) {
         var configuration = TrustConfiguration()
         let pattern = try HostPattern("localhost")
-        try configuration.hosts.add(pattern, HostTrustConfiguration(
-            pattern: pattern, policy: try TrustPolicy(mode: .publicKey, pins: pins),
-            pinSet: try PinSet(pins: pins, enforce: enforce)))
+        try configuration.hosts.add(
+            pattern,
+            HostTrustConfiguration(
+                pattern: pattern, policy: try TrustPolicy(mode: .publicKey, pins: pins),
+                pinSet: try PinSet(pins: pins, enforce: enforce)))
         let seen = NIOLockedValueBox<HostTrustResult?>(nil)
         let verifier = ServerTrustVerifier(configuration: configuration, host: "localhost", systemAnchors: [root.certificate]) { result in
             seen.withLockedValue { $0 = result }
@@ -60,19 +62,23 @@ struct ServerTrustVerifierTests {
 }
 
 /// Whether a TLS handshake with `server` as "localhost" completes under `tls` (and `callback`, when given).
-func handshake(with server: TestTLSServer, _ tls: TLSConfiguration,
-               callback: NIOSSLCustomVerificationCallbackWithMetadata? = nil) async throws -> Bool {
+func handshake(
+    with server: TestTLSServer, _ tls: TLSConfiguration,
+    callback: NIOSSLCustomVerificationCallbackWithMetadata? = nil
+) async throws -> Bool {
     let context = try NIOSSLContext(configuration: tls)
     // Kept here, not looked up in the pipeline: a refused handshake may tear the pipeline down before connect() returns.
     let installed = NIOLockedValueBox<HandshakeOutcome?>(nil)
     let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         .channelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
-                let tlsHandler = if let callback {
-                    try NIOSSLClientHandler(context: context, serverHostname: "localhost", customVerificationCallbackWithMetadata: callback)
-                } else {
-                    try NIOSSLClientHandler(context: context, serverHostname: "localhost")
-                }
+                let tlsHandler =
+                    if let callback {
+                        try NIOSSLClientHandler(
+                            context: context, serverHostname: "localhost", customVerificationCallbackWithMetadata: callback)
+                    } else {
+                        try NIOSSLClientHandler(context: context, serverHostname: "localhost")
+                    }
                 try channel.pipeline.syncOperations.addHandler(tlsHandler)
                 let handler = HandshakeOutcome(promise: channel.eventLoop.makePromise())
                 installed.withLockedValue { $0 = handler }

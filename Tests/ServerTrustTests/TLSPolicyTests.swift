@@ -1,4 +1,3 @@
-import _CryptoExtras
 import Crypto
 import Foundation
 import NIOSSL
@@ -6,6 +5,7 @@ import ServerTrust
 import TestTraits
 import Testing
 import X509
+import _CryptoExtras
 
 @Suite("ATS baseline (servers on 127.0.0.1)", .ownThreads)
 struct TLSPolicyTests {
@@ -17,9 +17,11 @@ struct TLSPolicyTests {
     func check(_ server: TestTLSServer, baseline: Bool = true) async throws -> HostTrustResult {
         var configuration = TrustConfiguration()
         configuration.timeout = .seconds(3)
-        try configuration.hosts.add(try HostPattern("localhost"),
-                                    HostTrustConfiguration(pattern: try HostPattern("localhost"), port: server.port, connect: "127.0.0.1",
-                                                           policy: try TrustPolicy(requiresTLSBaseline: baseline)))
+        try configuration.hosts.add(
+            try HostPattern("localhost"),
+            HostTrustConfiguration(
+                pattern: try HostPattern("localhost"), port: server.port, connect: "127.0.0.1",
+                policy: try TrustPolicy(requiresTLSBaseline: baseline)))
         let checker = TrustChecker(configuration: configuration, systemAnchors: [root.certificate])
         return await checker.checkAll(at: TestAuthority.now).hosts[0]
     }
@@ -40,8 +42,9 @@ struct TLSPolicyTests {
     @Test("a TLS 1.0-only server fails the baseline, and says what it negotiated")
     func tls10Only() async throws {
         let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
-        let server = try await TestTLSServer(chain: [try root.leaf(["localhost"], key: key)], privateKey: key,
-                                             minimumTLSVersion: .tlsv1, maximumTLSVersion: .tlsv1)
+        let server = try await TestTLSServer(
+            chain: [try root.leaf(["localhost"], key: key)], privateKey: key,
+            minimumTLSVersion: .tlsv1, maximumTLSVersion: .tlsv1)
         defer { Task { await server.close() } }
         let result = try await check(server)
         #expect(result.verdict == .tlsPolicy)
@@ -54,12 +57,17 @@ struct TLSPolicyTests {
     @Test("a server with a 1024-bit RSA key (openssl s_server) is chain-invalid, with the reason")
     func weakServerKey() async throws {
         let scratch = try OpenSSLScratch()
-        try scratch.shell("openssl req -x509 -newkey rsa:1024 -nodes -keyout weak.key -out weak.pem -days 1 -subj /CN=localhost -addext subjectAltName=DNS:localhost")
+        try scratch.shell(
+            "openssl req -x509 -newkey rsa:1024 -nodes -keyout weak.key -out weak.pem -days 1 -subj /CN=localhost -addext subjectAltName=DNS:localhost"
+        )
         let closed = try ClosedPort()
         defer { withExtendedLifetime(closed) {} }
         let port = closed.port
-        let server = try await scratch.startListening(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "weak.pem", "-key", "weak.key",
-                                                       "-quiet", "-cipher", "DEFAULT:@SECLEVEL=0"], port: port)
+        let server = try await scratch.startListening(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "weak.pem", "-key", "weak.key",
+                "-quiet", "-cipher", "DEFAULT:@SECLEVEL=0"
+            ], port: port)
         defer { scratch.stop(server) }
         var configuration = TrustConfiguration()
         configuration.timeout = .seconds(3)
@@ -72,8 +80,9 @@ struct TLSPolicyTests {
     @Test("a server without forward secrecy (static RSA key exchange) fails the baseline")
     func staticRSAKeyExchange() async throws {
         let key = Certificate.PrivateKey(try _RSA.Signing.PrivateKey(keySize: .bits2048))
-        let server = try await TestTLSServer(chain: [try root.leaf(["localhost"], key: key)], privateKey: key,
-                                             maximumTLSVersion: .tlsv12, cipherSuites: TLSPolicyEvaluator.staticKeyCipherSuites)
+        let server = try await TestTLSServer(
+            chain: [try root.leaf(["localhost"], key: key)], privateKey: key,
+            maximumTLSVersion: .tlsv12, cipherSuites: TLSPolicyEvaluator.staticKeyCipherSuites)
         defer { Task { await server.close() } }
         let result = try await check(server)
         #expect(result.verdict == .tlsPolicy)

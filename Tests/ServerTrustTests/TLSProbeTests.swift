@@ -29,11 +29,17 @@ struct TLSProbeTests {
         #expect(presented.tlsVersion == .tlsv13)
 
         let pinned = try TrustPolicy(mode: .publicKey, pins: [PublicKeyPin(certificate: intermediate.certificate)])
-        #expect(await pinned.evaluate(presented.chain, host: "localhost", systemAnchors: [root.certificate],
-                                      at: TestAuthority.now).verdict == .trusted)
+        #expect(
+            await pinned.evaluate(
+                presented.chain, host: "localhost", systemAnchors: [root.certificate],
+                at: TestAuthority.now
+            ).verdict == .trusted)
         let wrong = try TrustPolicy(mode: .publicKey, pins: [PublicKeyPin(sha256: Array(repeating: 3, count: 32))!])
-        #expect(await wrong.evaluate(presented.chain, host: "localhost", systemAnchors: [root.certificate],
-                                     at: TestAuthority.now).verdict == .pinMismatch)
+        #expect(
+            await wrong.evaluate(
+                presented.chain, host: "localhost", systemAnchors: [root.certificate],
+                at: TestAuthority.now
+            ).verdict == .pinMismatch)
     }
 
     @Test("an IP address is dialled without SNI and still probed")
@@ -47,9 +53,10 @@ struct TLSProbeTests {
 
     @Test("a server that closes right after the handshake is still captured, with its protocol")
     func closesAfterHandshake() async throws {
-        let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], privateKey: Certificate.PrivateKey(key), closeAfterHandshake: true)
+        let server = try await TestTLSServer(
+            chain: [leaf, intermediate.certificate], privateKey: Certificate.PrivateKey(key), closeAfterHandshake: true)
         defer { Task { await server.close() } }
-        for _ in 0 ..< 20 {  // the race this guards against is timing-dependent: try it a few times
+        for _ in 0..<20 { // the race this guards against is timing-dependent: try it a few times
             let presented = try await TLSProbe().probe(host: "localhost", port: server.port, connectingTo: "127.0.0.1").get()
             #expect(presented.chain == [leaf, intermediate.certificate])
             #expect(presented.tlsVersion == .tlsv13)
@@ -87,12 +94,14 @@ struct TLSProbeTests {
         let closed = try ClosedPort()
         defer { withExtendedLifetime(closed) {} }
         let port = closed.port
-        let server = try scratch.start(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "leaf.pem",
-                                        "-cert_chain", "chain.pem", "-key", "key.pem", "-quiet"])
+        let server = try scratch.start([
+            "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "leaf.pem",
+            "-cert_chain", "chain.pem", "-key", "key.pem", "-quiet"
+        ])
         defer { scratch.stop(server) }
         let probe = TLSProbe(connectTimeout: .seconds(1), handshakeTimeout: .seconds(2))
         var result = await probe.probe(host: "localhost", port: port, connectingTo: "127.0.0.1")
-        for _ in 0 ..< 30 where (try? result.get()) == nil {  // until s_server listens
+        for _ in 0..<30 where (try? result.get()) == nil { // until s_server listens
             try await Task.sleep(for: .milliseconds(100))
             result = await probe.probe(host: "localhost", port: port, connectingTo: "127.0.0.1")
         }

@@ -35,8 +35,10 @@ struct TestAuthority {
 
     func intermediate(_ name: String, nameConstraints: NameConstraints? = nil) throws -> TestAuthority {
         let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
-        let certificate = try issue(publicKey: key.publicKey, subject: try DistinguishedName { CommonName(name) },
-                                    notBefore: center - Self.year, notAfter: center + Self.year) {
+        let certificate = try issue(
+            publicKey: key.publicKey, subject: try DistinguishedName { CommonName(name) },
+            notBefore: center - Self.year, notAfter: center + Self.year
+        ) {
             Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
             Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             SubjectKeyIdentifier(hash: key.publicKey)
@@ -47,16 +49,21 @@ struct TestAuthority {
 
     /// A TLS server certificate for `names` (DNS names, or IP addresses when they
     /// parse as one), plus `otherNames` of other forms.
-    func leaf(_ names: [String], otherNames: [GeneralName] = [],
-              key: Certificate.PrivateKey = Certificate.PrivateKey(P256.Signing.PrivateKey()),
-              notBefore: Date? = nil, notAfter: Date? = nil,
-              serverAuth: Bool = true, ocspResponder: String? = nil) throws -> Certificate {
-        let alternativeNames = SubjectAlternativeNames(names.map { name -> GeneralName in
-            if let address = Self.addressBytes(name) { return .ipAddress(ASN1OctetString(contentBytes: ArraySlice(address))) }
-            return .dnsName(name)
-        } + otherNames)
-        return try issue(publicKey: key.publicKey, subject: try DistinguishedName { CommonName("Test Server") },
-                         notBefore: notBefore ?? center - 3600, notAfter: notAfter ?? center + 30 * 24 * 3600) {
+    func leaf(
+        _ names: [String], otherNames: [GeneralName] = [],
+        key: Certificate.PrivateKey = Certificate.PrivateKey(P256.Signing.PrivateKey()),
+        notBefore: Date? = nil, notAfter: Date? = nil,
+        serverAuth: Bool = true, ocspResponder: String? = nil
+    ) throws -> Certificate {
+        let alternativeNames = SubjectAlternativeNames(
+            names.map { name -> GeneralName in
+                if let address = Self.addressBytes(name) { return .ipAddress(ASN1OctetString(contentBytes: ArraySlice(address))) }
+                return .dnsName(name)
+            } + otherNames)
+        return try issue(
+            publicKey: key.publicKey, subject: try DistinguishedName { CommonName("Test Server") },
+            notBefore: notBefore ?? center - 3600, notAfter: notAfter ?? center + 30 * 24 * 3600
+        ) {
             KeyUsage(digitalSignature: true, keyEncipherment: true)
             if serverAuth { try ExtendedKeyUsage([.serverAuth]) }
             alternativeNames
@@ -66,8 +73,10 @@ struct TestAuthority {
         }
     }
 
-    private func issue(publicKey: Certificate.PublicKey, subject: DistinguishedName, notBefore: Date, notAfter: Date,
-                       @ExtensionsBuilder extensions: () throws -> Result<Certificate.Extensions, any Error>) throws -> Certificate {
+    private func issue(
+        publicKey: Certificate.PublicKey, subject: DistinguishedName, notBefore: Date, notAfter: Date,
+        @ExtensionsBuilder extensions: () throws -> Result<Certificate.Extensions, any Error>
+    ) throws -> Certificate {
         var all = try extensions().get()
         let issuerKeyIdentifier = try certificate.extensions.subjectKeyIdentifier?.keyIdentifier
         try all.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: issuerKeyIdentifier), critical: false))

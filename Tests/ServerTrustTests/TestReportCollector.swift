@@ -30,7 +30,8 @@ final class TestReportCollector: Sendable {
                 return .certificate(try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der))
             }
             let privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
-            return try NIOSSLContext(configuration: .makeServerConfiguration(certificateChain: certificates, privateKey: .privateKey(privateKey)))
+            return try NIOSSLContext(
+                configuration: .makeServerConfiguration(certificateChain: certificates, privateKey: .privateKey(privateKey)))
         }
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in

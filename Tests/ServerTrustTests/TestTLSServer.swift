@@ -18,8 +18,10 @@ final class TestTLSServer: @unchecked Sendable {
         try await self.init(chain: chain, privateKey: Certificate.PrivateKey(key), maximumTLSVersion: maximumTLSVersion)
     }
 
-    init(chain: [Certificate], privateKey key: Certificate.PrivateKey, minimumTLSVersion: TLSVersion = .tlsv1,
-         maximumTLSVersion: TLSVersion? = nil, cipherSuites: [NIOTLSCipher]? = nil, closeAfterHandshake: Bool = false) async throws {
+    init(
+        chain: [Certificate], privateKey key: Certificate.PrivateKey, minimumTLSVersion: TLSVersion = .tlsv1,
+        maximumTLSVersion: TLSVersion? = nil, cipherSuites: [NIOTLSCipher]? = nil, closeAfterHandshake: Bool = false
+    ) async throws {
         let certificates = try chain.map { certificate -> NIOSSLCertificateSource in
             var serializer = DER.Serializer()
             try serializer.serialize(certificate)

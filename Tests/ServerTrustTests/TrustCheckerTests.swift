@@ -17,21 +17,27 @@ struct TrustCheckerTests {
     init() throws {
         root = try .root("Checker Root")
         intermediate = try root.intermediate("Checker Intermediate")
-        leaf = try intermediate.leaf(["localhost", "api.test", "old.test", "audit.test", "down.test", "api.corp.test", "old.corp.test"], key: Certificate.PrivateKey(key))
+        leaf = try intermediate.leaf(
+            ["localhost", "api.test", "old.test", "audit.test", "down.test", "api.corp.test", "old.corp.test"],
+            key: Certificate.PrivateKey(key))
     }
 
     var backup: PublicKeyPin { PublicKeyPin(sha256: Array(repeating: 9, count: 32))! }
     var wrong: PublicKeyPin { PublicKeyPin(sha256: Array(repeating: 6, count: 32))! }
 
-    func entry(_ name: String, port: Int, pins: Set<PublicKeyPin>? = nil, expires: Date? = nil, enforce: Bool = true) throws -> HostTrustConfiguration {
+    func entry(
+        _ name: String, port: Int, pins: Set<PublicKeyPin>? = nil, expires: Date? = nil, enforce: Bool = true
+    ) throws -> HostTrustConfiguration {
         let policy = try pins.map { try TrustPolicy(mode: .publicKey, pins: $0) } ?? TrustPolicy()
-        return HostTrustConfiguration(pattern: try HostPattern(name), port: port, connect: "127.0.0.1", policy: policy,
-                                      pinSet: try pins.map { try PinSet(pins: $0, expires: expires, enforce: enforce) })
+        return HostTrustConfiguration(
+            pattern: try HostPattern(name), port: port, connect: "127.0.0.1", policy: policy,
+            pinSet: try pins.map { try PinSet(pins: $0, expires: expires, enforce: enforce) })
     }
 
     /// A handshake with chain validation in a debug build, on a machine running every other suite, has
     /// taken more than 500 ms: the default allows 5 s (a round with the silent peer waits that long).
-    func checker(_ entries: [HostTrustConfiguration], timeout: Duration = .seconds(5), clock: ClockSource = .system) throws -> TrustChecker {
+    func checker(_ entries: [HostTrustConfiguration], timeout: Duration = .seconds(5), clock: ClockSource = .system) throws -> TrustChecker
+    {
         var configuration = TrustConfiguration()
         configuration.timeout = timeout
         configuration.clock = clock
@@ -53,8 +59,11 @@ struct TrustCheckerTests {
         #expect(okRound.overall == .ok)
         #expect(okRound.hosts[0].warning == nil, "a backup pin outside the chain")
         // Every pin a key of the current chain: trusted, with a warning.
-        let noBackup = try checker([try entry("localhost", port: server.port,
-                                              pins: [try PublicKeyPin(certificate: leaf), try PublicKeyPin(certificate: intermediate.certificate)])])
+        let noBackup = try checker([
+            try entry(
+                "localhost", port: server.port,
+                pins: [try PublicKeyPin(certificate: leaf), try PublicKeyPin(certificate: intermediate.certificate)])
+        ])
         let warned = await noBackup.checkAll(at: TestAuthority.now).hosts[0]
         #expect(warned.verdict == .trusted)
         #expect(warned.warning?.contains("backup") == true)
@@ -64,7 +73,7 @@ struct TrustCheckerTests {
             try entry("localhost", port: server.port, pins: good),
             try entry("old.test", port: server.port, pins: [wrong, backup], expires: TestAuthority.now - 86_400),
             try entry("audit.test", port: server.port, pins: [wrong], enforce: false),
-            try entry("down.test", port: silent.port),
+            try entry("down.test", port: silent.port)
         ])
         let round = await degraded.checkAll(path: ["status": "wired", "interface": "eth0"], at: TestAuthority.now)
         #expect(round.overall == .degraded)
@@ -74,7 +83,9 @@ struct TrustCheckerTests {
         #expect(round.reports.first?.path == ["status": "wired", "interface": "eth0"])
 
         // An enforced mismatch compromises; its report is spooled once, not again on the next round.
-        let compromised = try checker([try entry("api.test", port: server.port, pins: [wrong, backup]), try entry("down.test", port: silent.port)])
+        let compromised = try checker([
+            try entry("api.test", port: server.port, pins: [wrong, backup]), try entry("down.test", port: silent.port)
+        ])
         let first = await compromised.checkAll(at: TestAuthority.now)
         #expect(first.overall == .compromised)
         #expect(first.reports.count == 1)
@@ -84,8 +95,9 @@ struct TrustCheckerTests {
         #expect(spooled.count == 2)
     }
 
-    @Test("behind a captive portal a failed handshake is judged portal, yet a pinned host's failure (enforced or report-only) is spooled with the probe's evidence and not delivered; trusted and unreachable hosts keep their verdicts",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "behind a captive portal a failed handshake is judged portal, yet a pinned host's failure (enforced or report-only) is spooled with the probe's evidence and not delivered; trusted and unreachable hosts keep their verdicts",
+        .timeLimit(.minutes(1)))
     func behindPortal() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
         let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
@@ -97,10 +109,14 @@ struct TrustCheckerTests {
         enforced.reportURIs = [collector.url]
         var reportOnly = try entry("audit.test", port: server.port, pins: [wrong], enforce: false)
         reportOnly.reportURIs = [collector.url]
-        let checker = try checker([try entry("localhost", port: server.port, pins: good), enforced, reportOnly,
-                                   try entry("down.test", port: 9)], timeout: .seconds(10))
+        let checker = try checker(
+            [
+                try entry("localhost", port: server.port, pins: good), enforced, reportOnly,
+                try entry("down.test", port: 9)
+            ], timeout: .seconds(10))
         let evidence = CaptivePortalEvidence(httpStatus: 302, location: "http://10.1.0.1/login")
-        let portal = await checker.checkAll(path: ["connectivity": "portal"], at: TestAuthority.now, behindPortal: evidence, deliverReports: true)
+        let portal = await checker.checkAll(
+            path: ["connectivity": "portal"], at: TestAuthority.now, behindPortal: evidence, deliverReports: true)
         #expect(portal.hosts.map(\.verdict) == [.trusted, .portal, .portal, .unreachable])
         #expect(portal.overall == .portal)
         #expect(portal.hosts[1].reason.hasPrefix("pin-mismatch while connectivity is portal"), "\(portal.hosts[1].reason)")
@@ -126,23 +142,27 @@ struct TrustCheckerTests {
         #expect(collector.bodies.count == 4)
     }
 
-    @Test("a portal the network's API announced is judged portal, its report marked announced; a redirect the API contradicts (it says not captive) is not credible: the failure is judged as it is, and its report carries the contradiction",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "a portal the network's API announced is judged portal, its report marked announced; a redirect the API contradicts (it says not captive) is not credible: the failure is judged as it is, and its report carries the contradiction",
+        .timeLimit(.minutes(1)))
     func announcedAndContradictedPortal() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
         let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
         defer { Task { await server.close() } }
         let checker = try checker([try entry("api.test", port: server.port, pins: [wrong, backup])], timeout: .seconds(10))
-        let announced = CaptivePortalEvidence(kind: .announced, httpStatus: 204, location: nil, api: "https://10.1.0.1/capport",
-                                              userPortalURL: "https://10.1.0.1/login")
+        let announced = CaptivePortalEvidence(
+            kind: .announced, httpStatus: 204, location: nil, api: "https://10.1.0.1/capport",
+            userPortalURL: "https://10.1.0.1/login")
         let behind = await checker.checkAll(path: ["connectivity": "portal"], at: TestAuthority.now, behindPortal: announced)
         #expect(behind.hosts.map(\.verdict) == [.portal] && behind.overall == .portal)
         #expect(behind.reports.map(\.captivePortal) == [announced])
         let json = try JSONSerialization.jsonObject(with: try behind.reports[0].json()) as? [String: Any]
         let written = json?["captive-portal"] as? [String: Any]
-        #expect(written?["evidence"] as? String == "announced" && written?["api"] as? String == "https://10.1.0.1/capport", "\(json ?? [:])")
+        #expect(
+            written?["evidence"] as? String == "announced" && written?["api"] as? String == "https://10.1.0.1/capport", "\(json ?? [:])")
 
-        let contradicted = CaptivePortalEvidence(kind: .contradicted, httpStatus: 302, location: "http://10.1.0.1/login", api: "https://10.1.0.1/capport")
+        let contradicted = CaptivePortalEvidence(
+            kind: .contradicted, httpStatus: 302, location: "http://10.1.0.1/login", api: "https://10.1.0.1/capport")
         #expect(!contradicted.isCredible && announced.isCredible)
         // An hour later: the spool's once-an-hour limit per host does not hold this one back.
         let attacked = await checker.checkAll(path: ["connectivity": "portal"], at: TestAuthority.now + 3_700, behindPortal: contradicted)
@@ -153,12 +173,14 @@ struct TrustCheckerTests {
         #expect(older.kind == .redirect && older.isCredible)
     }
 
-    @Test("an expired certificate while the clock is not synchronised is clock-unsynchronized, not an attack: no report, and expired pins stay enforced; once it is, expired and reported",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "an expired certificate while the clock is not synchronised is clock-unsynchronized, not an attack: no report, and expired pins stay enforced; once it is, expired and reported",
+        .timeLimit(.minutes(1)))
     func clockNotSynchronized() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
         // Expired by the wall clock (the round judges at now, as reachd's do).
-        let expired = try intermediate.leaf(["api.test"], key: Certificate.PrivateKey(key), notBefore: Date() - 7 * 86_400, notAfter: Date() - 86_400)
+        let expired = try intermediate.leaf(
+            ["api.test"], key: Certificate.PrivateKey(key), notBefore: Date() - 7 * 86_400, notAfter: Date() - 86_400)
         let server = try await TestTLSServer(chain: [expired, intermediate.certificate], key: key)
         defer { Task { await server.close() } }
         let flag = spoolDirectory + ".synchronized"
@@ -169,14 +191,16 @@ struct TrustCheckerTests {
         let unsynchronized = await checker.checkAll()
         #expect(unsynchronized.hosts.map(\.verdict) == [.clockUnsynchronized], "\(unsynchronized.hosts)")
         #expect(unsynchronized.overall == .degraded && unsynchronized.reports.isEmpty)
-        #expect(unsynchronized.hosts[0].reason.contains("the clock is not synchronised yet (no \(flag))"), "\(unsynchronized.hosts[0].reason)")
+        #expect(
+            unsynchronized.hosts[0].reason.contains("the clock is not synchronised yet (no \(flag))"), "\(unsynchronized.hosts[0].reason)")
 
         // Pins whose expiry date the wall clock has passed stay enforced until the clock is synchronised:
         // a clock set ahead must not switch pinning off.
         let valid = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
         defer { Task { await valid.close() } }
-        let stale = try self.checker([try entry("localhost", port: valid.port, pins: [wrong, backup], expires: Date() - 86_400)],
-                                     clock: .flagFile(flag))
+        let stale = try self.checker(
+            [try entry("localhost", port: valid.port, pins: [wrong, backup], expires: Date() - 86_400)],
+            clock: .flagFile(flag))
         #expect(await stale.checkAll().hosts.map(\.verdict) == [.pinMismatch])
 
         _ = FileManager.default.createFile(atPath: flag, contents: nil)
@@ -186,7 +210,9 @@ struct TrustCheckerTests {
         #expect(synchronized.reports.map(\.validationResult) == ["expired"])
     }
 
-    @Test("a new report is sent to the entry's report-uri after it is spooled (a report-only mismatch: the path did not fail); a dead endpoint is an error, not a crash")
+    @Test(
+        "a new report is sent to the entry's report-uri after it is spooled (a report-only mismatch: the path did not fail); a dead endpoint is an error, not a crash"
+    )
     func reportURI() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
         let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
@@ -215,22 +241,31 @@ struct TrustCheckerTests {
         #expect(next.reports.isEmpty && next.reportsPending == 1 && next.reportErrors.count == 1, "\(next.reportErrors)")
     }
 
-    @Test("an https collector is judged as any host: the genuine one (pinned in the config, dialled at its connect address) takes the report; one with a key the pins do not name, even from a trusted CA, is not sent it")
+    @Test(
+        "an https collector is judged as any host: the genuine one (pinned in the config, dialled at its connect address) takes the report; one with a key the pins do not name, even from a trusted CA, is not sent it"
+    )
     func pinnedCollector() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
         let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
         defer { Task { await server.close() } }
         let genuineKey = P256.Signing.PrivateKey()
-        let genuine = try await TestReportCollector(chain: [try intermediate.leaf(["collector.test"], key: Certificate.PrivateKey(genuineKey)),
-                                                            intermediate.certificate], key: genuineKey)
+        let genuine = try await TestReportCollector(
+            chain: [
+                try intermediate.leaf(["collector.test"], key: Certificate.PrivateKey(genuineKey)),
+                intermediate.certificate
+            ], key: genuineKey)
         defer { Task { await genuine.close() } }
         // Another key for the same name from the same, trusted, CA: what a CA that misissues gives an interceptor.
         let rogueKey = P256.Signing.PrivateKey()
-        let rogue = try await TestReportCollector(chain: [try intermediate.leaf(["collector.test"], key: Certificate.PrivateKey(rogueKey)),
-                                                          intermediate.certificate], key: rogueKey)
+        let rogue = try await TestReportCollector(
+            chain: [
+                try intermediate.leaf(["collector.test"], key: Certificate.PrivateKey(rogueKey)),
+                intermediate.certificate
+            ], key: rogueKey)
         defer { Task { await rogue.close() } }
-        var collector = try entry("collector.test", port: genuine.channel.localAddress!.port!,
-                                  pins: [PublicKeyPin(certificate: try intermediate.leaf(["x"], key: Certificate.PrivateKey(genuineKey))), backup])
+        var collector = try entry(
+            "collector.test", port: genuine.channel.localAddress!.port!,
+            pins: [PublicKeyPin(certificate: try intermediate.leaf(["x"], key: Certificate.PrivateKey(genuineKey))), backup])
         collector.reportURIs = []
         var reported = try entry("api.test", port: server.port, pins: [wrong, backup], enforce: false)
         reported.reportURIs = [genuine.url(host: "collector.test"), rogue.url(host: "collector.test")]
@@ -242,19 +277,24 @@ struct TrustCheckerTests {
         #expect(round.reportsPending == 1, "waiting for the genuine collector at the other address")
     }
 
-    @Test("one host intercepted for good: its round holds no delivery (the verdict is not held up), and a delivery pass over that path gives the report to the genuine https collector, not to an interceptor of it",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "one host intercepted for good: its round holds no delivery (the verdict is not held up), and a delivery pass over that path gives the report to the genuine https collector, not to an interceptor of it",
+        .timeLimit(.minutes(1)))
     func interceptedHostDoesNotHoldBackReports() async throws {
         defer { try? FileManager.default.removeItem(atPath: spoolDirectory) }
         let server = try await TestTLSServer(chain: [leaf, intermediate.certificate], key: key)
         defer { Task { await server.close() } }
-        let genuine = try await TestReportCollector(chain: [try intermediate.leaf(["collector.test"], key: Certificate.PrivateKey(key)),
-                                                            intermediate.certificate], key: key)
+        let genuine = try await TestReportCollector(
+            chain: [
+                try intermediate.leaf(["collector.test"], key: Certificate.PrivateKey(key)),
+                intermediate.certificate
+            ], key: key)
         defer { Task { await genuine.close() } }
         // An interceptor of the collector: its own CA, which nobody trusts.
         let rogueKey = P256.Signing.PrivateKey()
         let rogueCA = try TestAuthority.root("Interceptor CA")
-        let rogue = try await TestReportCollector(chain: [try rogueCA.leaf(["collector.test"], key: Certificate.PrivateKey(rogueKey))], key: rogueKey)
+        let rogue = try await TestReportCollector(
+            chain: [try rogueCA.leaf(["collector.test"], key: Certificate.PrivateKey(rogueKey))], key: rogueKey)
         defer { Task { await rogue.close() } }
         var intercepted = try entry("api.test", port: server.port, pins: [wrong, backup])
         intercepted.reportURIs = [genuine.url(host: "collector.test"), rogue.url(host: "collector.test")]
@@ -265,8 +305,9 @@ struct TrustCheckerTests {
         let round = await checker.checkAll(path: ["connectivity": "full"], at: TestAuthority.now)
         #expect(round.overall == .compromised && round.reportsPending == 1 && genuine.bodies.isEmpty, "\(round)")
 
-        let pass = await checker.spool!.outbox.deliver(now: Date(), timeout: .seconds(10), judgedBy: checker,
-                                                       route: ReportRoute(connectivity: "full", trust: round.overall))
+        let pass = await checker.spool!.outbox.deliver(
+            now: Date(), timeout: .seconds(10), judgedBy: checker,
+            route: ReportRoute(connectivity: "full", trust: round.overall))
         #expect(genuine.bodies.count == 1, "\(pass.errors)")
         #expect(rogue.bodies.isEmpty)
         #expect(pass.errors.contains { $0.contains("collector.test is not trusted") }, "\(pass.errors)")
@@ -301,7 +342,10 @@ struct TrustCheckerTests {
     func keyRotation() async throws {
         // Pins: the current leaf key and a backup key kept offline.
         let backupKey = P256.Signing.PrivateKey()
-        let pins: Set = [try PublicKeyPin(certificate: leaf), try PublicKeyPin(certificate: try intermediate.leaf(["localhost"], key: Certificate.PrivateKey(backupKey)))]
+        let pins: Set = [
+            try PublicKeyPin(certificate: leaf),
+            try PublicKeyPin(certificate: try intermediate.leaf(["localhost"], key: Certificate.PrivateKey(backupKey)))
+        ]
         let rotated = try intermediate.leaf(["localhost"], key: Certificate.PrivateKey(backupKey))
         let server = try await TestTLSServer(chain: [rotated, intermediate.certificate], key: backupKey)
         defer { Task { await server.close() } }

@@ -1,7 +1,7 @@
 import Foundation
 import ServerTrust
-import Testing
 import TOML
+import Testing
 import X509
 
 @Suite("[trust] configuration")
@@ -30,8 +30,10 @@ struct TrustConfigurationTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let root = try TestAuthority.root("Config Root")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("pins"), withIntermediateDirectories: true)
-        try root.certificate.serializeAsPEM().pemString.write(to: directory.appendingPathComponent("pins/root.pem"), atomically: true, encoding: .utf8)
-        let configuration = try load("""
+        try root.certificate.serializeAsPEM().pemString.write(
+            to: directory.appendingPathComponent("pins/root.pem"), atomically: true, encoding: .utf8)
+        let configuration = try load(
+            """
             [monitor]
             ignore = ["docker*"]
 
@@ -85,10 +87,13 @@ struct TrustConfigurationTests {
         #expect(configuration.probedHosts.map(\.pattern.description) == ["api.example.com"])
     }
 
-    @Test("plain-HTTP collectors only with allow-http-report-uri, and then listed (for the warning at every start); clock-synchronized names the flag file")
+    @Test(
+        "plain-HTTP collectors only with allow-http-report-uri, and then listed (for the warning at every start); clock-synchronized names the flag file"
+    )
     func plainHTTPCollectorsAndClock() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
-        let configuration = try load("""
+        let configuration = try load(
+            """
             [trust]
             allow-http-report-uri = true
             clock-synchronized = "run/synchronized"
@@ -109,26 +114,47 @@ struct TrustConfigurationTests {
         #expect(configuration.recheck == .onChange)
     }
 
-    @Test("mistakes name the file, the line and the reason", arguments: [
-        ("[trust]\nrecheck = \"sometimes\"", "reachd.toml:2: recheck must be one of on-change, interval, both, not \"sometimes\""),
-        ("[trust]\ntimeout = \"5 seconds\"", "reachd.toml:2: timeout must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"5 seconds\""),
-        ("[trust]\ntimout = \"5s\"", "reachd.toml:2: unknown key 'timout' in [trust]"),
-        ("[[trust.host]]\nport = 443", "reachd.toml:1: [[trust.host]] needs match = \"host name\""),
-        ("[[trust.host]]\nmatch = \"**.com\"", "reachd.toml:2: host pattern \"**.com\" covers the public suffix com"),
-        ("[[trust.host]]\nmatch = \"a.example\"\nmode = \"public-key\"\npins = [\"sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\"]",
-         "reachd.toml:1: a.example: 1 pin configured, min-pins requires 2 (a backup pin)"),
-        ("[[trust.host]]\nmatch = \"a.example\"\nmode = \"public-key\"\npins = [\"sha256/short\"]", "reachd.toml:4: pin \"sha256/short\""),
-        ("[[trust.host]]\nmatch = \"a.example\"\nvalidate-chain = false", "reachd.toml:1: a.example: allowing invalid certificates while validating the host name without pinning protects nothing: you must use pinning"),
-        ("[[trust.host]]\nmatch = \"a.example\"\nmode = \"certificate\"\ncertificates = [\"missing.pem\"]", "reachd.toml:4: "),
-        ("[[trust.host]]\nmatch = \"a.example\"\nexpires = \"soon\"", "reachd.toml:3: expires must be a date such as 2027-06-30, not a string"),
-        ("[[trust.host]]\nmatch = \"a.example\"\nexpires = 2027-02-29", "reachd.toml:3: "),
-        ("[[trust.host]]\nmatch = \"a.example\"\nenforce = false", "reachd.toml:3: expires, enforce and min-pins apply to pins"),
-        ("[[trust.host]]\nmatch = \"a.example\"\nconnect = \"example.net\"", "reachd.toml:3: connect must be an IPv4 or IPv6 address"),
-        ("[[trust.host]]\nmatch = \"a.example\"\n[[trust.host]]\nmatch = \"A.example.\"", "reachd.toml:3: host pattern \"a.example\" is configured twice"),
-        ("[[trust.host]]\nmatch = \"a.example\"\ncolour = \"blue\"", "reachd.toml:3: unknown key 'colour' in [[trust.host]]"),
-        ("[[trust.host]]\nmatch = \"a.example\"\nreport-uri = [\"http://collector.example/pins\"]",
-         "reachd.toml:1: report-uri \"http://collector.example/pins\" is plain HTTP: anyone on the path can read the report, and answer for the collector; use https://, or set allow-http-report-uri = true in [trust]"),
-    ])
+    @Test(
+        "mistakes name the file, the line and the reason",
+        arguments: [
+            ("[trust]\nrecheck = \"sometimes\"", "reachd.toml:2: recheck must be one of on-change, interval, both, not \"sometimes\""),
+            (
+                "[trust]\ntimeout = \"5 seconds\"",
+                "reachd.toml:2: timeout must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"5 seconds\""
+            ),
+            ("[trust]\ntimout = \"5s\"", "reachd.toml:2: unknown key 'timout' in [trust]"),
+            ("[[trust.host]]\nport = 443", "reachd.toml:1: [[trust.host]] needs match = \"host name\""),
+            ("[[trust.host]]\nmatch = \"**.com\"", "reachd.toml:2: host pattern \"**.com\" covers the public suffix com"),
+            (
+                "[[trust.host]]\nmatch = \"a.example\"\nmode = \"public-key\"\npins = [\"sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\"]",
+                "reachd.toml:1: a.example: 1 pin configured, min-pins requires 2 (a backup pin)"
+            ),
+            (
+                "[[trust.host]]\nmatch = \"a.example\"\nmode = \"public-key\"\npins = [\"sha256/short\"]",
+                "reachd.toml:4: pin \"sha256/short\""
+            ),
+            (
+                "[[trust.host]]\nmatch = \"a.example\"\nvalidate-chain = false",
+                "reachd.toml:1: a.example: allowing invalid certificates while validating the host name without pinning protects nothing: you must use pinning"
+            ),
+            ("[[trust.host]]\nmatch = \"a.example\"\nmode = \"certificate\"\ncertificates = [\"missing.pem\"]", "reachd.toml:4: "),
+            (
+                "[[trust.host]]\nmatch = \"a.example\"\nexpires = \"soon\"",
+                "reachd.toml:3: expires must be a date such as 2027-06-30, not a string"
+            ),
+            ("[[trust.host]]\nmatch = \"a.example\"\nexpires = 2027-02-29", "reachd.toml:3: "),
+            ("[[trust.host]]\nmatch = \"a.example\"\nenforce = false", "reachd.toml:3: expires, enforce and min-pins apply to pins"),
+            ("[[trust.host]]\nmatch = \"a.example\"\nconnect = \"example.net\"", "reachd.toml:3: connect must be an IPv4 or IPv6 address"),
+            (
+                "[[trust.host]]\nmatch = \"a.example\"\n[[trust.host]]\nmatch = \"A.example.\"",
+                "reachd.toml:3: host pattern \"a.example\" is configured twice"
+            ),
+            ("[[trust.host]]\nmatch = \"a.example\"\ncolour = \"blue\"", "reachd.toml:3: unknown key 'colour' in [[trust.host]]"),
+            (
+                "[[trust.host]]\nmatch = \"a.example\"\nreport-uri = [\"http://collector.example/pins\"]",
+                "reachd.toml:1: report-uri \"http://collector.example/pins\" is plain HTTP: anyone on the path can read the report, and answer for the collector; use https://, or set allow-http-report-uri = true in [trust]"
+            )
+        ])
     func mistakes(text: String, expected: String) {
         defer { try? FileManager.default.removeItem(at: directory) }
         let message = failure(text)

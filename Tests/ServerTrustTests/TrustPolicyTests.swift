@@ -36,8 +36,10 @@ struct TrustPolicyTests {
     func wrongAndBackupPins() async throws {
         let other = try pin(try TestAuthority.root("Other").certificate)
         #expect(await verdict(try TrustPolicy(mode: .publicKey, pins: [other]), [leaf, intermediate.certificate]) == .pinMismatch)
-        #expect(await verdict(try TrustPolicy(mode: .publicKey, pins: [other, try pin(intermediate.certificate)]),
-                              [leaf, intermediate.certificate]) == .trusted)
+        #expect(
+            await verdict(
+                try TrustPolicy(mode: .publicKey, pins: [other, try pin(intermediate.certificate)]),
+                [leaf, intermediate.certificate]) == .trusted)
     }
 
     @Test("a rogue chain with the pinned intermediate appended does not pass")
@@ -57,7 +59,7 @@ struct TrustPolicyTests {
     @Test("certificate pinning matches exact certificates")
     func certificatePinning() async throws {
         #expect(await verdict(try TrustPolicy(mode: .certificate, certificates: [leaf]), [leaf, intermediate.certificate]) == .trusted)
-        let twin = try intermediate.leaf([host])  // same names, another key
+        let twin = try intermediate.leaf([host]) // same names, another key
         #expect(await verdict(try TrustPolicy(mode: .certificate, certificates: [twin]), [leaf, intermediate.certificate]) == .pinMismatch)
     }
 
@@ -67,8 +69,11 @@ struct TrustPolicyTests {
         #expect(await verdict(try TrustPolicy(mode: .certificate, certificates: [certificate]), [certificate]) == .chainInvalid)
         let accepting = try TrustPolicy(mode: .certificate, certificates: [certificate], acceptSelfSigned: true)
         #expect(await verdict(accepting, [certificate]) == .trusted)
-        #expect(await accepting.evaluate([certificate], host: "other.example.com", systemAnchors: [],
-                                         at: TestAuthority.now).verdict == .hostMismatch)
+        #expect(
+            await accepting.evaluate(
+                [certificate], host: "other.example.com", systemAnchors: [],
+                at: TestAuthority.now
+            ).verdict == .hostMismatch)
     }
 
     @Test("policies that protect nothing are configuration errors")
@@ -76,7 +81,9 @@ struct TrustPolicyTests {
         #expect(throws: TrustPolicyError.self) { try TrustPolicy(mode: .default, validateChain: false, validateHost: true) }
         #expect(throws: TrustPolicyError.self) { try TrustPolicy(mode: .publicKey) }
         #expect(throws: TrustPolicyError.self) { try TrustPolicy(mode: .certificate) }
-        #expect(throws: TrustPolicyError.self) { try TrustPolicy(mode: .publicKey, pins: [PublicKeyPin(sha256: Array(repeating: 1, count: 32))!], acceptSelfSigned: true) }
+        #expect(throws: TrustPolicyError.self) {
+            try TrustPolicy(mode: .publicKey, pins: [PublicKeyPin(sha256: Array(repeating: 1, count: 32))!], acceptSelfSigned: true)
+        }
     }
 
     @Test("disabled trusts anything")

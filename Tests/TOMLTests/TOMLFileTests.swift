@@ -20,7 +20,9 @@ struct TOMLFileTests {
     @Test("what cannot be read says why, in one line naming the file")
     func unreadable() throws {
         let directory = FileManager.default.temporaryDirectory.path
-        #expect(throws: TOMLError(file: directory, line: 0, message: "cannot read it: Is a directory")) { try TOML.parse(contentsOfFile: directory) }
+        #expect(throws: TOMLError(file: directory, line: 0, message: "cannot read it: Is a directory")) {
+            try TOML.parse(contentsOfFile: directory)
+        }
         #expect(throws: TOMLError(file: "/nonexistent/reachd.toml", line: 0, message: "cannot read it: No such file or directory")) {
             try TOML.parse(contentsOfFile: "/nonexistent/reachd.toml")
         }
@@ -34,7 +36,9 @@ struct TOMLFileTests {
         let fifo = directory + "/reachd-fifo-\(getpid()).toml"
         #expect(mkfifo(fifo, 0o600) == 0)
         defer { unlink(fifo) }
-        #expect(throws: TOMLError(file: fifo, line: 0, message: "cannot read it: it is a FIFO, not a file")) { try TOML.parse(contentsOfFile: fifo) }
+        #expect(throws: TOMLError(file: fifo, line: 0, message: "cannot read it: it is a FIFO, not a file")) {
+            try TOML.parse(contentsOfFile: fifo)
+        }
     }
 
     @Test("/dev/null is an empty config, not an error")

@@ -1,29 +1,30 @@
-import Testing
 import TOML
+import Testing
 
 @Suite("TOML reader")
 struct TOMLParserTests {
     @Test("values and their lines")
     func values() throws {
-        let table = try TOML.parse("""
-        # comment
-        name = "reachd" # trailing
-        count = 1_000
-        hex = 0xff
-        ratio = 0.5
-        on = true
-        day = 2027-06-30
-        when = 2027-06-30T10:00:00Z
-        list = [
-          "a", 'b',  # comments in arrays
-        ]
-        inline = { a = 1, b.c = "x" }
-        "quoted key" = 'C:\\path'
-        text = "tab\\tquote\\" \\u00e9"
-        multi = \"\"\"
-        one
-        two\"\"\"
-        """, file: "t.toml")
+        let table = try TOML.parse(
+            """
+            # comment
+            name = "reachd" # trailing
+            count = 1_000
+            hex = 0xff
+            ratio = 0.5
+            on = true
+            day = 2027-06-30
+            when = 2027-06-30T10:00:00Z
+            list = [
+              "a", 'b',  # comments in arrays
+            ]
+            inline = { a = 1, b.c = "x" }
+            "quoted key" = 'C:\\path'
+            text = "tab\\tquote\\" \\u00e9"
+            multi = \"\"\"
+            one
+            two\"\"\"
+            """, file: "t.toml")
         #expect(table["name"] == TOMLValue(.string("reachd"), line: 2))
         #expect(table["count"]?.kind == .integer(1000))
         #expect(table["hex"]?.kind == .integer(255))
@@ -45,17 +46,18 @@ struct TOMLParserTests {
 
     @Test("tables and arrays of tables")
     func tables() throws {
-        let table = try TOML.parse("""
-        [trust]
-        timeout = "5s"
+        let table = try TOML.parse(
+            """
+            [trust]
+            timeout = "5s"
 
-        [[trust.host]]
-        match = "a.example"
+            [[trust.host]]
+            match = "a.example"
 
-        [[trust.host]]
-        match = "b.example"
-        port = 8443
-        """)
+            [[trust.host]]
+            match = "b.example"
+            port = 8443
+            """)
         guard case let .table(trust) = table["trust"]?.kind, case let .array(hosts) = trust["host"]?.kind else {
             Issue.record("structure")
             return
@@ -66,17 +68,19 @@ struct TOMLParserTests {
         #expect(second["port"]?.kind == .integer(8443))
     }
 
-    @Test("errors name the line", arguments: [
-        ("a = 1\na = 2", 2, "duplicate key 'a' (first defined on line 1)"),
-        ("[t]\n[t]", 2, "table [t] is defined twice (first on line 1)"),
-        ("a = \"open", 1, "unterminated string"),
-        ("a = b", 1, "invalid value 'b' (strings need quotes)"),
-        ("\n\na = 1 2", 3, "unexpected '2' after the value (one key = value per line)"),
-        ("a = 012", 1, "invalid number '012': leading zeros are not allowed"),
-        ("a = [1, 2", 1, "unterminated array"),
-        ("= 1", 1, "expected a key, found '='"),
-        ("a = \"\\q\"", 1, "invalid escape '\\q'"),
-    ])
+    @Test(
+        "errors name the line",
+        arguments: [
+            ("a = 1\na = 2", 2, "duplicate key 'a' (first defined on line 1)"),
+            ("[t]\n[t]", 2, "table [t] is defined twice (first on line 1)"),
+            ("a = \"open", 1, "unterminated string"),
+            ("a = b", 1, "invalid value 'b' (strings need quotes)"),
+            ("\n\na = 1 2", 3, "unexpected '2' after the value (one key = value per line)"),
+            ("a = 012", 1, "invalid number '012': leading zeros are not allowed"),
+            ("a = [1, 2", 1, "unterminated array"),
+            ("= 1", 1, "expected a key, found '='"),
+            ("a = \"\\q\"", 1, "invalid escape '\\q'")
+        ])
     func errors(text: String, line: Int, message: String) {
         #expect(throws: TOMLError(file: "x.toml", line: line, message: message)) {
             try TOML.parse(text, file: "x.toml")
@@ -87,7 +91,7 @@ struct TOMLParserTests {
     func reader() throws {
         let table = try TOML.parse("a = 1\nb = \"x\"\nc = true\n", file: "f")
         var reader = TOMLTableReader(table, file: "f", name: "[s]")
-        #expect(try reader.integer("a", in: 0 ... 5) == 1)
+        #expect(try reader.integer("a", in: 0...5) == 1)
         #expect(throws: TOMLError(file: "f", line: 2, message: "b must be true or false, not a string")) {
             try reader.bool("b")
         }
@@ -103,8 +107,12 @@ struct TOMLParserTests {
             return nil
         }
         #expect(finish("[monitor]\nignore = []\n") == nil)
-        #expect(finish("[monitor]\n\n[conectivity]\nuri = \"http://x/\"\n") == TOMLError(file: "r.toml", line: 3, message: "unknown table [conectivity]"))
-        #expect(finish("foo = 1\n[monitor]\n") == TOMLError(file: "r.toml", line: 1, message: "unknown key 'foo' (every key belongs in a table)"))
+        #expect(
+            finish("[monitor]\n\n[conectivity]\nuri = \"http://x/\"\n")
+                == TOMLError(file: "r.toml", line: 3, message: "unknown table [conectivity]"))
+        #expect(
+            finish("foo = 1\n[monitor]\n")
+                == TOMLError(file: "r.toml", line: 1, message: "unknown key 'foo' (every key belongs in a table)"))
         #expect(finish("[[hosts]]\nmatch = \"a\"\n") == TOMLError(file: "r.toml", line: 1, message: "unknown table [[hosts]]"))
         #expect(finish("[compat.x]\ny = 1\n") == TOMLError(file: "r.toml", line: 1, message: "unknown table [compat]"))
     }
@@ -114,8 +122,10 @@ struct TOMLParserTests {
     func nestingBounded() throws {
         let deepest = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
         #expect(try TOML.parse("a = \(deepest)\n", file: "n.toml")["a"] != nil)
-        #expect(try TOML.parse("a = " + String(repeating: "{ b = ", count: 63) + "1" + String(repeating: " }", count: 63), file: "n.toml")["a"] != nil)
-        let parts = (0 ..< 64).map { "k\($0)" }.joined(separator: ".")
+        #expect(
+            try TOML.parse("a = " + String(repeating: "{ b = ", count: 63) + "1" + String(repeating: " }", count: 63), file: "n.toml")["a"]
+                != nil)
+        let parts = (0..<64).map { "k\($0)" }.joined(separator: ".")
         #expect(try TOML.parse("[\(parts)]\n\(parts) = 1\n", file: "n.toml")["k0"] != nil)
         for key in ["[" + String(repeating: "a.", count: 10_000) + "a]", String(repeating: "a.", count: 10_000) + "a = 1"] {
             #expect(throws: TOMLError(file: "n.toml", line: 1, message: "a dotted key has more than 64 parts")) {
@@ -135,7 +145,10 @@ struct TOMLParserTests {
         var reader = TOMLTableReader(table, file: "d.toml", name: "[x]")
         #expect(try reader.duration("a")?.value == .milliseconds(250))
         #expect(try reader.duration("b")?.value == .seconds(6 * 3600))
-        #expect(throws: TOMLError(file: "d.toml", line: 3, message: "c must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"5 s\"")) {
+        #expect(
+            throws: TOMLError(
+                file: "d.toml", line: 3, message: "c must be a duration such as \"250ms\", \"5s\", \"10m\", \"6h\" or \"1d\", not \"5 s\"")
+        ) {
             try reader.duration("c")
         }
         // The fuzzer's find: a count whose product overflowed Duration's arithmetic and trapped.

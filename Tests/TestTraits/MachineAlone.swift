@@ -18,8 +18,10 @@ public struct MachineAloneTrait: SuiteTrait, TestScoping {
     /// suite that holds it) runs at once.
     @TaskLocal static var holding = false
 
-    public func provideScope(for test: Test, testCase: Test.Case?,
-                             performing function: @Sendable () async throws -> Void) async throws {
+    public func provideScope(
+        for test: Test, testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
+    ) async throws {
         if Self.holding { return try await function() }
         await MachineLock.shared.acquire()
         do {

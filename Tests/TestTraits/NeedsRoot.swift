@@ -1,4 +1,5 @@
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif

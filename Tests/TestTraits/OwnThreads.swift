@@ -19,8 +19,10 @@ extension Trait where Self == OwnThreadsTrait {
 public struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
-    public func provideScope(for test: Test, testCase: Test.Case?,
-                             performing function: @Sendable () async throws -> Void) async throws {
+    public func provideScope(
+        for test: Test, testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
+    ) async throws {
         try await withTaskExecutorPreference(BlockingWaitExecutor.shared, operation: function)
     }
 }

@@ -14,11 +14,12 @@ guard arguments.count == 3, let url = URL(string: arguments[2]), let host = url.
 let trust = try TrustConfiguration.load(contentsOf: arguments[1])
 let policy = try ClientTLSPolicy(configuration: trust, host: host, anchorsOnly: true)
 for gap in policy.notEnforced {
-    print("not enforced for \(host): \(gap)")         // public-key pins need ServerTrustVerifier (pin-host)
+    print("not enforced for \(host): \(gap)") // public-key pins need ServerTrustVerifier (pin-host)
 }
 
-let client = HTTPClient(eventLoopGroupProvider: .singleton,
-                        configuration: HTTPClient.Configuration(tlsConfiguration: policy.tlsConfiguration))
+let client = HTTPClient(
+    eventLoopGroupProvider: .singleton,
+    configuration: HTTPClient.Configuration(tlsConfiguration: policy.tlsConfiguration))
 do {
     let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(10))
     print("HTTP \(response.status.code) from \(host)")

@@ -16,7 +16,7 @@ print("without cellular:", monitor.currentPath?.status ?? .unknown)
 // From reachd: the status alone (silent while addresses move), then waiting to be online.
 let reachd = ReachabilityClient()
 let subscription = reachd.onChange(of: \.status) { status in
-    print("status changed:", status)       // on the client's own queue: no main queue needed
+    print("status changed:", status) // on the client's own queue: no main queue needed
 }
 if let online = await reachd.wait(until: .online, timeout: .seconds(30)) {
     print("online via", online.interface?.name ?? "-")

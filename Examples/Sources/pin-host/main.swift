@@ -18,14 +18,15 @@ let verifier = ServerTrustVerifier(configuration: trust, host: host) { result in
     print("\(result.host): \(result.verdict.rawValue)\(result.verdict == .trusted ? "" : ": \(result.reason)")")
 }
 var tls = TLSConfiguration.makeClientConfiguration()
-ServerTrustVerifier.applyTLSBaseline(to: &tls)          // TLS 1.2+, forward-secret suites only
+ServerTrustVerifier.applyTLSBaseline(to: &tls) // TLS 1.2+, forward-secret suites only
 let context = try NIOSSLContext(configuration: tls)
 do {
     let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         .channelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(
-                    context: context, serverHostname: host, customVerificationCallbackWithMetadata: verifier.callback))
+                try channel.pipeline.syncOperations.addHandler(
+                    try NIOSSLClientHandler(
+                        context: context, serverHostname: host, customVerificationCallbackWithMetadata: verifier.callback))
             }
         }
         .connect(host: host, port: port).get()

@@ -1,4 +1,5 @@
 import ParserFuzzing
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import ArgumentParser
 import Libexec
 import ReachctlSupport
 import SystemPackage
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 import ArgumentParser
-import ReachctlSupport
 import FoundationEssentials
 import ReachabilityClient
+import ReachctlSupport
 
 struct TrustStatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -12,7 +12,8 @@ public struct PublicKeysTrustEvaluator: ServerTrustEvaluator {
         let chainPins = context.chain.compactMap { try? PublicKeyPin(certificate: $0) }
         guard let matched = chainPins.first(where: pins.contains) else {
             let which = context.validated == nil ? "presented" : "validated"
-            return TrustEvaluation(.pinMismatch, "no key of the \(which) chain is pinned (\(chainPins.map(\.description).joined(separator: ", ")))")
+            return TrustEvaluation(
+                .pinMismatch, "no key of the \(which) chain is pinned (\(chainPins.map(\.description).joined(separator: ", ")))")
         }
         return TrustEvaluation(.trusted, "pinned key \(matched) is in the chain")
     }

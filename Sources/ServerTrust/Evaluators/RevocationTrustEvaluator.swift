@@ -51,8 +51,11 @@ public struct RevocationTrustEvaluator: ServerTrustEvaluator {
         case let .couldNotValidate(failures):
             let reasons = failures.map { "\($0.policyFailureReason)" }
             let reason = reasons.first { $0.contains("revoked") } ?? reasons.first ?? "no chain"
-            return TrustEvaluation(.revoked, reason.contains("revoked") ? reason
-                                   : "revocation status not confirmed (\(reason)); \(mode.rawValue) treats that as revoked")
+            return TrustEvaluation(
+                .revoked,
+                reason.contains("revoked")
+                    ? reason
+                    : "revocation status not confirmed (\(reason)); \(mode.rawValue) treats that as revoked")
         }
     }
 }

@@ -15,17 +15,17 @@ public struct TLSPolicyEvaluator: ServerTrustEvaluator {
         .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
         .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
         .TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, .TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA,
-        .TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, .TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA,
+        .TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, .TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA
     ]
     /// Static-RSA key exchange: a stolen server key decrypts every recorded session.
     public static let staticKeyCipherSuites: [NIOTLSCipher] = [
         .TLS_RSA_WITH_AES_128_GCM_SHA256, .TLS_RSA_WITH_AES_256_GCM_SHA384,
-        .TLS_RSA_WITH_AES_128_CBC_SHA, .TLS_RSA_WITH_AES_256_CBC_SHA,
+        .TLS_RSA_WITH_AES_128_CBC_SHA, .TLS_RSA_WITH_AES_256_CBC_SHA
     ]
 
     static let strongSignatures: Set<Certificate.SignatureAlgorithm> = [
         .ecdsaWithSHA256, .ecdsaWithSHA384, .ecdsaWithSHA512,
-        .sha256WithRSAEncryption, .sha384WithRSAEncryption, .sha512WithRSAEncryption, .ed25519,
+        .sha256WithRSAEncryption, .sha384WithRSAEncryption, .sha512WithRSAEncryption, .ed25519
     ]
 
     public func evaluate(_ context: inout ServerTrustContext) async -> TrustEvaluation {

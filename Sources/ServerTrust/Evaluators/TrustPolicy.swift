@@ -43,17 +43,20 @@ public struct TrustPolicy: Sendable {
     public var requiresTLSBaseline: Bool
 
     /// - Throws: `TrustPolicyError` for combinations that cannot protect anything.
-    public init(mode: Mode = .default, pins: Set<PublicKeyPin> = [], certificates: [Certificate] = [],
-                validateChain: Bool = true, validateHost: Bool = true, acceptSelfSigned: Bool = false,
-                anchors: [Certificate] = [], revocation: RevocationTrustEvaluator.Mode? = nil, revocationTimeout: TimeAmount = .seconds(5),
-                requiresTLSBaseline: Bool = false) throws(TrustPolicyError) {
+    public init(
+        mode: Mode = .default, pins: Set<PublicKeyPin> = [], certificates: [Certificate] = [],
+        validateChain: Bool = true, validateHost: Bool = true, acceptSelfSigned: Bool = false,
+        anchors: [Certificate] = [], revocation: RevocationTrustEvaluator.Mode? = nil, revocationTimeout: TimeAmount = .seconds(5),
+        requiresTLSBaseline: Bool = false
+    ) throws(TrustPolicyError) {
         switch mode {
         case .publicKey where pins.isEmpty:
             throw TrustPolicyError("public-key pinning needs at least one pin")
         case .certificate where certificates.isEmpty:
             throw TrustPolicyError("certificate pinning needs at least one certificate")
         case .default where !validateChain && validateHost:
-            throw TrustPolicyError("allowing invalid certificates while validating the host name without pinning protects nothing: you must use pinning")
+            throw TrustPolicyError(
+                "allowing invalid certificates while validating the host name without pinning protects nothing: you must use pinning")
         case .default where acceptSelfSigned, .publicKey where acceptSelfSigned:
             throw TrustPolicyError("accept-self-signed makes the pinned certificates the anchors: it needs certificate pinning")
         case _ where revocation != nil && !validateChain:
@@ -81,8 +84,10 @@ public struct TrustPolicy: Sendable {
         var evaluators: [any ServerTrustEvaluator] = []
         if validateChain {
             let roots = acceptSelfSigned ? certificates : systemAnchors + anchors + (mode == .certificate ? certificates : [])
-            evaluators.append(DefaultTrustEvaluator(anchors: roots, validateHost: validateHost,
-                                                    profile: acceptSelfSigned ? .pinnedAnchors : .webPKI))
+            evaluators.append(
+                DefaultTrustEvaluator(
+                    anchors: roots, validateHost: validateHost,
+                    profile: acceptSelfSigned ? .pinnedAnchors : .webPKI))
         } else if validateHost {
             evaluators.append(HostNameTrustEvaluator())
         }
@@ -99,8 +104,10 @@ public struct TrustPolicy: Sendable {
     /// Judges the chain a server presented (leaf first) for `host`, at `time` (nil: now),
     /// with `systemAnchors` as the trusted roots unless self-signed certificates are accepted.
     /// `connection` is what the handshake negotiated, for the TLS baseline.
-    public func evaluate(_ presented: [Certificate], host: String, systemAnchors: [Certificate],
-                         at time: Date? = nil, connection: NegotiatedTLS? = nil) async -> TrustEvaluation {
+    public func evaluate(
+        _ presented: [Certificate], host: String, systemAnchors: [Certificate],
+        at time: Date? = nil, connection: NegotiatedTLS? = nil
+    ) async -> TrustEvaluation {
         var context = ServerTrustContext(host: host, presented: presented, connection: connection, validationTime: time)
         return await evaluator(systemAnchors: systemAnchors).evaluate(&context)
     }
