@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,7 +42,23 @@ public struct DaemonSoak {
             descriptors = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).count
         }
 
-        public var description: String { "anonymous \(anonymousKiB) KiB, RSS \(residentKiB) KiB, \(descriptors) descriptors, \(threads) threads" }
+        public var description: String {
+            "anonymous \(anonymousKiB) KiB, RSS \(residentKiB) KiB, \(descriptors) descriptors, \(threads) threads"
+        }
+
+        /// What reachd holds for good, read 10 times over a second: the fewest descriptors and threads seen.
+        /// A scrape's connection or a probe's socket open at one reading is no more reachd's than its absence
+        /// at the next, and a leak is there at every reading.
+        static func steady(pid: pid_t) async -> Footprint {
+            var steady = Footprint(pid: pid)
+            for _ in 1..<10 {
+                try? await Task.sleep(for: .milliseconds(100))
+                let now = Footprint(pid: pid)
+                steady.descriptors = min(steady.descriptors, now.descriptors)
+                steady.threads = min(steady.threads, now.threads)
+            }
+            return steady
+        }
     }
 
     public struct Subscriber: Sendable {
@@ -74,8 +91,10 @@ public struct DaemonSoak {
     /// default route, then the link bounced (which takes its routes silently).
     static func cycle(_ number: Int) -> [String] {
         let address = "10.9.\(number / 250 % 250).\(number % 250 + 1)/32"
-        return ["addr add \(address) dev eth0", "route del default", "route add default via 10.1.0.1 dev eth0",
-                "addr del \(address) dev eth0", "link set dev eth0 down", "link set dev eth0 up", "route add default via 10.1.0.1 dev eth0"]
+        return [
+            "addr add \(address) dev eth0", "route del default", "route add default via 10.1.0.1 dev eth0",
+            "addr del \(address) dev eth0", "link set dev eth0 down", "link set dev eth0 up", "route add default via 10.1.0.1 dev eth0"
+        ]
     }
 
     public func run() async throws -> Result {
@@ -87,16 +106,17 @@ public struct DaemonSoak {
             defer { if getenv("SOAK_KEEP") == nil { try? FileManager.default.removeItem(at: scratch) } }
             try PinnedServer.makePKI(in: scratch)
             let config = try PinnedServer.config(pins: try PinnedServer.pins(in: scratch), in: scratch)
-            try (String(contentsOf: config, encoding: .utf8) + """
+            try
+                (String(contentsOf: config, encoding: .utf8) + """
 
-                [connectivity]
-                uri = "http://10.1.0.1/generate_204"
-                interval = "10s"
-                timeout = "1s"
+                    [connectivity]
+                    uri = "http://10.1.0.1/generate_204"
+                    interval = "10s"
+                    timeout = "1s"
 
-                [metrics]
-                listen = "127.0.0.1:9748"
-                """).write(to: config, atomically: true, encoding: .utf8)
+                    [metrics]
+                    listen = "127.0.0.1:9748"
+                    """).write(to: config, atomically: true, encoding: .utf8)
             let http = try await HTTPProbeServer(in: router, address: "10.1.0.1", directory: scratch, mode: "204")
             defer { http.stop() }
             let tls = try await PinnedServer.serve(in: router, from: scratch)
@@ -105,8 +125,10 @@ public struct DaemonSoak {
             let socket = scratch.appendingPathComponent("bus").path
             let daemon = Process()
             daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            daemon.arguments = ["ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
-                                "--config", config.path, "--log-level", getenv("SOAK_LOG_LEVEL").map { String(cString: $0) } ?? "warning"]
+            daemon.arguments = [
+                "ip", "netns", "exec", host.name, reachd, "--bus", "none", "--socket", socket,
+                "--config", config.path, "--log-level", getenv("SOAK_LOG_LEVEL").map { String(cString: $0) } ?? "warning"
+            ]
             daemon.standardError = try FileHandle(forWritingTo: Self.file(scratch, "reachd.log"))
             try daemon.run()
             defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
@@ -115,7 +137,11 @@ public struct DaemonSoak {
                 return output.contains("\"source\":\"daemon\"") ? Self.comparable(output) : nil
             }
             let ready = { describe().map { $0.contains("\"connectivity\":\"full\"") && $0.contains("\"trust\":\"ok\"") } ?? false }
-            guard await eventually(.seconds(30), every: Self.pollInterval, ready) else { throw CommandFailure(command: daemon.arguments ?? [], result: CommandResult(status: -1, output: "", error: "reachd never reached connectivity full and trust ok")) }
+            guard await eventually(.seconds(30), every: Self.pollInterval, ready) else {
+                throw CommandFailure(
+                    command: daemon.arguments ?? [],
+                    result: CommandResult(status: -1, output: "", error: "reachd never reached connectivity full and trust ok"))
+            }
 
             let names = ["steady", "steady-2", "paused"]
             var watchers: [(String, Process, URL)] = []
@@ -129,13 +155,21 @@ public struct DaemonSoak {
                 try watcher.run()
                 watchers.append((name, watcher, output))
             }
-            defer { for (_, watcher, _) in watchers { kill(watcher.processIdentifier, SIGCONT); kill(watcher.processIdentifier, SIGKILL); watcher.waitUntilExit() } }
+            defer {
+                for (_, watcher, _) in watchers {
+                    kill(watcher.processIdentifier, SIGCONT); kill(watcher.processIdentifier, SIGKILL); watcher.waitUntilExit()
+                }
+            }
             let paused = watchers[2].1.processIdentifier
             // reachctl watch falls back to watching its own namespace when no daemon answers: that would prove nothing.
             for (name, _, output) in watchers {
                 let first = { ((try? String(contentsOf: output, encoding: .utf8)) ?? "").split(separator: "\n").first ?? "" }
-                guard await eventually(.seconds(20), every: Self.pollInterval, { !first().isEmpty }), first().contains("\"source\":\"daemon\"") else {
-                    throw CommandFailure(command: [reachctl, "watch"], result: CommandResult(status: -1, output: String(first()), error: "subscriber \(name) is not the daemon's"))
+                guard await eventually(.seconds(20), every: Self.pollInterval, { !first().isEmpty }),
+                    first().contains("\"source\":\"daemon\"")
+                else {
+                    throw CommandFailure(
+                        command: [reachctl, "watch"],
+                        result: CommandResult(status: -1, output: String(first()), error: "subscriber \(name) is not the daemon's"))
                 }
             }
 
@@ -143,7 +177,9 @@ public struct DaemonSoak {
             let scrapes = Task.detached { () -> Int in
                 var count = 0
                 while !churning.isDown {
-                    if (try? host.exec(["curl", "-sf", "-o", "/dev/null", "http://127.0.0.1:9748/metrics"], check: false).status) == 0 { count += 1 }
+                    if (try? host.exec(["curl", "-sf", "-o", "/dev/null", "http://127.0.0.1:9748/metrics"], check: false).status) == 0 {
+                        count += 1
+                    }
                     try? await Task.sleep(for: .milliseconds(200))
                 }
                 return count
@@ -185,7 +221,7 @@ public struct DaemonSoak {
             try churn(warmUpChanges)
             _ = await eventually(.seconds(30), every: Self.pollInterval, ready)
             try await Task.sleep(for: Self.quiet)
-            result.warm = Footprint(pid: daemon.processIdentifier)
+            result.warm = await Footprint.steady(pid: daemon.processIdentifier)
 
             let started = ContinuousClock.now
             try churn(changes)
@@ -200,8 +236,11 @@ public struct DaemonSoak {
             // The daemon settles (its probe and trust round after the last change), then each subscriber.
             guard await eventually(.seconds(30), every: Self.pollInterval, ready), let final = describe() else {
                 let log = (try? String(contentsOf: scratch.appendingPathComponent("reachd.log"), encoding: .utf8)) ?? ""
-                throw CommandFailure(command: daemon.arguments ?? [], result: CommandResult(
-                    status: -1, output: "", error: "reachd did not settle after the churn: \(describe() ?? "no answer"); \(log.suffix(1500))"))
+                throw CommandFailure(
+                    command: daemon.arguments ?? [],
+                    result: CommandResult(
+                        status: -1, output: "",
+                        error: "reachd did not settle after the churn: \(describe() ?? "no answer"); \(log.suffix(1500))"))
             }
             result.settleMilliseconds = Self.milliseconds(lastChange.duration(to: .now))
             // Every subscriber is checked every 10 ms; each is timed from the last kernel change.
@@ -217,11 +256,13 @@ public struct DaemonSoak {
             }
             for (name, watcher, output) in watchers {
                 let documents = ((try? Data(contentsOf: output)) ?? Data()).count { $0 == UInt8(ascii: "\n") }
-                result.subscribers.append(Subscriber(name: name, documents: documents, running: watcher.isRunning,
-                                                     lastStateMilliseconds: holding[name]))
+                result.subscribers.append(
+                    Subscriber(
+                        name: name, documents: documents, running: watcher.isRunning,
+                        lastStateMilliseconds: holding[name]))
             }
             try await Task.sleep(for: Self.quiet)
-            result.end = Footprint(pid: daemon.processIdentifier)
+            result.end = await Footprint.steady(pid: daemon.processIdentifier)
             return result
         }
     }
