@@ -1,4 +1,5 @@
 import CSystemd
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -35,18 +36,27 @@ package final class EventLoop {
         return Unmanaged.passUnretained(handler).toOpaque()
     }
 
-    /// Calls `body` whenever `descriptor` is readable (or at its end), until the watch is cancelled.
-    @discardableResult
-    package func onReadable(_ descriptor: Int32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
-        try watch(descriptor, events: UInt32(EPOLLIN.rawValue), body)
+    /// Calls `body` whenever `descriptor` is readable (or at its end), until the watch is cancelled or let go.
+    package func onReadable(_ descriptor: OwnedDescriptor, _ body: @escaping () -> Void) throws(BusError) -> Watch {
+        try watch(descriptor.rawValue, keeping: descriptor, events: UInt32(EPOLLIN.rawValue), body)
     }
 
-    /// Calls `body` whenever `descriptor` can take more output (or failed), until the watch is cancelled.
-    package func onWritable(_ descriptor: Int32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
-        try watch(descriptor, events: UInt32(EPOLLOUT.rawValue), body)
+    /// Calls `body` whenever `descriptor` can take more output (or failed), until the watch is cancelled or let go.
+    package func onWritable(_ descriptor: OwnedDescriptor, _ body: @escaping () -> Void) throws(BusError) -> Watch {
+        try watch(descriptor.rawValue, keeping: descriptor, events: UInt32(EPOLLOUT.rawValue), body)
     }
 
-    private func watch(_ descriptor: Int32, events: UInt32, _ body: @escaping () -> Void) throws(BusError) -> Watch {
+    /// Calls `body` whenever `descriptor`, which `owner` holds and closes (a netlink socket, a pipe
+    /// of its own), is readable; the watch keeps `owner` until it is cancelled or let go.
+    package func onReadable(_ descriptor: Int32, of owner: AnyObject, _ body: @escaping () -> Void) throws(BusError) -> Watch {
+        try watch(descriptor, keeping: owner, events: UInt32(EPOLLIN.rawValue), body)
+    }
+
+    private func watch(
+        _ descriptor: Int32, keeping owner: AnyObject, events: UInt32, _ body: @escaping () -> Void
+    ) throws(BusError)
+        -> Watch
+    {
         let handler = Handler(body)
         var source: OpaquePointer?
         try check(
@@ -60,18 +70,33 @@ package final class EventLoop {
                 }, Unmanaged.passUnretained(handler).toOpaque()), "watching descriptor \(descriptor)")
         let key = ObjectIdentifier(handler)
         watches[key] = (source!, handler)
-        return Watch(loop: self, key: key)
+        return Watch(loop: self, key: key, owner: owner)
     }
 
-    package struct Watch {
-        unowned let loop: EventLoop
-        let key: ObjectIdentifier
+    /// One descriptor watched: the watch ends when it is cancelled or when its owner lets it go,
+    /// and it holds what owns the descriptor until then, so sd-event never polls a closed
+    /// descriptor, or another one given the same number.
+    package final class Watch {
+        /// Weak: a loop that went first has let every source go.
+        private weak var loop: EventLoop?
+        private let key: ObjectIdentifier
+        private var owner: AnyObject?
 
-        /// Stops watching and frees the watch (before the descriptor is closed).
+        fileprivate init(loop: EventLoop, key: ObjectIdentifier, owner: AnyObject) {
+            self.loop = loop
+            self.key = key
+            self.owner = owner
+        }
+
+        deinit { cancel() }
+
+        /// Stops watching and frees the watch; then lets the descriptor's owner go.
         package func cancel() {
-            guard let (source, _) = loop.watches.removeValue(forKey: key) else { return }
-            _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
-            sd_event_source_unref(source)
+            if let (source, _) = loop?.watches.removeValue(forKey: key) {
+                _ = sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
+                sd_event_source_unref(source)
+            }
+            owner = nil
         }
     }
 

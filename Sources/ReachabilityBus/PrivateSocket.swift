@@ -11,7 +11,9 @@ import Glibc
 /// broker. Everyone may connect (mode 0666); root-only methods check the peer.
 package final class PrivateSocket {
     package let path: String
-    let descriptor: Int32
+    let descriptor: OwnedDescriptor
+    /// The listener's watch, from `serve` on.
+    private var watch: EventLoop.Watch?
 
     /// The socket's default place (docs/api.md, "Where the daemon is"): the service's RuntimeDirectory
     /// under systemd, `/run/reachd/bus` as root, else `$XDG_RUNTIME_DIR/reachd/bus`,
@@ -63,13 +65,13 @@ package final class PrivateSocket {
             try Self.makeDirectories(String(path[..<slash]))
         }
         try Self.verifyOwnDirectory(of: path)
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard descriptor >= 0 else { throw SystemCallError("creating \(path)") }
+        descriptor = try .taking(
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0),
+            "creating \(path)")
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard path.utf8.count < capacity else {
-            close(descriptor)
             throw SystemCallError("binding \(path) (longer than \(capacity - 1) bytes)", errno: Errno(rawValue: ENAMETOOLONG))
         }
         withUnsafeMutableBytes(of: &address.sun_path) { bytes in
@@ -78,19 +80,16 @@ package final class PrivateSocket {
         }
         unlink(path)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
-        guard bound == 0, chmod(path, 0o666) == 0, listen(descriptor, 64) == 0 else {
-            let code = errno
-            close(descriptor)
-            throw SystemCallError("listening on \(path)", errno: Errno(rawValue: code))
+        guard bound == 0, chmod(path, 0o666) == 0, listen(descriptor.rawValue, 64) == 0 else {
+            throw SystemCallError("listening on \(path)")
         }
     }
 
-    deinit {
-        close(descriptor)
-        unlink(path)
-    }
+    deinit { unlink(path) }
 
     /// Serves `object` on every connection accepted from now on, within `limits`.
     package func serve(
@@ -103,11 +102,12 @@ package final class PrivateSocket {
         admission.silentPeerGrace = try loop.timer {}
         object.limits = limits
         object.log = log
-        try loop.onReadable(descriptor) { [descriptor] in
+        let listener = descriptor.rawValue
+        watch = try loop.onReadable(descriptor) {
             while true {
-                let peer = reachd_accept(descriptor)
+                let peer = reachd_accept(listener)
                 guard peer >= 0 else {
-                    if errno == EMFILE || errno == ENFILE { admission.shed(descriptor) }
+                    if errno == EMFILE || errno == ENFILE { admission.shed(listener) }
                     return
                 }
                 let uid = Self.peerUID(peer)

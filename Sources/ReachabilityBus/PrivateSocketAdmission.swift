@@ -26,7 +26,9 @@ extension PrivateSocket {
         private var peers: [(connection: BusConnection, accepted: ContinuousClock.Instant)] = []
         private var lastRefusalLogged: [uid_t: ContinuousClock.Instant] = [:]
         /// Opened at start so that an accept queue can be emptied with no descriptor left.
-        private var spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        private var spare = Admission.openSpare()
+
+        private static func openSpare() -> OwnedDescriptor? { try? .taking(open("/dev/null", O_RDONLY | O_CLOEXEC), "opening /dev/null") }
 
         init(limits: ConnectionLimits, descriptorLimit: Int, log: @escaping (String) -> Void) {
             self.limits = limits
@@ -137,10 +139,10 @@ extension PrivateSocket {
         /// connection, and keep the spare again, so the queue drains instead of
         /// waking the loop forever.
         func shed(_ listener: Int32) {
-            close(spare)
-            let peer = accept(listener, nil, nil)
-            if peer >= 0 { close(peer) }
-            spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            spare = nil
+            // Accepted and closed at once.
+            _ = try? OwnedDescriptor.taking(accept(listener, nil, nil), "accepting")
+            spare = Self.openSpare()
             logRefusal(of: uid_t.max - 1, "no descriptor left (\(Errno.tooManyOpenFiles))")
         }
     }

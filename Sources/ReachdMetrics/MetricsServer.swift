@@ -21,25 +21,25 @@ package final class MetricsServer {
     package static let exchangeTimeout = Duration.seconds(10)
 
     package let address: MetricsOptions.ListenAddress
-    private let listener: Int32
+    private let listener: OwnedDescriptor
     private let loop: EventLoop
     private let render: (MetricsFormat) -> [UInt8]
     private let log: (String) -> Void
     private var listenerWatch: EventLoop.Watch?
-    private var connections: [Int32: Connection] = [:]
+    private var connections: [ObjectIdentifier: Connection] = [:]
     private var sweep: EventLoop.Timer!
     private var sweepArmed = false
     private var resume: EventLoop.Timer!
     private var lastRefusalLogged: ContinuousClock.Instant?
 
     final class Connection {
-        let descriptor: Int32
+        let descriptor: OwnedDescriptor
         let deadline: ContinuousClock.Instant
         var request: [UInt8] = []
         var response: ArraySlice<UInt8> = []
         var watch: EventLoop.Watch?
 
-        init(descriptor: Int32, deadline: ContinuousClock.Instant) {
+        init(descriptor: OwnedDescriptor, deadline: ContinuousClock.Instant) {
             self.descriptor = descriptor
             self.deadline = deadline
         }
@@ -55,26 +55,17 @@ package final class MetricsServer {
         self.log = log
         self.render = render
         listener = try Self.listen(on: address)
-        do {
-            sweep = try loop.timer { [unowned self] in closeExpired() }
-            resume = try loop.timer { [unowned self] in listenerWatch = try? watchListener() }
-            listenerWatch = try watchListener()
-        } catch {
-            close(listener)
-            throw error
-        }
+        sweep = try loop.timer { [unowned self] in closeExpired() }
+        resume = try loop.timer { [unowned self] in listenerWatch = try? watchListener() }
+        listenerWatch = try watchListener()
     }
 
-    deinit {
-        listenerWatch?.cancel()
-        for connection in connections.values { connection.watch?.cancel(); close(connection.descriptor) }
-        close(listener)
-    }
-
-    private static func listen(on address: MetricsOptions.ListenAddress) throws(SystemCallError) -> Int32 {
+    private static func listen(on address: MetricsOptions.ListenAddress) throws(SystemCallError) -> OwnedDescriptor {
         let family = address.address.family.kernelValue
-        let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard descriptor >= 0 else { throw SystemCallError("metrics: creating a socket for \(address)") }
+        let owned = try OwnedDescriptor.taking(
+            socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0),
+            "metrics: creating a socket for \(address)")
+        let descriptor = owned.rawValue
         var one: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         let bound: Int32
@@ -92,12 +83,8 @@ package final class MetricsServer {
             withUnsafeMutableBytes(of: &socketAddress.sin6_addr) { $0.copyBytes(from: address.address.bytes) }
             bound = bind(descriptor, to: &socketAddress)
         }
-        guard bound == 0, Glibc.listen(descriptor, 16) == 0 else {
-            let code = errno
-            close(descriptor)
-            throw SystemCallError("metrics: listening on \(address)", errno: Errno(rawValue: code))
-        }
-        return descriptor
+        guard bound == 0, Glibc.listen(descriptor, 16) == 0 else { throw SystemCallError("metrics: listening on \(address)") }
+        return owned
     }
 
     /// bind(2) with a `sockaddr_in` or `sockaddr_in6`.
@@ -111,10 +98,12 @@ package final class MetricsServer {
 
     private func acceptAll() {
         while true {
-            let peer = reachd_accept(listener)
-            guard peer >= 0 else {
+            let peer: OwnedDescriptor
+            do {
+                peer = try .taking(reachd_accept(listener.rawValue), "accepting")
+            } catch {
                 // Out of descriptors: stop listening for a second rather than wake for nothing.
-                if errno == EMFILE || errno == ENFILE { pauseListening() }
+                if error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem { pauseListening() }
                 return
             }
             if connections.count >= Self.maximumConnections {
@@ -124,7 +113,6 @@ package final class MetricsServer {
                     let idle = connections.values.filter({ $0.response.isEmpty && $0.watch != nil })
                         .min(by: { $0.deadline < $1.deadline })
                 else {
-                    close(peer)
                     logRefusal("more than \(Self.maximumConnections) scrapes at once")
                     continue
                 }
@@ -132,13 +120,11 @@ package final class MetricsServer {
                 logRefusal("more than \(Self.maximumConnections) connections; dropped the oldest that sent no request")
             }
             let connection = Connection(descriptor: peer, deadline: .now + Self.exchangeTimeout)
-            do {
-                connection.watch = try loop.onReadable(peer) { [unowned self, unowned connection] in receive(on: connection) }
-            } catch {
-                close(peer)
+            guard let watch = try? loop.onReadable(peer, { [unowned self, unowned connection] in receive(on: connection) }) else {
                 continue
             }
-            connections[peer] = connection
+            connection.watch = watch
+            connections[ObjectIdentifier(connection)] = connection
             if !sweepArmed {
                 sweep.arm(after: Self.exchangeTimeout)
                 sweepArmed = true
@@ -151,8 +137,7 @@ package final class MetricsServer {
     }
 
     private func pauseListening() {
-        logRefusal("no descriptor left (\(Errno(rawValue: errno)))")
-        listenerWatch?.cancel()
+        logRefusal("no descriptor left (\(Errno.tooManyOpenFiles))")
         listenerWatch = nil
         resume.arm(after: .seconds(1))
     }
@@ -168,7 +153,7 @@ package final class MetricsServer {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count: Int
         do {
-            count = try buffer.withUnsafeMutableBytes { try FileDescriptor(rawValue: connection.descriptor).read(into: $0) }
+            count = try buffer.withUnsafeMutableBytes { try connection.descriptor.fileDescriptor.read(into: $0) }
         } catch Errno.wouldBlock {
             return
         } catch {
@@ -204,7 +189,6 @@ package final class MetricsServer {
         _ connection: Connection, status: String, contentType: String = "text/plain; charset=utf-8",
         headers: String = "", body: [UInt8], headOnly: Bool = false
     ) {
-        connection.watch?.cancel()
         connection.watch = nil
         let head =
             "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n\(headers)Connection: close\r\n\r\n"
@@ -216,7 +200,7 @@ package final class MetricsServer {
         while !connection.response.isEmpty {
             let count: Int
             do {
-                count = try connection.response.withUnsafeBytes { try FileDescriptor(rawValue: connection.descriptor).write($0) }
+                count = try connection.response.withUnsafeBytes { try connection.descriptor.fileDescriptor.write($0) }
             } catch Errno.wouldBlock {
                 if connection.watch == nil {
                     connection.watch = try? loop.onWritable(connection.descriptor) { [unowned self, unowned connection] in
@@ -231,15 +215,13 @@ package final class MetricsServer {
             connection.response = connection.response.dropFirst(count)
         }
         // Half-close first: a close with unread input would reset the connection under the client's read.
-        shutdown(connection.descriptor, Int32(SHUT_WR))
+        shutdown(connection.descriptor.rawValue, Int32(SHUT_WR))
         finish(connection)
     }
 
     private func finish(_ connection: Connection) {
-        connection.watch?.cancel()
         connection.watch = nil
-        guard connections.removeValue(forKey: connection.descriptor) != nil else { return }
-        close(connection.descriptor)
+        connections.removeValue(forKey: ObjectIdentifier(connection))
     }
 
     /// Drops exchanges past their deadline: a client that sends nothing, or reads nothing.

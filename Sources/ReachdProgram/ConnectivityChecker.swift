@@ -10,6 +10,8 @@ final class ConnectivityChecker {
     /// What the waiters wait for: the probe's next verdict, the captive-portal API's next answer.
     private var awaitingProbe = false
     private var awaitingAPI = false
+    /// The probes' verdicts, handed over by `Mailbox`.
+    private var verdicts: EventLoop.Watch?
 
     /// A probe's verdict, posted back to the loop from the probe's thread.
     private struct Probed: Sendable {
@@ -27,8 +29,8 @@ final class ConnectivityChecker {
             options: options, arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() },
             post: { mailbox.post(Probed(generation: $0, verdict: $1)) })
         timer = try loop.timer { [unowned schedule] in schedule.timerFired() }
-        try loop.onReadable(mailbox.descriptor) { [unowned schedule] in
-            for probed in mailbox.take() {
+        verdicts = try mailbox.deliver(on: loop) { [unowned schedule] posted in
+            for probed in posted {
                 let before = schedule.verdict?.connectivity
                 guard schedule.finish(probed.generation, probed.verdict) else { continue }
                 verdict(before != nil && before != probed.verdict.connectivity)

@@ -60,7 +60,7 @@ final class Daemon: ReachabilityObjectDelegate {
     /// that fails to prove a reload that cannot watch its engine keeps the old one.
     struct KernelAccess {
         var openEngine: (MonitorOptions) throws -> PathEngine
-        var watch: (_ descriptor: Int32, _ readable: @escaping () -> Void) throws -> EventLoop.Watch
+        var watch: (_ engine: PathEngine, _ readable: @escaping () -> Void) throws -> EventLoop.Watch
 
         /// Engines on the netlink sockets — or on `source`, a test's kernel, whatever each config
         /// says (`MonitorOptions.kernel`) — watched on `loop`.
@@ -70,7 +70,7 @@ final class Daemon: ReachabilityObjectDelegate {
                     var options = options
                     if let source { options.kernel = source }
                     return try PathEngine(options: options)
-                }, watch: { try loop.onReadable($0, $1) })
+                }, watch: { try loop.onReadable($0.fileDescriptor, of: $0, $1) })
         }
     }
 
@@ -149,7 +149,7 @@ final class Daemon: ReachabilityObjectDelegate {
 
     /// Watches `watched`'s socket; what it reads goes to the watcher, whose engine it is by the time the loop next runs.
     private func watch(_ watched: PathEngine) throws -> EventLoop.Watch {
-        try kernel.watch(watched.fileDescriptor) { [unowned self] in
+        try kernel.watch(watched) { [unowned self] in
             let overruns = engine.statistics.overruns
             watcher.readable()
             if engine.statistics.overruns != overruns { metricsOutputs.changed() }
@@ -318,13 +318,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func apply(_ fresh: DaemonConfiguration) throws {
         let freshEngine = try kernel.openEngine(fresh.monitor)
         let freshWatch = try watch(freshEngine)
-        do {
-            try metricsOutputs.configure(fresh.metrics)
-        } catch {
-            freshWatch.cancel()
-            throw error
-        }
-        engineWatch?.cancel()
+        try metricsOutputs.configure(fresh.metrics)
         engineWatch = freshWatch
         metrics.earlierEngines = metrics.earlierEngines + engine.statistics
         watcher.replace(freshEngine)

@@ -36,11 +36,11 @@ final class HelperProcess {
     let deadline: ContinuousClock.Instant?
     private var output: [UInt8] = []
     private var errors: [UInt8] = []
-    private let outputDescriptor: Int32
+    private let outputDescriptor: OwnedDescriptor
     /// The pipes still open.
-    private(set) var descriptors: [Int32]
+    private(set) var descriptors: [OwnedDescriptor]
     /// Readable once the process has exited (pidfd_open).
-    let exitDescriptor: Int32
+    let exitDescriptor: OwnedDescriptor
     /// The wait status, once reaped.
     private var waitStatus: Int32?
     private var timedOut = false
@@ -48,23 +48,18 @@ final class HelperProcess {
     /// Starts `executable` with `arguments`, its stdin /dev/null, its stdout and stderr
     /// on pipes, the signals the daemon blocks unblocked, to be done by `deadline`.
     init(_ executable: String, _ arguments: [String], deadline: ContinuousClock.Instant?) throws(TrustHelper.Failure) {
-        var out: [Int32] = [0, 0]
-        var err: [Int32] = [0, 0]
-        guard pipe(&out) == 0 else { throw .init(description: "\(SystemCallError("pipe"))") }
-        guard pipe(&err) == 0 else {
-            let code = errno
-            close(out[0]); close(out[1])
-            throw .init(description: "\(SystemCallError("pipe", errno: Errno(rawValue: code)))")
-        }
-        for end in [out[0], err[0]] {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        let out: (read: OwnedDescriptor, write: OwnedDescriptor)
+        let err: (read: OwnedDescriptor, write: OwnedDescriptor)
+        do {
+            (out, err) = (try Self.pipe(), try Self.pipe())
+        } catch {
+            throw .init(description: "\(error)")
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO)
-        posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, out.write.rawValue, STDOUT_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, err.write.rawValue, STDERR_FILENO)
         posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -81,50 +76,51 @@ final class HelperProcess {
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        close(out[1])
-        close(err[1])
+        // The write ends are closed here when init returns (`out` and `err` go): from then on the
+        // helper alone holds them, and the reads end when it closes them.
         guard result == 0 else {
-            close(out[0])
-            close(err[0])
             throw .init(description: "\(SystemCallError("starting \(executable)", errno: Errno(rawValue: result)))")
         }
-        let exitDescriptor = reachd_pidfd_open(pid)
-        guard exitDescriptor >= 0 else {
-            let code = errno
+        do {
+            exitDescriptor = try .taking(reachd_pidfd_open(pid), "watching \(executable) (pidfd_open)")
+        } catch {
             // Not watchable: not run. SIGKILL ends it at once, so this one wait is short.
             Glibc.kill(pid, SIGKILL)
             _ = retryingOnInterrupt { waitpid(pid, nil, 0) }
-            close(out[0])
-            close(err[0])
-            throw .init(description: "\(SystemCallError("watching \(executable) (pidfd_open)", errno: Errno(rawValue: code)))")
+            throw .init(description: "\(error)")
         }
         self.pid = pid
         self.deadline = deadline
-        self.exitDescriptor = exitDescriptor
-        outputDescriptor = out[0]
-        descriptors = [out[0], err[0]]
+        outputDescriptor = out.read
+        descriptors = [out.read, err.read]
     }
 
-    deinit {
-        descriptors.forEach { close($0) }
-        close(exitDescriptor)
+    /// A pipe neither of whose ends is inherited but as dup2 puts it. Only the read end is
+    /// non-blocking: the write end becomes the helper's stdout or stderr, where a full pipe must wait.
+    private static func pipe() throws(SystemCallError) -> (read: OwnedDescriptor, write: OwnedDescriptor) {
+        var ends: [Int32] = [0, 0]
+        guard Glibc.pipe(&ends) == 0 else { throw SystemCallError("pipe") }
+        let owned = (read: OwnedDescriptor(taking: ends[0]), write: OwnedDescriptor(taking: ends[1]))
+        for end in [ends[0], ends[1]] { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        return owned
     }
 
-    /// Reads what `descriptor` holds now; closes it at its end, after `ending` (where the loop stops
-    /// watching it: a watch must never outlive its descriptor, whose number the next pipe reuses).
-    func read(_ descriptor: Int32, ending: (Int32) -> Void = { _ in }) {
+    /// Reads what `descriptor` holds now; lets it go at its end, after `ending` (where the loop stops
+    /// watching it; the watch holds it until then, so it is closed after).
+    func read(_ descriptor: OwnedDescriptor, ending: (OwnedDescriptor) -> Void = { _ in }) {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        while descriptors.contains(descriptor) {
+        while descriptors.contains(where: { $0 === descriptor }) {
             let count: Int
             do {
-                count = try chunk.withUnsafeMutableBytes { try FileDescriptor(rawValue: descriptor).read(into: $0) }
+                count = try chunk.withUnsafeMutableBytes { try descriptor.fileDescriptor.read(into: $0) }
             } catch Errno.wouldBlock {
                 break
             } catch {
                 count = 0
             }
             if count > 0 {
-                if descriptor == outputDescriptor { output += chunk[..<count] } else { errors += chunk[..<count] }
+                if descriptor === outputDescriptor { output += chunk[..<count] } else { errors += chunk[..<count] }
                 if output.count + errors.count > Self.limit { Glibc.kill(pid, SIGKILL) }
                 continue
             }
@@ -132,10 +128,9 @@ final class HelperProcess {
         }
     }
 
-    private func closePipe(_ descriptor: Int32, ending: (Int32) -> Void) {
+    private func closePipe(_ descriptor: OwnedDescriptor, ending: (OwnedDescriptor) -> Void) {
         ending(descriptor)
-        close(descriptor)
-        descriptors.removeAll { $0 == descriptor }
+        descriptors.removeAll { $0 === descriptor }
     }
 
     /// Killed for its deadline already.
@@ -150,7 +145,7 @@ final class HelperProcess {
     /// Reaps the process if it has exited (never waits): true once it has. Then what
     /// its pipes still hold is read and they are closed, after `ending` for each.
     @discardableResult
-    func reapIfExited(ending: (Int32) -> Void = { _ in }) -> Bool {
+    func reapIfExited(ending: (OwnedDescriptor) -> Void = { _ in }) -> Bool {
         if waitStatus == nil {
             var status: Int32 = 0
             switch retryingOnInterrupt({ waitpid(pid, &status, WNOHANG) }) {
@@ -163,7 +158,7 @@ final class HelperProcess {
         for descriptor in descriptors {
             read(descriptor, ending: ending)
             // Still open: a child of the helper holds it. What the helper wrote is read.
-            if descriptors.contains(descriptor) { closePipe(descriptor, ending: ending) }
+            if descriptors.contains(where: { $0 === descriptor }) { closePipe(descriptor, ending: ending) }
         }
         return true
     }
@@ -183,13 +178,14 @@ final class HelperProcess {
         while !reapIfExited() {
             let remaining = deadline.map { ContinuousClock.now.duration(to: $0) } ?? .seconds(3600)
             if remaining <= .zero, !timedOut { expire() }
-            var polled = ([exitDescriptor] + descriptors).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let pipes = descriptors
+            var polled = ([exitDescriptor] + pipes).map { pollfd(fd: $0.rawValue, events: Int16(POLLIN), revents: 0) }
             let nanoseconds =
                 timedOut
                 ? 1_000_000_000 : max(0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
             // A poll that fails cannot wait for the end: the process is ended instead.
             if retryingOnInterrupt({ reachd_poll(&polled, nfds_t(polled.count), nanoseconds) }) < 0, !timedOut { expire() }
-            for entry in polled.dropFirst() where entry.revents != 0 { read(entry.fd) }
+            for (pipe, entry) in zip(pipes, polled.dropFirst()) where entry.revents != 0 { read(pipe) }
         }
         return outcome
     }

@@ -1,4 +1,5 @@
 import ReachabilityBus
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -10,14 +11,14 @@ final class HelperRuns {
     private final class Run {
         let process: HelperProcess
         /// A watch per pipe still open, and one on the process's exit.
-        var watches: [Int32: EventLoop.Watch] = [:]
+        var watches: [ObjectIdentifier: EventLoop.Watch] = [:]
         let completion: (HelperProcess.Outcome) -> Void
 
         init(_ process: HelperProcess, completion: @escaping (HelperProcess.Outcome) -> Void) {
             (self.process, self.completion) = (process, completion)
         }
 
-        func stopWatching(_ descriptor: Int32) { watches.removeValue(forKey: descriptor)?.cancel() }
+        func stopWatching(_ descriptor: OwnedDescriptor) { watches[ObjectIdentifier(descriptor)] = nil }
     }
 
     private var running: [Run] = []
@@ -40,15 +41,16 @@ final class HelperRuns {
         let run = Run(process, completion: completion)
         do {
             for descriptor in process.descriptors {
-                run.watches[descriptor] = try loop.onReadable(descriptor) { [unowned run] in
+                run.watches[ObjectIdentifier(descriptor)] = try loop.onReadable(descriptor) { [unowned run] in
                     process.read(descriptor, ending: run.stopWatching)
                 }
             }
-            run.watches[process.exitDescriptor] = try loop.onReadable(process.exitDescriptor) { [unowned self, unowned run] in
+            run.watches[ObjectIdentifier(process.exitDescriptor)] = try loop.onReadable(process.exitDescriptor) {
+                [unowned self, unowned run] in
                 if process.reapIfExited(ending: run.stopWatching) { finish(run) }
             }
         } catch {
-            run.watches.keys.forEach(run.stopWatching)
+            run.watches = [:]
             process.expire()
             // Killed: it exits at once, and the wait is for that alone.
             _ = process.runToEnd()
@@ -61,7 +63,7 @@ final class HelperRuns {
     private func finish(_ run: Run) {
         guard let index = running.firstIndex(where: { $0 === run }) else { return }
         running.remove(at: index)
-        run.watches.keys.forEach(run.stopWatching)
+        run.watches = [:]
         armTimer()
         run.completion(run.process.outcome)
     }

@@ -1,3 +1,4 @@
+import ReachabilityBus
 import Synchronization
 import SystemCalls
 
@@ -6,9 +7,6 @@ import SystemCalls
 final class Mailbox<Message: Sendable>: Sendable {
     private let wake: WakePipe
     private let queue = Mutex<[Message]>([])
-
-    /// The descriptor for the loop to watch.
-    var descriptor: Int32 { wake.readEnd.rawValue }
 
     init() throws {
         wake = try WakePipe()
@@ -19,8 +17,13 @@ final class Mailbox<Message: Sendable>: Sendable {
         wake.signal()
     }
 
+    /// Hands `receive` what was posted, oldest first, on `loop`'s thread, until the watch is let go.
+    func deliver(on loop: EventLoop, to receive: @escaping ([Message]) -> Void) throws -> EventLoop.Watch {
+        try loop.onReadable(wake.readEnd.rawValue, of: wake) { [self] in receive(take()) }
+    }
+
     /// Everything posted so far, oldest first.
-    func take() -> [Message] {
+    private func take() -> [Message] {
         wake.drain()
         return queue.withLock { messages in
             var taken: [Message] = []

@@ -20,6 +20,7 @@ final class NAT64Discovery {
     }
 
     private let mailbox: Mailbox<Answer>
+    private var answers: EventLoop.Watch?
     private let found: (_ prefix: NAT64Prefix?, _ interface: Int32) -> Void
     private var generation = 0
     /// The interface the running (or last) query was made for.
@@ -30,8 +31,8 @@ final class NAT64Discovery {
     init(loop: EventLoop, found: @escaping (_ prefix: NAT64Prefix?, _ interface: Int32) -> Void) throws {
         mailbox = try Mailbox()
         self.found = found
-        try loop.onReadable(mailbox.descriptor) { [unowned self] in
-            for answer in mailbox.take() where answer.generation == generation {
+        answers = try mailbox.deliver(on: loop) { [unowned self] posted in
+            for answer in posted where answer.generation == generation {
                 guard let asked else { continue }
                 if let failure = answer.failure { Log.info("nat64: no DNS64 prefix (RFC 7050): \(failure)") }
                 self.found(answer.prefix, asked)

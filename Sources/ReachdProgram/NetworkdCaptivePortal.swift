@@ -33,11 +33,10 @@ final class NetworkdCaptivePortal {
     /// Reads link state from `directory` (nil: not at all), at start and on reload.
     func configure(directory fresh: String?) throws {
         guard fresh != directory else { return }
-        loopWatch?.cancel()
         (loopWatch, watch, directory) = (nil, nil, nil)
         if let fresh {
             let created = try FileChangeWatch()
-            loopWatch = try loop.onReadable(created.fileDescriptor.rawValue) { [unowned self] in
+            loopWatch = try loop.onReadable(created.fileDescriptor.rawValue, of: created) { [unowned self] in
                 if created.drain(), read() { onChange() }
             }
             (watch, directory) = (created, fresh)

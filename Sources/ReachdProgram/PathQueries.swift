@@ -26,6 +26,7 @@ final class PathQueries {
     private let published: () -> Path?
     private let trust: () -> TrustSummary
     private let mailbox: Mailbox<Resolution>
+    private var resolutions: EventLoop.Watch?
     /// Name resolutions in flight, by request.
     private var pending: [Int: (caller: String, done: ([IPAddress]) -> Void)] = [:]
     private var nextRequest = 0
@@ -37,8 +38,8 @@ final class PathQueries {
     ) throws {
         (self.object, self.engine, self.published, self.trust) = (object, engine, published, trust)
         mailbox = try Mailbox()
-        try loop.onReadable(mailbox.descriptor) { [unowned self] in
-            for resolution in mailbox.take() { resolved(resolution) }
+        resolutions = try mailbox.deliver(on: loop) { [unowned self] posted in
+            for resolution in posted { resolved(resolution) }
         }
         object.onPathWatches = { [unowned self] held in
             watches.keep(only: held)

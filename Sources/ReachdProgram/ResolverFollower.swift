@@ -23,11 +23,10 @@ final class ResolverFollower {
 
     /// Follows the resolv.conf at `path` (nil: DNS is not followed), at start and on reload.
     func follow(resolvConf path: String?) throws {
-        resolvConfWatch?.cancel()
         resolvConfWatch = nil
         resolvConf = try path.map { try ResolvConfWatch(path: $0) }
         if let resolvConf {
-            resolvConfWatch = try loop.onReadable(resolvConf.fileDescriptor.rawValue) { [unowned self] in
+            resolvConfWatch = try loop.onReadable(resolvConf.fileDescriptor.rawValue, of: resolvConf) { [unowned self] in
                 if resolvConf.update() { changed() }
             }
         }

@@ -22,6 +22,8 @@ final class WaysOutChecker {
 
     private let configured: Configured
     private let schedule: WaysOutScheduler
+    /// The probes' verdicts, handed over by `Mailbox`.
+    private var verdicts: EventLoop.Watch?
 
     /// - Parameter changed: on the loop when a published verdict changed.
     init(options: ConnectivityOptions, loop: EventLoop, changed: @escaping () -> Void) throws {
@@ -37,9 +39,9 @@ final class WaysOutChecker {
             }
         }
         timer = try loop.timer { [unowned schedule] in schedule.timerFired() }
-        try loop.onReadable(mailbox.descriptor) { [unowned schedule] in
+        verdicts = try mailbox.deliver(on: loop) { [unowned schedule] posted in
             var moved = false
-            for probed in mailbox.take() where schedule.finish(probed.index, probed.generation, probed.verdict) { moved = true }
+            for probed in posted where schedule.finish(probed.index, probed.generation, probed.verdict) { moved = true }
             if moved { changed() }
         }
     }

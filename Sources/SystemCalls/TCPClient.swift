@@ -8,7 +8,8 @@ import Glibc
 /// optionally bound to one interface, every step under one deadline, closed on release.
 /// Its failures are `SystemCallError`s: "connecting to 192.0.2.1:80", ETIMEDOUT when the deadline passed.
 package final class TCPClient {
-    private let descriptor: Int32
+    private let socket: OwnedDescriptor
+    private var descriptor: Int32 { socket.rawValue }
     private let deadline: ContinuousClock.Instant
     private let peer: String
 
@@ -19,9 +20,10 @@ package final class TCPClient {
     {
         self.deadline = deadline
         peer = address.family == .v6 ? "[\(address)]:\(port)" : "\(address):\(port)"
-        descriptor = socket(
-            address.family.kernelValue, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard descriptor >= 0 else { throw SystemCallError("creating a socket for \(peer)") }
+        socket = try .taking(
+            Glibc.socket(
+                address.family.kernelValue, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0),
+            "creating a socket for \(peer)")
         if let device {
             _ = device.withCString { setsockopt(descriptor, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
         }
@@ -36,8 +38,6 @@ package final class TCPClient {
             guard error == 0 else { throw fail("connecting to \(peer)", error) }
         }
     }
-
-    deinit { close(descriptor) }
 
     private func fail(_ operation: String, _ code: Int32) -> SystemCallError {
         SystemCallError(operation, errno: Errno(rawValue: code))

@@ -21,12 +21,13 @@ final class EmbeddedDaemon {
         var configuration = DaemonConfiguration()
         configuration.connectivity.capport = .off
         var access = Daemon.KernelAccess.engines(on: kernel, loop: loop)
-        access.watch = { [unowned self] descriptor, readable in
+        let watch = access.watch
+        access.watch = { [unowned self] engine, readable in
             if failNextWatch {
                 failNextWatch = false
-                throw BusError("watching descriptor \(descriptor)", code: 12) // ENOMEM
+                throw BusError("watching descriptor \(engine.fileDescriptor)", code: 12) // ENOMEM
             }
-            return try loop.onReadable(descriptor, readable)
+            return try watch(engine, readable)
         }
         daemon = try Daemon(configFile: "/nonexistent", configuration: configuration, helper: nil, loop: loop, kernel: access)
         daemon.publishCurrentPath()

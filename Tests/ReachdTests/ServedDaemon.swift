@@ -43,8 +43,8 @@ final class ServedDaemon: Sendable {
                     kernel: .engines(on: kernel, loop: loop))
                 let privateSocket = try PrivateSocket(path: socket)
                 try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
-                let messages = try loop.onReadable(mailbox.descriptor) { [mailbox] in
-                    for message in mailbox.take() { message(daemon) }
+                let messages = try mailbox.deliver(on: loop) { posted in
+                    for message in posted { message(daemon) }
                 }
                 daemon.publishCurrentPath()
                 started.withLock { $0 = .success(()) }
