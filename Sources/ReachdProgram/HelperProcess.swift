@@ -39,15 +39,27 @@ final class HelperProcess {
     private let outputDescriptor: OwnedDescriptor
     /// The pipes still open.
     private(set) var descriptors: [OwnedDescriptor]
-    /// Readable once the process has exited (pidfd_open).
-    let exitDescriptor: OwnedDescriptor
+    /// How the end of a run is seen.
+    enum ExitWatch: Sendable, CaseIterable {
+        /// Its pidfd becomes readable (pidfd_open); where there is none, polled.
+        case pidfd
+        /// `waitpid(WNOHANG)` every `exitPollInterval`: where there is no pidfd_open
+        /// (valgrind 3.19, which `release/symbol-order.sh` runs reachd under).
+        case polled
+    }
+
+    /// Readable once the process has exited; nil when its end is polled.
+    let exitDescriptor: OwnedDescriptor?
+    static let exitPollInterval = Duration.milliseconds(10)
     /// The wait status, once reaped.
     private var waitStatus: Int32?
     private var timedOut = false
 
     /// Starts `executable` with `arguments`, its stdin /dev/null, its stdout and stderr
     /// on pipes, the signals the daemon blocks unblocked, to be done by `deadline`.
-    init(_ executable: String, _ arguments: [String], deadline: ContinuousClock.Instant?) throws(TrustHelper.Failure) {
+    init(
+        _ executable: String, _ arguments: [String], deadline: ContinuousClock.Instant?, exitWatch: ExitWatch = .pidfd
+    ) throws(TrustHelper.Failure) {
         let out: (read: OwnedDescriptor, write: OwnedDescriptor)
         let err: (read: OwnedDescriptor, write: OwnedDescriptor)
         do {
@@ -82,7 +94,9 @@ final class HelperProcess {
             throw .init(description: "\(SystemCallError("starting \(executable)", errno: Errno(rawValue: result)))")
         }
         do {
-            exitDescriptor = try .taking(reachd_pidfd_open(pid), "watching \(executable) (pidfd_open)")
+            exitDescriptor = exitWatch == .pidfd ? try .taking(reachd_pidfd_open(pid), "watching \(executable) (pidfd_open)") : nil
+        } catch  where error.errno == .noFunction {
+            exitDescriptor = nil
         } catch {
             // Not watchable: not run. SIGKILL ends it at once, so this one wait is short.
             Glibc.kill(pid, SIGKILL)
@@ -179,13 +193,13 @@ final class HelperProcess {
             let remaining = deadline.map { ContinuousClock.now.duration(to: $0) } ?? .seconds(3600)
             if remaining <= .zero, !timedOut { expire() }
             let pipes = descriptors
-            var polled = ([exitDescriptor] + pipes).map { pollfd(fd: $0.rawValue, events: Int16(POLLIN), revents: 0) }
+            var polled = ([exitDescriptor].compactMap { $0 } + pipes).map { pollfd(fd: $0.rawValue, events: Int16(POLLIN), revents: 0) }
+            let wait = exitDescriptor == nil ? min(remaining, Self.exitPollInterval) : remaining
             let nanoseconds =
-                timedOut
-                ? 1_000_000_000 : max(0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
+                timedOut ? 1_000_000_000 : max(0, wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000)
             // A poll that fails cannot wait for the end: the process is ended instead.
             if retryingOnInterrupt({ reachd_poll(&polled, nfds_t(polled.count), nanoseconds) }) < 0, !timedOut { expire() }
-            for (pipe, entry) in zip(pipes, polled.dropFirst()) where entry.revents != 0 { read(pipe) }
+            for (pipe, entry) in zip(pipes, polled.suffix(pipes.count)) where entry.revents != 0 { read(pipe) }
         }
         return outcome
     }

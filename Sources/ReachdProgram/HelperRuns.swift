@@ -27,17 +27,17 @@ final class HelperRuns {
 
     init(loop: EventLoop) throws(BusError) {
         self.loop = loop
-        var expire: (() -> Void)?
-        timer = try loop.timer { expire?() }
-        expire = { [unowned self] in expireOverdue() }
+        var fired: (() -> Void)?
+        timer = try loop.timer { fired?() }
+        fired = { [unowned self] in timerFired() }
     }
 
     /// Starts `arguments`; `completion` runs on the loop with the outcome, by the deadline (if any) at the latest.
     func start(
-        _ executable: String, _ arguments: [String], within budget: Duration?,
+        _ executable: String, _ arguments: [String], within budget: Duration?, exitWatch: HelperProcess.ExitWatch = .pidfd,
         completion: @escaping (HelperProcess.Outcome) -> Void
     ) throws(TrustHelper.Failure) {
-        let process = try HelperProcess(executable, arguments, deadline: budget.map { .now + $0 })
+        let process = try HelperProcess(executable, arguments, deadline: budget.map { .now + $0 }, exitWatch: exitWatch)
         let run = Run(process, completion: completion)
         do {
             for descriptor in process.descriptors {
@@ -45,9 +45,11 @@ final class HelperRuns {
                     process.read(descriptor, ending: run.stopWatching)
                 }
             }
-            run.watches[ObjectIdentifier(process.exitDescriptor)] = try loop.onReadable(process.exitDescriptor) {
-                [unowned self, unowned run] in
-                if process.reapIfExited(ending: run.stopWatching) { finish(run) }
+            // Without a pidfd the timer looks for the exit (`timerFired`).
+            if let exit = process.exitDescriptor {
+                run.watches[ObjectIdentifier(exit)] = try loop.onReadable(exit) { [unowned self, unowned run] in
+                    if process.reapIfExited(ending: run.stopWatching) { finish(run) }
+                }
             }
         } catch {
             run.watches = [:]
@@ -68,14 +70,18 @@ final class HelperRuns {
         run.completion(run.process.outcome)
     }
 
-    /// Kills the runs past their deadline; they then exit and finish as any run.
-    private func expireOverdue() {
+    /// Kills the runs past their deadline (they then exit and finish as any run), and
+    /// finishes those without a pidfd that have exited.
+    private func timerFired() {
         for run in running where run.process.deadline.map({ $0 <= .now }) == true { run.process.expire() }
+        for run in running where run.process.exitDescriptor == nil && run.process.reapIfExited(ending: run.stopWatching) { finish(run) }
         armTimer()
     }
 
+    /// For the next deadline, or sooner while a run without a pidfd is to be looked at.
     private func armTimer() {
-        let pending = running.filter { !$0.process.isExpired }.compactMap(\.process.deadline)
+        var pending = running.filter { !$0.process.isExpired }.compactMap(\.process.deadline)
+        if running.contains(where: { $0.process.exitDescriptor == nil }) { pending.append(.now + HelperProcess.exitPollInterval) }
         guard let next = pending.min() else { return timer.disarm() }
         timer.arm(after: max(.zero, ContinuousClock.now.duration(to: next)))
     }
