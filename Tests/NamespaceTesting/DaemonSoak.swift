@@ -70,6 +70,8 @@ public struct DaemonSoak {
         /// From the last kernel change to the subscriber holding the daemon's last
         /// document (seen by polling every 10 ms); nil when it never did within 30 s.
         public var lastStateMilliseconds: Double?
+        /// When it never did: what it last printed, and the daemon's document, as compared (the evidence).
+        public var stale: (printed: String, daemon: String)?
     }
 
     public struct Result: Sendable {
@@ -259,7 +261,8 @@ public struct DaemonSoak {
                 result.subscribers.append(
                     Subscriber(
                         name: name, documents: documents, running: watcher.isRunning,
-                        lastStateMilliseconds: holding[name]))
+                        lastStateMilliseconds: holding[name],
+                        stale: holding[name] == nil ? (Self.lastLine(of: output).flatMap(Self.comparable) ?? "nothing", final) : nil))
             }
             try await Task.sleep(for: Self.quiet)
             result.end = await Footprint.steady(pid: daemon.processIdentifier)

@@ -102,8 +102,9 @@ struct ClientAPITests {
         try await Self.withDaemon { daemon, client in
             var idle = client.paths.makeAsyncIterator()
             #expect(await idle.next()?.status == .wired, "subscribed")
-            // A reader that keeps up, to count what the daemon sent.
-            let eager = Collected(ReachabilityClient(endpoint: .address(daemon.address)).paths)
+            // A reader that keeps up, to count what the daemon sent: on the same client, so that once it holds
+            // the last path the idle stream was handed it too (another client's connection may be ahead of this one).
+            let eager = Collected(client.paths)
             defer { eager.cancel() }
             #expect(await eventually { eager.all.count == 1 })
             // 30 documents, each with one more address on wlan0, one at a time (not one coalesced batch).
@@ -117,6 +118,8 @@ struct ClientAPITests {
             }
             #expect(await eventually { added(eager.all.last) == 30 }, "\(eager.all.count) documents")
             #expect(eager.all.count >= 10, "the daemon sent \(eager.all.count) documents, not one")
+            // Both streams are handed each path in one pass on the client's thread: let that pass end.
+            try await Task.sleep(for: .milliseconds(100))
             let next = await idle.next()
             #expect(
                 added(next) == 30, "the idle consumer's next path is the latest (\(added(next)) of 30 addresses), not the oldest queued")
