@@ -211,7 +211,7 @@ func runSoakBenchmark() async throws {
     print("   subscriber   documents   holds the daemon's last document (ms after the last change)")
     for subscriber in result.subscribers {
         print(
-            "   \(subscriber.name.padding(toLength: 11, withPad: " ", startingAt: 0))  \(String(subscriber.documents).padding(toLength: 10, withPad: " ", startingAt: 0))  \(subscriber.lastStateMilliseconds.map { format($0, 0) } ?? "NEVER (stale)")"
+            "   \(subscriber.name.padding(toLength: 11, withPad: " ", startingAt: 0))  \(String(subscriber.documents).padding(toLength: 10, withPad: " ", startingAt: 0))  \(subscriber.stale != nil ? "STALE: holds another document than the daemon at the end" : subscriber.lastStateMilliseconds.map { format($0, 0) } ?? "- (the daemon moved on first; holds its end)")"
         )
     }
 }

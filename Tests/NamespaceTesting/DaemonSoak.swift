@@ -67,10 +67,12 @@ public struct DaemonSoak {
         public var documents: Int
         /// Still running at the end (a subscriber that died holds nothing).
         public var running: Bool
-        /// From the last kernel change to the subscriber holding the daemon's last
-        /// document (seen by polling every 10 ms); nil when it never did within 30 s.
+        /// From the last kernel change to the subscriber holding the daemon's document as it
+        /// was once settled (seen by polling every 10 ms); nil when it never did within 30 s —
+        /// as when the daemon moved on meanwhile (an IPv6 link-local address leaving DAD).
         public var lastStateMilliseconds: Double?
-        /// When it never did: what it last printed, and the daemon's document, as compared (the evidence).
+        /// Set when, after a quiet spell, it does not hold what the daemon holds: what it last
+        /// printed, and the daemon's document, as compared.
         public var stale: (printed: String, daemon: String)?
     }
 
@@ -86,7 +88,7 @@ public struct DaemonSoak {
         /// From the last kernel change to the daemon's document settling, its probe and
         /// trust round included (seen by polling `reachctl status` every 20 ms).
         public var settleMilliseconds = 0.0
-        public var converged: Bool { subscribers.allSatisfy { $0.lastStateMilliseconds != nil } }
+        public var converged: Bool { subscribers.allSatisfy { $0.stale == nil } }
     }
 
     /// Seven changes that all succeed, ending where they began: an address, the
@@ -256,15 +258,17 @@ public struct DaemonSoak {
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
+            try await Task.sleep(for: Self.quiet)
+            // Converged: after the quiet spell every subscriber holds what the daemon holds.
+            let end = describe() ?? "no answer"
             for (name, watcher, output) in watchers {
                 let documents = ((try? Data(contentsOf: output)) ?? Data()).count { $0 == UInt8(ascii: "\n") }
+                let printed = Self.lastLine(of: output).flatMap(Self.comparable) ?? "nothing"
                 result.subscribers.append(
                     Subscriber(
                         name: name, documents: documents, running: watcher.isRunning,
-                        lastStateMilliseconds: holding[name],
-                        stale: holding[name] == nil ? (Self.lastLine(of: output).flatMap(Self.comparable) ?? "nothing", final) : nil))
+                        lastStateMilliseconds: holding[name], stale: printed == end ? nil : (printed, end)))
             }
-            try await Task.sleep(for: Self.quiet)
             result.end = await Footprint.steady(pid: daemon.processIdentifier)
             return result
         }
