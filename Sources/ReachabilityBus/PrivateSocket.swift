@@ -11,7 +11,7 @@ import Glibc
 /// broker. Everyone may connect (mode 0666); root-only methods check the peer.
 package final class PrivateSocket {
     package let path: String
-    let descriptor: OwnedDescriptor
+    private let descriptor: OwnedDescriptor
     /// The listener's watch, from `serve` on.
     private var watch: EventLoop.Watch?
 
