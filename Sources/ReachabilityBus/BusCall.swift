@@ -77,5 +77,6 @@ package struct BusMethodError: Error, Sendable {
 
     package static func failed(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.Failed", message) }
     package static func accessDenied(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.AccessDenied", message) }
+    package static func invalidArgs(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.InvalidArgs", message) }
     package static func limitsExceeded(_ message: String) -> BusMethodError { .init("org.freedesktop.DBus.Error.LimitsExceeded", message) }
 }

@@ -21,7 +21,7 @@ package final class BusConnection {
     }
 
     deinit {
-        for slot in slots { sd_bus_slot_unref(slot) }
+        for slot in slots + matches.values.map(\.slot) { sd_bus_slot_unref(slot) }
         sd_bus_flush_close_unref(bus)
     }
 
@@ -222,14 +222,14 @@ package final class BusConnection {
         let body: (BusMessage) -> Void
         init(_ body: @escaping (BusMessage) -> Void) { self.body = body }
     }
-    private var signalHandlers: [MessageHandler] = []
 
     /// Calls `body` with the first one or two string arguments of each matching
     /// signal (`twoArguments`: the signal carries at least two strings), and its serial.
+    @discardableResult
     package func onSignal(
         sender: String?, path: String, interface: String, member: String, twoArguments: Bool,
         _ body: @escaping (String, String?, UInt64) -> Void
-    ) throws(BusError) {
+    ) throws(BusError) -> SignalMatch {
         try onSignal(sender: sender, path: path, interface: interface, member: member) { message in
             guard let first = message.string() else { return }
             let second = twoArguments ? message.string() : nil
@@ -238,13 +238,14 @@ package final class BusConnection {
         }
     }
 
-    /// Calls `body` with each matching signal (a nil field matches any).
+    /// Calls `body` with each matching signal (a nil field matches any), until the
+    /// connection goes or the returned match is cancelled.
+    @discardableResult
     package func onSignal(
         sender: String?, path: String?, interface: String, member: String,
         _ body: @escaping (BusMessage) -> Void
-    ) throws(BusError) {
+    ) throws(BusError) -> SignalMatch {
         let handler = MessageHandler(body)
-        signalHandlers.append(handler)
         var slot: OpaquePointer?
         try check(
             sd_bus_match_signal(
@@ -253,7 +254,20 @@ package final class BusConnection {
                     Unmanaged<MessageHandler>.fromOpaque(userdata!).takeUnretainedValue().body(BusMessage(message!))
                     return 0
                 }, Unmanaged.passUnretained(handler).toOpaque()), "subscribing to \(member)")
-        slots.append(slot!)
+        nextMatch += 1
+        matches[nextMatch] = (slot!, handler)
+        return SignalMatch(id: nextMatch)
+    }
+
+    /// A signal subscription of this connection's.
+    package struct SignalMatch: Hashable, Sendable { let id: Int }
+    private var matches: [Int: (slot: OpaquePointer, handler: MessageHandler)] = [:]
+    private var nextMatch = 0
+
+    /// Ends a signal subscription (its match rule leaves the bus).
+    package func cancel(_ match: SignalMatch) {
+        guard let (slot, _) = matches.removeValue(forKey: match.id) else { return }
+        sd_bus_slot_unref(slot)
     }
 
     /// This connection's unique name on its bus (`:1.42`).
@@ -264,9 +278,10 @@ package final class BusConnection {
     }
 
     /// Calls a method without waiting: `reply` gets the answer (or the error) on the loop.
+    /// `timeout`: nil for sd-bus's default (25 s).
     package func callAsync(
         _ destination: String, _ path: String, _ interface: String, _ member: String,
-        _ arguments: [BusMessage.Argument] = [], reply: @escaping (BusMessage) -> Void
+        _ arguments: [BusMessage.Argument] = [], timeout: Duration? = nil, reply: @escaping (BusMessage) -> Void
     ) throws(BusError) {
         var call: OpaquePointer?
         try check(sd_bus_message_new_method_call(bus, &call, destination, path, interface, member), "calling \(member)")
@@ -279,7 +294,7 @@ package final class BusConnection {
             { message, userdata, _ in
                 Unmanaged<MessageHandler>.fromOpaque(userdata!).takeRetainedValue().body(BusMessage(message!))
                 return 0
-            }, handler, 0)
+            }, handler, timeout?.microseconds ?? 0)
         if status < 0 { Unmanaged<MessageHandler>.fromOpaque(handler).release() }
         try check(status, "calling \(member)")
     }

@@ -18,6 +18,12 @@ package struct BusMessage {
 
     package var errorMessage: String? { sd_bus_message_get_error(raw)?.pointee.message.map { String(cString: $0) } }
 
+    /// An error reply as the error of the call `operation` names; nil for anything else.
+    package func error(of operation: String) -> BusError? {
+        guard let name = errorName else { return nil }
+        return BusError(operation, code: sd_bus_message_get_errno(raw), name: name, message: errorMessage)
+    }
+
     package var serial: UInt64 { BusConnection.serial(of: raw) }
 
     package func string() -> String? { text("s") }

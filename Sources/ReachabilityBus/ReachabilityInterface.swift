@@ -141,7 +141,11 @@ extension ReachabilityObject {
                 let watcher = call.sender ?? ""
                 let bus = call.bus
                 let reply = call.later()
-                if let subscriber = object.subscriber(on: bus), subscriber.pathWatchCount(of: watcher) >= pathWatchesPerClient {
+                // Asking again for a watch it holds is no new watch.
+                if let subscriber = object.subscriber(on: bus), subscriber.pathWatchCount(of: watcher) >= pathWatchesPerClient,
+                    let key = try? delegate.pathWatchKey(destination: destination, interfaceTypes: types),
+                    subscriber.pathWatchers[key]?.contains(watcher) != true
+                {
                     reply(.failure(.limitsExceeded("at most \(pathWatchesPerClient) WatchPath() watches per connection")))
                     return 1
                 }
@@ -155,6 +159,36 @@ extension ReachabilityObject {
                     reply(result.map(\.document))
                 }
                 return 1
+            },
+            .init("UnwatchPath", "ss", "") { object, call in
+                guard let (destination, types) = call.strings() else { return -EINVAL }
+                guard let delegate = object.delegate else { return -ESHUTDOWN }
+                let key: String
+                do throws(BusMethodError) {
+                    key = try delegate.pathWatchKey(destination: destination, interfaceTypes: types)
+                } catch {
+                    return call.fail(error)
+                }
+                if let subscriber = object.subscriber(on: call.bus), subscriber.pathWatchers[key]?.remove(call.sender ?? "") != nil {
+                    if subscriber.pathWatchers[key]?.isEmpty == true {
+                        subscriber.pathWatchers[key] = nil
+                        subscriber.pendingPaths[key] = nil
+                    }
+                    object.pathWatchesChanged()
+                }
+                return call.replyEmpty()
+            },
+            .init("UnwatchInterfaces", "", "") { object, call in
+                if let subscriber = object.subscriber(on: call.bus) {
+                    if let sender = call.sender {
+                        subscriber.busInterfaceWatchers.remove(sender)
+                    } else {
+                        subscriber.peerWatchesInterfaces = false
+                    }
+                    if !subscriber.watchesInterfaces { subscriber.pendingInterfaces = [:] }
+                    object.interfaceWatchersChanged()
+                }
+                return call.replyEmpty()
             }
         ],
         signals: [

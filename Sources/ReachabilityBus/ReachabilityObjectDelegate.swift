@@ -25,4 +25,7 @@ package protocol ReachabilityObjectDelegate: AnyObject {
     func watchPath(
         destination: String, interfaceTypes: String, caller: String,
         reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void)
+    /// The key of the watch a `WatchPath(destination, interfaceTypes)` call names (`PathChanged`'s
+    /// first argument); `InvalidArgs` for a bad interface-type list.
+    func pathWatchKey(destination: String, interfaceTypes: String) throws(BusMethodError) -> String
 }

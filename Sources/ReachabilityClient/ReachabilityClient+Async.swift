@@ -1,60 +1,43 @@
 import Dispatch
 import Synchronization
 
-/// The daemon's calls, for `async` code: each runs its D-Bus call on a thread of the
-/// global pool (a call waits up to 25 s for a busy daemon), so no task of the caller's
-/// executor is held while the daemon answers. Code that cannot `await` uses ``ReachabilityClient/blocking``.
+/// The daemon's calls, for `async` code: a call waits on the client's connection, and no
+/// thread — of the caller's executor or any other — is held while the daemon answers (a
+/// call may wait up to 25 s for a busy daemon). Code that cannot `await` uses ``ReachabilityClient/blocking``.
 extension ReachabilityClient {
-    private func offThread<Value: Sendable>(_ body: @escaping @Sendable (Blocking) throws(Failure) -> Value) async throws(Failure) -> Value
-    {
-        let blocking = blocking
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Failure>, Never>) in
-            DispatchQueue.global().async { continuation.resume(returning: Result { () throws(Failure) in try body(blocking) }) }
-        }
-        return try result.get()
-    }
-
     /// The daemon's current path.
-    public func currentPath() async throws(Failure) -> Path {
-        try await offThread { blocking throws(Failure) in try blocking.currentPath() }
-    }
+    public func currentPath() async throws(Failure) -> Path { try Self.decode(try await call("Describe")) }
 
     /// Every interface the daemon sees, in index order: the inventory of
     /// `reachctl status --interfaces` (the path lists only the available ones).
-    public func interfaces() async throws(Failure) -> [InterfaceChange] {
-        try await offThread { blocking throws(Failure) in try blocking.interfaces() }
-    }
+    public func interfaces() async throws(Failure) -> [InterfaceChange] { try Self.decodeInterfaces(try await call("Interfaces")) }
 
     /// The daemon's path to a host name or address (like `reachctl route`).
     /// - Parameters:
     ///   - destination: A host name or an IP address; the daemon resolves a name with the system resolver.
     ///   - timeout: How long to wait for the answer (a resolver that gets no answer takes seconds).
     public func route(to destination: String, timeout: Duration = .seconds(25)) async throws(Failure) -> Path {
-        try await offThread { blocking throws(Failure) in try blocking.route(to: destination, timeout: timeout) }
+        try Self.decode(try await call("Route", destination, timeout: timeout))
     }
 
     /// The latest trust round: the overall verdict, each host's verdict and reason.
-    public func trustStatus() async throws(Failure) -> TrustStatus {
-        try await offThread { blocking throws(Failure) in try blocking.trustStatus() }
-    }
+    public func trustStatus() async throws(Failure) -> TrustStatus { try Self.decodeTrust(try await trustStatusDocument()) }
 
     /// The latest trust round as JSON, as the daemon wrote it (what `reachctl trust status --json` prints).
-    public func trustStatusDocument() async throws(Failure) -> String {
-        try await offThread { blocking throws(Failure) in try blocking.trustStatusDocument() }
-    }
+    public func trustStatusDocument() async throws(Failure) -> String { try await call("TrustStatus") }
 
     /// Asks the daemon for a trust round now. Any user may, at most once per 10 s
     /// (root always); the verdict arrives on ``trustChanges`` (and in the path's `trust`).
-    public func recheckTrust() async throws(Failure) { try await offThread { blocking throws(Failure) in try blocking.recheckTrust() } }
+    public func recheckTrust() async throws(Failure) { _ = try await call("RecheckTrust") }
 
     /// Asks the daemon to probe connectivity now (at most once per 10 s) and returns the
     /// state it published after the probe. Fails when no `[connectivity] uri` is configured.
     public func checkConnectivity() async throws(Failure) -> Connectivity {
-        try await offThread { blocking throws(Failure) in try blocking.checkConnectivity() }
+        try Self.decodeConnectivity(try await call("CheckConnectivity"))
     }
 
     /// Asks the daemon to re-read its config (root only).
-    public func reload() async throws(Failure) { try await offThread { blocking throws(Failure) in try blocking.reload() } }
+    public func reload() async throws(Failure) { _ = try await call("Reload") }
 
     // MARK: Waiting
 

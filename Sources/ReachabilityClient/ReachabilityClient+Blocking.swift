@@ -12,18 +12,13 @@ extension ReachabilityClient {
 
         /// The daemon's current path.
         public func currentPath() throws(Failure) -> Path {
-            try ReachabilityClient.decode(try client.connect().document)
+            try ReachabilityClient.decode(try client.call("Describe"))
         }
 
         /// Every interface the daemon sees, in index order: the inventory of
         /// `reachctl status --interfaces` (the path lists only the available ones).
         public func interfaces() throws(Failure) -> [InterfaceChange] {
-            let document = try client.call("Interfaces")
-            do {
-                return try InterfaceChange.decodeArray(document)
-            } catch {
-                throw Failure(description: "the daemon's interfaces do not parse: \(error)")
-            }
+            try ReachabilityClient.decodeInterfaces(try client.call("Interfaces"))
         }
 
         /// The daemon's path to a host name or address (like `reachctl route`).
@@ -57,11 +52,7 @@ extension ReachabilityClient {
         /// Asks the daemon to probe connectivity now (at most once per 10 s) and returns the
         /// state it published after the probe. Fails when no `[connectivity] uri` is configured.
         public func checkConnectivity() throws(Failure) -> Connectivity {
-            let answer = try client.call("CheckConnectivity")
-            guard let state = Connectivity(rawValue: answer) else {
-                throw Failure(description: "the daemon answered CheckConnectivity with \"\(answer)\"")
-            }
-            return state
+            try ReachabilityClient.decodeConnectivity(try client.call("CheckConnectivity"))
         }
 
         /// Asks the daemon to re-read its config (root only).

@@ -14,7 +14,9 @@ import Glibc
 /// subscribe to it (AsyncStream or a callback), ask for one destination's path
 /// or the trust verdicts — the same `Path` type as the `Reachability` library.
 ///
-/// The client finds the daemon by its bus name, then on its private socket.
+/// The client finds the daemon by its bus name, then on its private socket. Its
+/// calls and all its streams share one connection, opened by the first of them and
+/// closed when the client is released: keep one client rather than making one per call.
 /// Subscriptions survive the daemon restarting or the bus going away: the
 /// client reconnects with back-off, re-reads the path, and delivers it if it
 /// changed meanwhile, so a subscriber never stays on a stale state.
@@ -53,6 +55,19 @@ public final class ReachabilityClient: Sendable {
     public init(endpoint: Endpoint = .automatic, reconnectDelays: (first: Duration, last: Duration) = (.milliseconds(100), .seconds(5))) {
         self.endpoint = endpoint
         self.reconnectDelays = reconnectDelays
+        let state = StateSink()
+        connection = Connection(endpoint: endpoint, reconnectDelays: reconnectDelays) { state.client?.connectionChanged(to: $0) }
+        state.client = self
+    }
+
+    /// Where the connection's thread finds the client to tell of its state, for as long as the client lives.
+    private final class StateSink: Sendable {
+        private let reference = Mutex<Weak?>(nil)
+        private struct Weak: @unchecked Sendable { weak var client: ReachabilityClient? }
+        var client: ReachabilityClient? {
+            get { reference.withLock { $0?.client } }
+            set { reference.withLock { $0 = Weak(client: newValue) } }
+        }
     }
 
     /// Where the private socket is: the system service's, else where a daemon
@@ -79,53 +94,27 @@ public final class ReachabilityClient: Sendable {
     /// (as `ReachabilityMonitor.paths`): the latest only.
     public static let bufferedPaths = 1
 
-    /// A connection to the daemon. Calls always name the daemon (a peer ignores
-    /// the destination); signals are taken only from the name's owner on the
-    /// system and session buses, and from anyone on an address, which may be the
-    /// private socket (a peer's signals carry no sender).
-    struct Session {
-        let connection: BusConnection
-        let destination = ReachabilityClient.name
-        let signalSender: String?
-        /// Where the daemon answered, as ``ConnectionState/connected(to:)`` says it.
-        let endpoint: String
-    }
-
-    /// Tries the endpoints in order; the first that answers Describe wins. Returns
-    /// the document and its reply's serial (the daemon's signals with a lower one are older).
-    /// `subscribe` runs on each connection before Describe: on a bus, a match added
-    /// after it could miss a change made between the answer and the match.
-    func connect(subscribe: (Session) throws -> Void = { _ in }) throws(Failure) -> (Session, document: String, serial: UInt64) {
-        var attempts: [(BusConnection.Endpoint, String?)]
-        switch endpoint {
-        case .automatic: attempts = [(.system, Self.name), (.address("unix:path=\(Self.defaultSocketPath)"), nil)]
-        case .system: attempts = [(.system, Self.name)]
-        case .session: attempts = [(.session, Self.name)]
-        case let .address(address): attempts = [(BusConnection.Endpoint(address), nil)]
-        }
-        var reasons: [String] = []
-        for (endpoint, sender) in attempts {
-            do {
-                if case let .address(address) = endpoint, address.hasPrefix("unix:path=") {
-                    try PrivateSocket.verifyOwnDirectory(of: String(address.dropFirst("unix:path=".count)))
-                }
-                let session = Session(connection: try BusConnection.connect(endpoint), signalSender: sender, endpoint: "\(endpoint)")
-                try subscribe(session)
-                let (document, serial) = try session.connection.callWithSerial("Describe", destination: Self.name, timeout: .seconds(5))
-                return (session, document ?? "", serial)
-            } catch {
-                reasons.append("\(endpoint): \(error)")
-            }
-        }
-        throw Failure(description: "no reachd answers (\(reasons.joined(separator: "; ")))", isNoDaemon: true)
-    }
-
     static func decode(_ document: String) throws(Failure) -> Path {
         do {
             return try JSONDecoder().decode(Path.self, from: Data(document.utf8))
         } catch {
             throw Failure(description: "the daemon's path document does not parse: \(error)")
         }
+    }
+
+    static func decodeInterfaces(_ document: String) throws(Failure) -> [InterfaceChange] {
+        do {
+            return try InterfaceChange.decodeArray(document)
+        } catch {
+            throw Failure(description: "the daemon's interfaces do not parse: \(error)")
+        }
+    }
+
+    static func decodeConnectivity(_ answer: String) throws(Failure) -> Connectivity {
+        guard let state = Connectivity(rawValue: answer) else {
+            throw Failure(description: "the daemon answered CheckConnectivity with \"\(answer)\"")
+        }
+        return state
     }
 
     static func decodeTrust(_ document: String) throws(Failure) -> TrustStatus {
@@ -136,15 +125,36 @@ public final class ReachabilityClient: Sendable {
         }
     }
 
-    /// Calls a method of the daemon's object, waiting at most `timeout` for its answer.
-    func call(_ member: String, _ arguments: String..., timeout: Duration = .seconds(25)) throws(Failure) -> String {
-        let (session, _, _) = try connect()
-        do {
-            return try session.connection.callWithSerial(member, arguments, destination: session.destination, timeout: timeout).answer ?? ""
-        } catch {
-            throw Failure(description: error.remoteMessage ?? "\(error)")
-        }
+    /// The one connection to the daemon, for calls and streams alike.
+    let connection: Connection
+
+    /// Calls a method of the daemon's object and hands its answer to `done`, on the
+    /// connection's thread; past `timeout` the call fails.
+    func call(_ member: String, _ arguments: [String], timeout: Duration, done: @escaping @Sendable (Result<String, Failure>) -> Void) {
+        connection.send(Connection.Call(member: member, arguments: arguments, timeout: timeout, done: done))
     }
+
+    /// The same, waiting on the calling thread.
+    func call(_ member: String, _ arguments: String..., timeout: Duration = .seconds(25)) throws(Failure) -> String {
+        let answered = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<String, Failure>?>(nil)
+        call(member, arguments, timeout: timeout) { answer in
+            result.withLock { $0 = answer }
+            answered.signal()
+        }
+        answered.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// The same, for `async` code: no thread waits meanwhile.
+    func call(_ member: String, _ arguments: String..., timeout: Duration = .seconds(25)) async throws(Failure) -> String {
+        let result = await withCheckedContinuation { continuation in
+            call(member, arguments, timeout: timeout) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    deinit { connection.stop() }
 
     // MARK: Subscriptions
 
@@ -154,8 +164,9 @@ public final class ReachabilityClient: Sendable {
         var callbacks: [Int: (DispatchQueue, @Sendable (Path) -> Void)] = [:]
         var connectionStreams: [Int: AsyncStream<ConnectionState>.Continuation] = [:]
         var nextID = 0
-        var watcher: Watcher?
-        /// The path last delivered: a subscriber that joins a running watcher starts with it.
+        /// What the connection follows for them while any is subscribed.
+        var follow: Follow?
+        /// The path last delivered: a subscriber that joins starts with it.
         var current: Path?
         var connection = ConnectionState.looking
         var isEmpty: Bool { streams.isEmpty && callbacks.isEmpty && connectionStreams.isEmpty }
@@ -190,7 +201,7 @@ public final class ReachabilityClient: Sendable {
         AsyncStream(bufferingPolicy: .bufferingNewest(Self.bufferedPaths)) { continuation in
             let id = subscribers.withLock { $0.streams.add(continuation, current: $0.current) }
             continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
-            startWatcherIfNeeded()
+            followPathsIfNeeded()
         }
     }
 
@@ -204,25 +215,27 @@ public final class ReachabilityClient: Sendable {
     /// never a queue, and survives the daemon restarting. Ends when the consuming
     /// task is cancelled.
     public var interfaceChanges: InterfaceChangeStream {
-        let box = WatcherBox()
-        let stream = InterfaceChangeStream { box.watcher?.stop() }
-        let watcher = Watcher(client: self, mode: .interfaces(stream.buffer))
-        box.watcher = watcher
-        watcher.start()
+        let box = FollowBox()
+        // The stream holds the client (and so its connection) until the consumer leaves.
+        let stream = InterfaceChangeStream { [self] in box.follow.map(connection.remove) }
+        let follow = Self.interfaceFollow(stream.buffer)
+        box.follow = follow
+        connection.add(follow)
         return stream
     }
 
-    /// Where a stream's termination finds the watcher started after the stream was made.
-    private final class WatcherBox: @unchecked Sendable {
-        var watcher: Watcher?
+    /// Where a stream's termination finds the follow made after the stream was.
+    private final class FollowBox: @unchecked Sendable {
+        var follow: Follow?
     }
 
-    /// A stream whose own watcher follows `mode`; the consumer leaving stops it.
-    private func stream<Element>(_ mode: (AsyncStream<Element>.Continuation) -> Watcher.Mode) -> AsyncStream<Element> {
+    /// A stream that `follow` feeds on the client's connection; the consumer leaving ends it.
+    /// The stream holds the client (and so its connection) until then.
+    private func stream<Element>(_ follow: (AsyncStream<Element>.Continuation) -> Follow) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingNewest(1))
-        let watcher = Watcher(client: self, mode: mode(continuation))
-        continuation.onTermination = { _ in watcher.stop() }
-        watcher.start()
+        let follow = follow(continuation)
+        continuation.onTermination = { [self] _ in connection.remove(follow) }
+        connection.add(follow)
         return stream
     }
 
@@ -245,19 +258,23 @@ public final class ReachabilityClient: Sendable {
         interfaceTypes: Set<InterfaceType> = Set(InterfaceType.allCases)
     ) -> AsyncStream<Path> {
         let request = PathWatchRequest(destination: destination ?? "", interfaceTypes: interfaceTypes)
-        return stream { .watch(request, $0) }
+        return stream { Self.watchFollow(request, $0) }
     }
+
+    /// The path documents as the daemon wrote them — what ``paths`` decodes — the current one
+    /// first (marked `"initial":true`), then each that changes the path: `reachctl watch --json`.
+    package var pathDocuments: AsyncStream<String> { stream(Self.documentFollow) }
 
     /// The trust verdicts: the latest round first, then each round whose outcome
     /// differs (`TrustChanged`), until the consuming task ends. Empty hosts and
     /// `overall == .none` without trust hosts configured.
-    public var trustChanges: AsyncStream<TrustStatus> { stream { .trust($0) } }
+    public var trustChanges: AsyncStream<TrustStatus> { stream(Self.trustFollow) }
 
     /// Every pin failure the daemon reports from now on (`PinFailure`), typed:
     /// events, not state — nothing is sent for failures before the subscription,
     /// and a consumer that falls behind keeps the latest. The reports themselves
     /// are on disk in the daemon's spool (docs/trust.md).
-    public var pinFailures: AsyncStream<PinFailure> { stream { .pinFailures($0) } }
+    public var pinFailures: AsyncStream<PinFailure> { stream(Self.pinFailureFollow) }
 
     // MARK: Changes of one value
 
@@ -293,7 +310,7 @@ public final class ReachabilityClient: Sendable {
     public func onChange(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Path) -> Void) -> Int {
         let queue = queue ?? callbackQueue
         let id = subscribers.withLock { $0.add(callback: queue, handler) }
-        startWatcherIfNeeded()
+        followPathsIfNeeded()
         return id
     }
 
@@ -321,24 +338,24 @@ public final class ReachabilityClient: Sendable {
     }
 
     private func unsubscribe(_ id: Int) {
-        let stopping = subscribers.withLock { subscribers -> Watcher? in
+        let ending = subscribers.withLock { subscribers -> Follow? in
             subscribers.streams.remove(id)
             subscribers.callbacks[id] = nil
             subscribers.connectionStreams[id] = nil
             guard subscribers.isEmpty else { return nil }
-            defer { subscribers.watcher = nil; subscribers.current = nil; subscribers.connection = .looking }
-            return subscribers.watcher
+            defer { subscribers.follow = nil; subscribers.current = nil; subscribers.connection = .looking }
+            return subscribers.follow
         }
-        stopping?.stop()
+        ending.map(connection.remove)
     }
 
-    private func startWatcherIfNeeded() {
-        subscribers.withLock { subscribers in
-            guard subscribers.watcher == nil else { return }
-            let watcher = Watcher(client: self)
-            subscribers.watcher = watcher
-            watcher.start()
+    private func followPathsIfNeeded() {
+        let follow = subscribers.withLock { subscribers -> Follow? in
+            guard subscribers.follow == nil else { return nil }
+            subscribers.follow = pathFollow()
+            return subscribers.follow
         }
+        follow.map(connection.add)
     }
 
     // MARK: The connection
@@ -379,15 +396,15 @@ public final class ReachabilityClient: Sendable {
                 return id
             }
             continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
-            startWatcherIfNeeded()
+            followPathsIfNeeded()
         }
     }
 
-    /// Called by the path subscriptions' watcher when it connects or loses the daemon. A watcher
-    /// already stopped (the last subscriber left) may still say so from its thread: it is not heard.
-    func connectionChanged(to state: ConnectionState, by watcher: Watcher) {
+    /// Called by the connection when it reaches a daemon or loses it; heard while a path
+    /// subscription lasts (the state is `looking` without one).
+    func connectionChanged(to state: ConnectionState) {
         let streams = subscribers.withLock { subscribers -> [AsyncStream<ConnectionState>.Continuation] in
-            guard subscribers.watcher === watcher, subscribers.connection != state else { return [] }
+            guard subscribers.follow != nil, subscribers.connection != state else { return [] }
             subscribers.connection = state
             return Array(subscribers.connectionStreams.values)
         }

@@ -92,18 +92,10 @@ struct CommonOptions: ParsableArguments {
     /// daemon there (waiting for it, said on stderr), never computed here.
     /// `stop` ends the stream on SIGINT/SIGTERM.
     func paths() throws -> (AsyncStream<Path>, stop: @Sendable () -> Void) {
-        guard let client else {
-            let monitor = try startMonitor()
-            return (monitor.paths, { monitor.stop() })
-        }
-        if bus != nil || (try? client.blocking.currentPath()) != nil {
-            if bus != nil, (try? client.blocking.currentPath()) == nil {
-                write(line: "reachctl: no reachd answers at \(bus!) yet: waiting for it", to: STDERR_FILENO)
-            }
-            return (client.paths, { Glibc.exit(0) })
-        }
-        // No daemon now: compute the path here, and follow the daemon as soon as one answers.
+        if let daemon = daemonToFollow() { return (daemon.paths, { Glibc.exit(0) }) }
         let monitor = try startMonitor()
+        guard let client else { return (monitor.paths, { monitor.stop() }) }
+        // No daemon now: compute the path here, and follow the daemon as soon as one answers.
         let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(1))
         let source = WatchSource()
         Task.detached {
@@ -126,10 +118,25 @@ struct CommonOptions: ParsableArguments {
         return (stream, { Glibc.exit(0) })
     }
 
+    /// The daemon to follow: the one that answers, or the one `--bus` names (waiting for it,
+    /// said on stderr); nil without either. Asking and following share one connection.
+    private func daemonToFollow() -> ReachabilityClient? {
+        guard let client else { return nil }
+        if (try? client.blocking.currentPath()) != nil { return client }
+        guard let bus else { return nil }
+        write(line: "reachctl: no reachd answers at \(bus) yet: waiting for it", to: STDERR_FILENO)
+        return client
+    }
+
+    /// The daemon's path documents as it wrote them (the first marked initial), when a daemon
+    /// answers or `--bus` names one: `watch --json` prints them as they come, fields a newer
+    /// daemon added included. Nil when the path is computed here.
+    func pathDocuments() -> AsyncStream<String>? { daemonToFollow()?.pathDocuments }
+
     /// The interfaces, then each change: from the daemon when one answers (or `--bus` names it),
     /// else from a monitor here, which `source` keeps running.
     func interfaceChanges() throws -> (InterfaceChangeStream, source: AnyObject) {
-        if let client, bus != nil || (try? client.blocking.currentPath()) != nil { return (client.interfaceChanges, client) }
+        if let daemon = daemonToFollow() { return (daemon.interfaceChanges, daemon) }
         let monitor = try startMonitor()
         return (monitor.interfaceChanges, monitor)
     }

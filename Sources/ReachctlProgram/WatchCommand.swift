@@ -29,6 +29,12 @@ struct WatchCommand: AsyncParsableCommand {
             }
             return
         }
+        if common.json, let documents = common.pathDocuments() {
+            let stop = SignalStop(signals: [SIGINT, SIGTERM]) { Glibc.exit(0) }
+            defer { withExtendedLifetime(stop) {} }
+            for await document in documents { write(line: document) }
+            return
+        }
         let (paths, stopPaths) = try common.paths()
         let stop = SignalStop(signals: [SIGINT, SIGTERM], stopPaths)
         defer { withExtendedLifetime(stop) {} }

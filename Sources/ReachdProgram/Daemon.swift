@@ -274,6 +274,10 @@ final class Daemon: ReachabilityObjectDelegate {
         queries.watchPath(destination: destination, interfaceTypes: interfaceTypes, caller: caller, reply: reply)
     }
 
+    func pathWatchKey(destination: String, interfaceTypes: String) throws(BusMethodError) -> String {
+        try PathQueries.watchRequest(destination: destination, interfaceTypes: interfaceTypes).key
+    }
+
     func interfaces() -> String { InterfaceChange.jsonArray(engine.inventory()) }
 
     func trustStatus() -> String { trust.status() }

@@ -74,19 +74,27 @@ final class PathQueries {
         }
     }
 
+    /// What a `WatchPath()` (or `UnwatchPath()`) call names.
+    static func watchRequest(destination: String, interfaceTypes: String) throws(BusMethodError) -> PathWatchRequest {
+        do {
+            return PathWatchRequest(destination: destination, interfaceTypes: try InterfaceType.parseList(interfaceTypes))
+        } catch {
+            throw .invalidArgs("\(error)")
+        }
+    }
+
     /// `WatchPath()`: the path to a destination (or the default path restricted to some
     /// interface types), answered now and then followed with PathChanged.
     func watchPath(
         destination: String, interfaceTypes: String, caller: String,
         reply: @escaping (Result<(key: String, document: String), BusMethodError>) -> Void
     ) {
-        let types: Set<InterfaceType>
-        do {
-            types = try InterfaceType.parseList(interfaceTypes)
+        let request: PathWatchRequest
+        do throws(BusMethodError) {
+            request = try Self.watchRequest(destination: destination, interfaceTypes: interfaceTypes)
         } catch {
-            return reply(.failure(.init("org.freedesktop.DBus.Error.InvalidArgs", "\(error)")))
+            return reply(.failure(error))
         }
-        let request = PathWatchRequest(destination: destination, interfaceTypes: types)
         let key = request.key
         let answer = { [unowned self] in
             guard let path = watches.current(key, evaluate) else {
@@ -120,8 +128,7 @@ final class PathQueries {
         guard HostResolver.isHostName(destination) else {
             let shown = destination.utf8.count > 64 ? String(decoding: destination.utf8.prefix(64), as: UTF8.self) + "…" : destination
             return failure(
-                .init(
-                    "org.freedesktop.DBus.Error.InvalidArgs",
+                .invalidArgs(
                     "\"\(shown)\" is neither an IP address nor a host name (at most 253 bytes of letters, digits, '-', '_' and dots)"))
         }
         if pending.count >= Self.routesInFlight {

@@ -26,6 +26,11 @@ package final class DedicatedThread {
         }
     }
 
+    /// A thread nobody will join cleans up after itself when it ends.
+    deinit {
+        if !joined { pthread_detach(thread) }
+    }
+
     /// The thread could not be created (`pthread_create`'s error number).
     package struct Failure: Error, CustomStringConvertible, Sendable {
         package let errno: Int32

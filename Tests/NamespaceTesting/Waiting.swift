@@ -4,14 +4,14 @@ import Foundation
 /// starved task (the suites run in parallel on 2 cores) may wake only after it.
 public func eventually(
     _ timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(25),
-    _ condition: () throws -> Bool
+    _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-        if try condition() { return true }
+        if try await condition() { return true }
         try? await Task.sleep(for: interval)
     }
-    return try condition()
+    return try await condition()
 }
 
 /// Replaces `file` as resolvconf and NetworkManager do: a new file renamed over it.

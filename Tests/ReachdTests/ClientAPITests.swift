@@ -238,4 +238,49 @@ struct ClientAPITests {
             #expect(paths.withLock { $0.allSatisfy { $0.status == .satisfied } })
         }
     }
+
+    @Test("one connection per client: its calls and every stream share it; a stream that ends lets go of what the daemon held for it")
+    func oneConnectionPerClient() async throws {
+        try await Self.withDaemon { daemon, client in
+            func open() async -> Int { await daemon.held().connections }
+            #expect(try await client.currentPath().status == .wired)
+            #expect(await open() == 1)
+            let paths = Collected(client.paths)
+            let trust = Collected(client.trustChanges)
+            let pins = Collected(client.pinFailures)
+            let wifi = Collected(client.paths(interfaceTypes: [.wifi]))
+            let interfaces = Mutex<[InterfaceChange]>([])
+            let inventory = Task { for await change in client.interfaceChanges { interfaces.withLock { $0.append(change) } } }
+            defer { paths.cancel(); trust.cancel(); pins.cancel(); wifi.cancel(); inventory.cancel() }
+            #expect(await eventually { !paths.all.isEmpty && !trust.all.isEmpty && wifi.all.last?.status == .wifi })
+            #expect(await eventually { interfaces.withLock { $0.count } >= 3 }, "lo, eth0, wlan0")
+            _ = try client.blocking.interfaces()
+            #expect(try await client.route(to: "10.9.9.9").interface?.name == "eth0")
+            #expect(await open() == 1, "calls and six streams on one connection")
+            #expect(await daemon.held() == .init(connections: 1, watches: ["|wifi"], interfaces: true))
+
+            wifi.cancel()
+            inventory.cancel()
+            #expect(
+                await eventually { await daemon.held() == .init(connections: 1, watches: [], interfaces: false) },
+                "UnwatchPath() and UnwatchInterfaces() sent when the streams ended")
+            // Watches come and go on the one connection: more of them, one after another, than it may hold at once.
+            for host in 1...(10) {
+                let one = Collected(client.paths(to: "10.9.9.\(host)"))
+                #expect(await eventually { one.all.last?.destination == "10.9.9.\(host)" }, "watch \(host)")
+                one.cancel()
+            }
+            daemon.kernel.setLink(Self.eth0, up: false)
+            #expect(await eventually { paths.all.last?.status == .wifi })
+            #expect(await open() == 1)
+
+            // A client let go closes its connection.
+            do {
+                let other = ReachabilityClient(endpoint: .address(daemon.address))
+                #expect(try await other.currentPath().status == .wifi)
+                #expect(await open() == 2)
+            }
+            #expect(await eventually { await open() == 1 }, "the released client's connection closed")
+        }
+    }
 }

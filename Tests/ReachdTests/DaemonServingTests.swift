@@ -68,4 +68,24 @@ struct DaemonServingTests {
             #expect(waiter.terminationStatus == 0)
         }
     }
+
+    @Test("reachctl watch --json prints the daemon's documents as it wrote them, the first marked initial, on one connection")
+    func watchPassesDocumentsThrough() async throws {
+        try await Self.withDaemon { daemon in
+            try await withScratch { scratch in
+                let watch = try ContainerHostTests.Recorder(
+                    "watch", [ServedDaemon.reachctl, "watch", "--json", "--bus", daemon.socket], in: scratch)
+                defer { watch.stop() }
+                #expect(await eventually { watch.lines.count == 1 }, "\(watch.stderr)")
+                let first = await daemon.onLoop { $0.describe() }
+                #expect(first.contains("\"initial\":false,"))
+                #expect(watch.lines.first.map(String.init) == first.replacing("\"initial\":false,", with: "\"initial\":true,"))
+                #expect(await daemon.held().connections == 1, "asking whether a daemon answers and following it: one connection")
+
+                daemon.kernel.deleteRoute(Self.defaultRoute)
+                #expect(await eventually { watch.lines.count == 2 })
+                #expect(watch.lines.last.map(String.init) == (await daemon.onLoop { $0.describe() }), "the daemon's bytes")
+            }
+        }
+    }
 }

@@ -75,6 +75,21 @@ final class ServedDaemon: Sendable {
         }
     }
 
+    /// What the daemon holds for its clients: open connections, the `WatchPath()` watches, whether anyone watches interfaces.
+    func held() async -> Held {
+        await onLoop { daemon in
+            Held(
+                connections: daemon.object.connections.count { $0.isOpen }, watches: daemon.object.pathWatches,
+                interfaces: daemon.object.hasInterfaceWatchers)
+        }
+    }
+
+    struct Held: Equatable, Sendable {
+        var connections: Int
+        var watches: Set<String>
+        var interfaces: Bool
+    }
+
     /// Exits the loop and waits for the thread to let everything go (the socket file included).
     private func stop() async {
         mailbox.post { $0.loop.exit(0) }

@@ -1,0 +1,178 @@
+import FoundationEssentials
+import ReachabilityBus
+
+extension ReachabilityClient {
+    /// What one stream follows on the client's connection: a signal of the daemon's,
+    /// the method that reads the state the signal changes, and what to do with both.
+    /// Everything but the constants is the connection thread's.
+    final class Follow: @unchecked Sendable {
+        /// A method of io.reachd.Reachability1 with its arguments.
+        struct Method: Equatable {
+            let name: String
+            var arguments: [String] = []
+        }
+
+        let member: String
+        /// What reads the state the signal changes; nil for events (`PinFailure`).
+        let read: Method?
+        /// What lets go of a watch the daemon holds for the connection, once no stream follows it.
+        let unwatch: Method?
+        private let answer: (String) throws(Failure) -> Void
+        private let signal: (String, String) -> Void
+
+        var match: BusConnection.SignalMatch?
+        /// The serial of the read's answer: signals numbered before it are older.
+        private var answeredSerial: UInt64 = 0
+        private var needsRead = false
+        private var inRead = false
+        private(set) var retryAt: ContinuousClock.Instant?
+        private var retryDelay: Duration?
+
+        init(
+            _ member: String, read: Method?, unwatch: Method? = nil, answer: @escaping (String) throws(Failure) -> Void,
+            signal: @escaping (String, String) -> Void
+        ) {
+            self.member = member
+            self.read = read
+            self.unwatch = unwatch
+            self.answer = answer
+            self.signal = signal
+        }
+
+        /// The state must be read again; signals numbered up to `serial` are skipped meanwhile.
+        func mustRead(after serial: UInt64) {
+            answeredSerial = serial
+            needsRead = read != nil
+            inRead = false
+            (retryAt, retryDelay) = (nil, nil)
+        }
+
+        func isDue(at now: ContinuousClock.Instant) -> Bool { needsRead && !inRead && retryAt.map { $0 <= now } ?? true }
+
+        func reading() { inRead = true }
+
+        /// The daemon refused the read: asked again after a back-off.
+        func refused(delays: (first: Duration, last: Duration)) {
+            inRead = false
+            let delay = retryDelay.map { min($0 * 2, delays.last) } ?? delays.first
+            (retryAt, retryDelay) = (.now + delay, delay)
+        }
+
+        func answered(_ document: String, serial: UInt64) throws(Failure) {
+            (needsRead, inRead, retryAt, retryDelay) = (false, false, nil, nil)
+            answeredSerial = serial
+            try answer(document)
+        }
+
+        func signalled(_ first: String, _ second: String, serial: UInt64) {
+            guard serial > answeredSerial else { return }
+            signal(first, second)
+        }
+    }
+
+    // MARK: What each stream follows
+
+    /// StatusChanged: the path, for every `paths` and `onChange` subscriber. Nothing is delivered twice.
+    func pathFollow() -> Follow {
+        var last: Path?
+        let offer = { [self] (path: Path) in
+            if let last, last.isSamePath(as: path) { return }
+            let initial = last == nil
+            last = path
+            deliver(path, initial: initial)
+        }
+        return Follow(
+            "StatusChanged", read: .init(name: "Describe"), answer: { document throws(Failure) in offer(try Self.decode(document)) },
+            signal: { _, document in (try? Self.decode(document)).map(offer) })
+    }
+
+    /// StatusChanged as the daemon wrote it, for `reachctl watch --json`: each document whose path
+    /// differs from the last, the first marked initial. A newer daemon's fields pass through.
+    static func documentFollow(_ continuation: AsyncStream<String>.Continuation) -> Follow {
+        var last: Path?
+        let offer = { (document: String) throws(Failure) in
+            let path = try decode(document)
+            if let last, last.isSamePath(as: path) { return }
+            // The path's own "initial" is the one followed by "since" (Path.jsonString()).
+            let marked =
+                last == nil
+                ? document.replacing("\"initial\":false,\"since\":", with: "\"initial\":true,\"since\":", maxReplacements: 1) : document
+            last = path
+            continuation.yield(marked)
+        }
+        return Follow(
+            "StatusChanged", read: .init(name: "Describe"), answer: { document throws(Failure) in try offer(document) },
+            signal: { _, document in try? offer(document) })
+    }
+
+    /// PathChanged of one `WatchPath()` watch, for one `paths(to:interfaceTypes:)` stream.
+    static func watchFollow(_ request: PathWatchRequest, _ continuation: AsyncStream<Path>.Continuation) -> Follow {
+        var last: Path?
+        let offer = { (path: Path) in
+            if let last, last.isSamePath(as: path) { return }
+            PathStreams.Delivery(continuation: continuation, first: last == nil).send(path)
+            last = path
+        }
+        let method = Follow.Method(name: "WatchPath", arguments: [request.destination, request.interfaceTypesText])
+        return Follow(
+            "PathChanged", read: method, unwatch: .init(name: "UnwatchPath", arguments: method.arguments),
+            answer: { document throws(Failure) in offer(try decode(document)) },
+            signal: { key, document in
+                guard key == request.key else { return }
+                (try? decode(document)).map(offer)
+            })
+    }
+
+    /// TrustChanged, for one `trustChanges` stream.
+    static func trustFollow(_ continuation: AsyncStream<TrustStatus>.Continuation) -> Follow {
+        var last: TrustStatus?
+        let offer = { (status: TrustStatus) in
+            guard status != last else { return }
+            last = status
+            continuation.yield(status)
+        }
+        return Follow(
+            "TrustChanged", read: .init(name: "TrustStatus"), answer: { document throws(Failure) in offer(try decodeTrust(document)) },
+            signal: { _, document in (try? decodeTrust(document)).map(offer) })
+    }
+
+    /// PinFailure, for one `pinFailures` stream: events, nothing to read first.
+    static func pinFailureFollow(_ continuation: AsyncStream<PinFailure>.Continuation) -> Follow {
+        Follow(
+            "PinFailure", read: nil, answer: { _ in },
+            signal: { report, _ in (try? PinFailure(json: report)).map { _ = continuation.yield($0) } })
+    }
+
+    /// InterfaceChanged, for one `interfaceChanges` stream: the inventory from
+    /// WatchInterfaces, then each change newer than it. After a reconnection the
+    /// inventory is compared with what was delivered: what changed meanwhile is
+    /// delivered, and what vanished as removed.
+    static func interfaceFollow(_ buffer: InterfaceChangeStream.Buffer) -> Follow {
+        var known: [Int: InterfaceChange] = [:]
+        var deliveredInventory = false
+        let deliver = { (entry: InterfaceChange) in
+            if entry.removed { known[entry.index] = nil } else { known[entry.index] = entry }
+            buffer.put(entry)
+        }
+        return Follow(
+            "InterfaceChanged", read: .init(name: "WatchInterfaces"), unwatch: .init(name: "UnwatchInterfaces"),
+            answer: { inventory throws(Failure) in
+                let entries = try decodeInterfaces(inventory)
+                let initial = !deliveredInventory
+                deliveredInventory = true
+                var vanished = known
+                for var entry in entries {
+                    vanished[entry.index] = nil
+                    entry.initial = initial
+                    if initial || known[entry.index].map({ $0.interface != entry.interface || $0.master != entry.master }) ?? true {
+                        deliver(entry)
+                    }
+                }
+                for var gone in vanished.values {
+                    gone.removed = true
+                    gone.available = false
+                    deliver(gone)
+                }
+            }, signal: { _, document in (try? InterfaceChange(json: document)).map(deliver) })
+    }
+}
