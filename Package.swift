@@ -114,29 +114,38 @@ let package = Package(
                 tls("NIOSSL", "swift-nio-ssl")
             ]
         ),
-        // The D-Bus side: the sd-event loop, connections, interfaces declared once (BusInterface), one
-        // back-pressure rule (StateSubscription), the io.reachd.Reachability1 object, the private socket.
-        .target(name: "ReachabilityBus", dependencies: ["CSystemd", "CSystemdShim", "CLinuxShim", "SystemCalls"]),
+        // sd-bus and sd-event, thinly typed: the event loop, connections, messages, interfaces declared
+        // once (BusInterface), one back-pressure rule for served state (StateSubscription).
+        .target(name: "SDBus", dependencies: ["CSystemd", "CSystemdShim", "CLinuxShim", "SystemCalls"]),
+        // io.reachd.Reachability1 as the daemon and its clients both name it, and where the private socket is.
+        .target(name: "ReachabilityContract", dependencies: ["SDBus", "SystemCalls"]),
+        // The daemon's object on the bus: io.reachd.Reachability1 served, its subscribers, the private socket.
+        .target(
+            name: "ReachabilityBus",
+            dependencies: ["SDBus", "ReachabilityContract", "CSystemd", "CSystemdShim", "CLinuxShim", "SystemCalls"]),
         // The NetworkManager-compatible surface ([compat] networkmanager): what NetworkManager would
         // say of a path, its objects on the bus, and its name, which yields to a real NetworkManager.
-        .target(name: "NetworkManagerSurface", dependencies: ["ReachabilityBus", "ReachabilityCore", "CSystemd", "CSystemdShim"]),
+        .target(name: "NetworkManagerSurface", dependencies: ["SDBus", "ReachabilityCore", "CSystemd", "CSystemdShim"]),
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
-        .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "HTTPWire", "ReachabilityBus", "SystemCalls", "TOML"]),
+        .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "HTTPWire", "SDBus", "SystemCalls", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(
-            name: "ReachabilityClient", dependencies: ["ReachabilityCore", "ReachabilityBus", "SystemCalls", "CSystemd", "TrustVocabulary"]),
+            name: "ReachabilityClient",
+            dependencies: ["ReachabilityCore", "SDBus", "ReachabilityContract", "SystemCalls", "CSystemd", "TrustVocabulary"]),
         // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
         .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "SystemCalls"]),
         // The daemon's decisions that need no loop, each testable alone: when trust rounds, report deliveries
         // and captive-portal API queries run; which paths WatchPath() watches.
-        .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
+        .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "TrustHelperMessages"]),
         // The daemon as a library (reachd is its one-line executable): Daemon wires one component per
         // concern on one sd-event thread; no TLS code (trust checks run in reachd-trust), and no
         // swift-argument-parser (its four options are parsed by hand).
         .target(
             name: "ReachdProgram",
             dependencies: [
-                "DaemonCore", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachdMetrics", "SystemCalls", "CSystemd",
+                "DaemonCore", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachabilityContract", "SDBus",
+                "ReachdMetrics",
+                "SystemCalls", "CSystemd",
                 "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"
             ]
         ),
@@ -193,7 +202,8 @@ let package = Package(
         .executableTarget(
             name: "reachability-bench",
             dependencies: [
-                "ReachabilityCore", "ReachabilityBus", "ReachabilityClient", "Netlink", "SystemCalls", "NamespaceTesting", "ServerTrust",
+                "ReachabilityCore", "ReachabilityBus", "ReachabilityContract", "SDBus", "ReachabilityClient", "Netlink", "SystemCalls",
+                "NamespaceTesting", "ServerTrust",
                 tls("X509", "swift-certificates"),
                 tls("Crypto", "swift-crypto"),
                 tls("SwiftASN1", "swift-asn1"),
@@ -214,10 +224,12 @@ let package = Package(
         .target(name: "TestTraits", path: "Tests/TestTraits"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
         .testTarget(name: "NetworkManagerSurfaceTests", dependencies: ["NetworkManagerSurface", "ReachabilityCore"]),
-        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "ReachabilityBus", "TrustHelperMessages"]),
+        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "TrustHelperMessages"]),
         .testTarget(
             name: "ReachdMetricsTests",
-            dependencies: ["HTTPWire", "ReachdMetrics", "ReachabilityBus", "TOML", "TrustHelperMessages", "ServerTrust", "TestTraits"]),
+            dependencies: [
+                "HTTPWire", "ReachdMetrics", "ReachabilityBus", "SDBus", "TOML", "TrustHelperMessages", "ServerTrust", "TestTraits"
+            ]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing", "TestTraits"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "SystemCalls", "NamespaceTesting", "TestTraits"]),
         .testTarget(
@@ -235,13 +247,15 @@ let package = Package(
         .testTarget(
             name: "ReachdProgramTests",
             dependencies: [
-                "ReachdProgram", "ReachabilityBus", "ReachabilityCore", "ReachdMetrics", "Netlink", "SystemCalls", "EmbeddedKernel",
+                "ReachdProgram", "ReachabilityBus", "SDBus", "ReachabilityCore", "ReachdMetrics", "Netlink", "SystemCalls",
+                "EmbeddedKernel",
                 "TestTraits"
             ]),
         .testTarget(
             name: "ReachdTests",
             dependencies: [
-                "NamespaceTesting", "EmbeddedKernel", "ReachdProgram", "ReachabilityBus", "ReachabilityClient", "ReachabilityCompat",
+                "NamespaceTesting", "EmbeddedKernel", "ReachdProgram", "ReachabilityBus", "SDBus", "ReachabilityClient",
+                "ReachabilityCompat",
                 "ReachabilityCore", "Netlink", "SystemCalls", "ReachdVersion", "TestTraits"
             ]),
         .testTarget(

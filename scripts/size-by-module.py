@@ -18,7 +18,7 @@ from collections import Counter
 SWIFT = re.compile(r"^_?\$[sS](\d+)([A-Za-z_][A-Za-z0-9_]*)")
 STDLIB_SUBSTITUTIONS = ("$ss", "_$ss", "$sS", "$sSo", "$sSC")
 
-PROJECT = {"reachd", "reachctl", "reachd_trust", "ReachabilityCore", "Reachability", "ReachabilityBus", "ReachabilityClient",
+PROJECT = {"reachd", "reachctl", "reachd_trust", "ReachabilityCore", "Reachability", "ReachabilityBus", "SDBus", "ReachabilityContract", "ReachabilityClient",
            "Netlink", "TOML", "ServerTrust", "DaemonCore", "ReachdMetrics", "ReachctlSupport", "TrustCommands",
            "TrustHelperMessages", "Libexec", "ReachdVersion", "ReachdProgram", "ReachctlProgram", "ReachdTrustProgram",
            "SystemCalls", "HTTPWire", "TrustVocabulary", "NetworkManagerSurface", "reachd_multicall"}

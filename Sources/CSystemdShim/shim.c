@@ -60,9 +60,13 @@ static int broker_ok(sd_bus_message *m, void *u, sd_bus_error *e) {
     return sd_bus_reply_method_return(m, "");
 }
 
+/* On a peer connection the peer owns every name a client asks about. */
 static int broker_name_owner(sd_bus_message *m, void *u, sd_bus_error *e) {
     (void) u; (void) e;
-    return sd_bus_reply_method_return(m, "s", REACHD_BUS_NAME);
+    const char *name = NULL;
+    int r = sd_bus_message_read(m, "s", &name);
+    if (r < 0) return r;
+    return sd_bus_reply_method_return(m, "s", name);
 }
 
 static const sd_bus_vtable broker_vtable[] = {
@@ -86,9 +90,10 @@ int reachd_bus_reply_empty(sd_bus_message *call) {
     return sd_bus_reply_method_return(call, "");
 }
 
-int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, const char *first, const char *second) {
+int reachd_bus_emit(sd_bus *bus, const char *destination, const char *path, const char *interface, const char *member,
+                    const char *first, const char *second) {
     sd_bus_message *message = NULL;
-    int r = sd_bus_message_new_signal(bus, &message, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, member);
+    int r = sd_bus_message_new_signal(bus, &message, path, interface, member);
     if (r < 0) return r;
     if (destination) r = sd_bus_message_set_destination(message, destination);
     if (r >= 0) r = second ? sd_bus_message_append(message, "ss", first, second) : sd_bus_message_append(message, "s", first);
@@ -97,11 +102,12 @@ int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, co
     return r;
 }
 
-int reachd_bus_call(sd_bus *bus, const char *destination, const char *member, const char *argument,
-                    const char *second, uint64_t timeout_usec, char **result, uint64_t *reply_cookie, sd_bus_error *error) {
+int reachd_bus_call(sd_bus *bus, const char *destination, const char *path, const char *interface, const char *member,
+                    const char *argument, const char *second, uint64_t timeout_usec, char **result, uint64_t *reply_cookie,
+                    sd_bus_error *error) {
     sd_bus_message *call = NULL, *reply = NULL;
     *result = NULL;
-    int r = sd_bus_message_new_method_call(bus, &call, destination, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, member);
+    int r = sd_bus_message_new_method_call(bus, &call, destination, path, interface, member);
     if (r < 0) return r;
     if (argument && second) r = sd_bus_message_append(call, "ss", argument, second);
     else if (argument) r = sd_bus_message_append(call, "s", argument);

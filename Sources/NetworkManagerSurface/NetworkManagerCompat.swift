@@ -1,5 +1,5 @@
-import ReachabilityBus
 import ReachabilityCore
+import SDBus
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 import CSystemd
 import CSystemdShim
-import ReachabilityBus
+import SDBus
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
-import ReachabilityBus
 import ReachabilityCore
+import SDBus
 
 extension NetworkManagerState {
     /// What NetworkManager would report of the same network. Connectivity `unknown`

@@ -1,4 +1,4 @@
-import ReachabilityBus
+import SDBus
 
 /// Owns `org.freedesktop.NetworkManager` only while no NetworkManager could want it.
 ///

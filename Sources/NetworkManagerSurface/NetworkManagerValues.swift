@@ -1,4 +1,4 @@
-import ReachabilityBus
+import SDBus
 
 /// NetworkManager's D-Bus vocabulary, as its documentation (`nm-dbus-interface.h`)
 /// numbers it: what GLib's and Qt's NetworkManager backends decode.

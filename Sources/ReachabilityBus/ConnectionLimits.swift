@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import SDBus
 import Glibc
 #endif
 

@@ -1,4 +1,5 @@
 import CSystemd
+import SDBus
 import SystemCalls
 
 #if canImport(Glibc)

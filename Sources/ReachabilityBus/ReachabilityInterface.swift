@@ -1,5 +1,7 @@
 import CSystemd
 import CSystemdShim
+import ReachabilityContract
+import SDBus
 
 #if canImport(Glibc)
 import Glibc
@@ -85,20 +87,20 @@ extension ReachabilityObject {
     }
 
     static let interface = BusInterface<ReachabilityObject>(
-        REACHD_BUS_INTERFACE,
+        ReachabilityContract.interface,
         properties: Properties.table.map { property in
             .init(property.name, property.signature) { object in property.value(object.properties) }
         },
         methods: [
-            .init("Describe", "", "s") { object, call in object.answer(call) { $0.describe() } },
-            .init("Route", "s", "s") { object, call in
+            .init(.describe) { object, call in object.answer(call) { $0.describe() } },
+            .init(.route) { object, call in
                 guard let destination = call.string() else { return -EINVAL }
                 guard let delegate = object.delegate else { return -ESHUTDOWN }
                 delegate.route(to: destination, caller: object.caller(of: call), reply: call.later())
                 return 1
             },
-            .init("TrustStatus", "", "s") { object, call in object.answer(call) { $0.trustStatus() } },
-            .init("RecheckTrust", "", "") { object, call in
+            .init(.trustStatus) { object, call in object.answer(call) { $0.trustStatus() } },
+            .init(.recheckTrust) { object, call in
                 guard let delegate = object.delegate else { return -ESHUTDOWN }
                 do throws(BusMethodError) {
                     try delegate.recheckTrust(caller: call.senderUID)
@@ -107,7 +109,7 @@ extension ReachabilityObject {
                     return call.fail(error)
                 }
             },
-            .init("Reload", "", "") { object, call in
+            .init(.reload) { object, call in
                 let uid = call.senderUID
                 guard uid == 0 else {
                     return call.fail(.accessDenied(uid == nil ? "the caller's credentials are unknown" : "Reload is for root only"))
@@ -116,13 +118,13 @@ extension ReachabilityObject {
                 delegate.reload(reply: call.later(empty: true))
                 return 1
             },
-            .init("CheckConnectivity", "", "s") { object, call in
+            .init(.checkConnectivity) { object, call in
                 guard let delegate = object.delegate else { return -ESHUTDOWN }
                 delegate.checkConnectivity(caller: call.senderUID, reply: call.later())
                 return 1
             },
-            .init("Interfaces", "", "s") { object, call in object.answer(call) { $0.interfaces() } },
-            .init("WatchInterfaces", "", "s") { object, call in
+            .init(.interfaces) { object, call in object.answer(call) { $0.interfaces() } },
+            .init(.watchInterfaces) { object, call in
                 if let subscriber = object.subscriber(on: call.bus) {
                     if let sender = call.sender {
                         subscriber.busInterfaceWatchers.insert(sender)
@@ -135,7 +137,7 @@ extension ReachabilityObject {
                 object.interfaceWatchersChanged()
                 return answer
             },
-            .init("WatchPath", "ss", "s") { object, call in
+            .init(.watchPath) { object, call in
                 guard let (destination, types) = call.strings() else { return -EINVAL }
                 guard let delegate = object.delegate else { return -ESHUTDOWN }
                 let watcher = call.sender ?? ""
@@ -160,7 +162,7 @@ extension ReachabilityObject {
                 }
                 return 1
             },
-            .init("UnwatchPath", "ss", "") { object, call in
+            .init(.unwatchPath) { object, call in
                 guard let (destination, types) = call.strings() else { return -EINVAL }
                 guard let delegate = object.delegate else { return -ESHUTDOWN }
                 let key: String
@@ -178,7 +180,7 @@ extension ReachabilityObject {
                 }
                 return call.replyEmpty()
             },
-            .init("UnwatchInterfaces", "", "") { object, call in
+            .init(.unwatchInterfaces) { object, call in
                 if let subscriber = object.subscriber(on: call.bus) {
                     if let sender = call.sender {
                         subscriber.busInterfaceWatchers.remove(sender)
@@ -191,14 +193,22 @@ extension ReachabilityObject {
                 return call.replyEmpty()
             }
         ],
-        signals: [
-            .init("StatusChanged", "ss"), .init("InterfaceChanged", "ss"), .init("TrustChanged", "ss"), .init("PinFailure", "s"),
-            .init("PathChanged", "ss")
-        ])
+        signals: ReachabilityContract.Signal.all.map(BusInterface.Signal.init))
 
     /// Answers now with what the delegate says.
     private func answer(_ call: BusCall, _ body: (any ReachabilityObjectDelegate) -> String) -> Int32 {
         guard let delegate else { return -ESHUTDOWN }
         return call.reply(body(delegate))
     }
+}
+
+extension BusInterface.Method {
+    /// A method the contract declares, answered by `call`.
+    init(_ method: ReachabilityContract.Method, call: @escaping @Sendable (Object, BusCall) -> Int32) {
+        self.init(method.name, method.arguments, method.reply, call: call)
+    }
+}
+
+extension BusInterface.Signal {
+    init(_ signal: ReachabilityContract.Signal) { self.init(signal.name, signal.signature) }
 }

@@ -1,5 +1,7 @@
 import CSystemd
 import CSystemdShim
+import ReachabilityContract
+import SDBus
 
 #if canImport(Glibc)
 import Glibc
@@ -89,7 +91,7 @@ package final class ReachabilityObject {
     /// Serves the object on `connection` (and, on a peer, the broker stub bus
     /// clients need). It holds the current state: only changes from now on are sent.
     package func serve(on connection: BusConnection) throws(BusError) {
-        try Self.interface.serve(self, at: REACHD_BUS_PATH, on: connection)
+        try Self.interface.serve(self, at: ReachabilityContract.path, on: connection)
         if connection.isPeerToPeer {
             var broker: OpaquePointer?
             try check(reachd_bus_add_broker(connection.bus, &broker), "serving the broker stub")
@@ -144,11 +146,9 @@ package final class ReachabilityObject {
     }
 
     /// Emits a signal that carries an event, not state, on every connection.
-    package func emit(_ member: String, _ argument: String) {
+    package func emit(_ signal: ReachabilityContract.Signal, _ argument: String) {
         enforceLimits()
-        for subscriber in subscribers where subscriber.connection.mayBeSentUnasked {
-            _ = reachd_bus_emit(subscriber.connection.bus, nil, member, argument, nil)
-        }
+        for subscriber in subscribers where subscriber.connection.mayBeSentUnasked { subscriber.connection.emit(signal, argument) }
     }
 
     /// Sends each connection that can take more what changed since it was last sent
@@ -171,22 +171,23 @@ package final class ReachabilityObject {
     /// the values that do. StatusChanged goes first: it is what subscribers wait
     /// for, and every message before it costs them a socket write and a wake-up.
     private func send(to subscriber: Subscriber) {
-        let bus = subscriber.connection.bus
+        let connection = subscriber.connection
         if let status = state.status, subscriber.sent.status != status {
-            _ = reachd_bus_emit(bus, nil, "StatusChanged", status.first, status.second)
+            connection.emit(.statusChanged, status.first, status.second)
         }
         if let trust = state.trust, subscriber.sent.trust != trust {
-            _ = reachd_bus_emit(bus, nil, "TrustChanged", trust.first, trust.second)
+            connection.emit(.trustChanged, trust.first, trust.second)
         }
-        Self.interface.emitPropertiesChanged(state.properties.changed(since: subscriber.sent.properties), at: REACHD_BUS_PATH, on: bus)
+        Self.interface.emitPropertiesChanged(
+            state.properties.changed(since: subscriber.sent.properties), at: ReachabilityContract.path, on: connection.bus)
         for key in subscriber.pendingPaths.keys.sorted() {
             guard subscriber.canTakeMore, let document = subscriber.pendingPaths.removeValue(forKey: key) else { break }
-            _ = reachd_bus_emit(bus, nil, "PathChanged", key, document)
+            connection.emit(.pathChanged, key, document)
         }
         // After the paths: a subscriber waiting for a path is not held up by a pod's veth.
         for index in subscriber.pendingInterfaces.keys.sorted() {
             guard subscriber.canTakeMore, let change = subscriber.pendingInterfaces.removeValue(forKey: index) else { break }
-            _ = reachd_bus_emit(bus, nil, "InterfaceChanged", change.name, change.document)
+            connection.emit(.interfaceChanged, change.name, change.document)
         }
     }
 

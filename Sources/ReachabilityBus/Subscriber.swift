@@ -1,3 +1,5 @@
+import SDBus
+
 /// A connection io.reachd.Reachability1 is served on: what it has been sent
 /// (`StateSubscription`'s rule), and what it asked to watch beside the path —
 /// interfaces, and paths to destinations — with the latest change of each not yet sent.

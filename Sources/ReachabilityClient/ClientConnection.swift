@@ -1,5 +1,6 @@
 import Dispatch
-import ReachabilityBus
+import ReachabilityContract
+import SDBus
 import Synchronization
 import SystemCalls
 
@@ -17,7 +18,7 @@ extension ReachabilityClient {
     final class Connection: @unchecked Sendable {
         /// A call waiting for the thread.
         struct Call {
-            let member: String
+            let method: ReachabilityContract.Method
             let arguments: [String]
             let timeout: Duration
             let done: @Sendable (Result<String, Failure>) -> Void
@@ -192,16 +193,16 @@ extension ReachabilityClient {
             var attempts: [(BusConnection.Endpoint, String?)]
             switch endpoint {
             case .automatic:
-                attempts = [(.system, ReachabilityClient.name), (.address("unix:path=\(ReachabilityClient.defaultSocketPath)"), nil)]
-            case .system: attempts = [(.system, ReachabilityClient.name)]
-            case .session: attempts = [(.session, ReachabilityClient.name)]
+                attempts = [(.system, ReachabilityContract.name), (.address("unix:path=\(ReachabilityClient.defaultSocketPath)"), nil)]
+            case .system: attempts = [(.system, ReachabilityContract.name)]
+            case .session: attempts = [(.session, ReachabilityContract.name)]
             case let .address(address): attempts = [(BusConnection.Endpoint(address), nil)]
             }
             var reasons: [String] = []
             for (endpoint, sender) in attempts {
                 do {
                     if case let .address(address) = endpoint, address.hasPrefix("unix:path=") {
-                        try PrivateSocket.verifyOwnDirectory(of: String(address.dropFirst("unix:path=".count)))
+                        try PrivateSocketPlace.verifyOwnDirectory(of: String(address.dropFirst("unix:path=".count)))
                     }
                     let session = Session(connection: try BusConnection.connect(endpoint), signalSender: sender, endpoint: "\(endpoint)")
                     _ = takeWork(calls: false)
@@ -210,13 +211,12 @@ extension ReachabilityClient {
                         sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                         interface: "org.freedesktop.DBus", member: "NameOwnerChanged", twoArguments: false
                     ) { [self] name, _, _ in
-                        guard name == ReachabilityClient.name else { return }
+                        guard name == ReachabilityContract.name else { return }
                         // A new daemon numbers its messages from 1 again, and holds none of the watches.
                         for follow in follows.values where follow.read != nil { follow.mustRead(after: 0) }
                     }
-                    let (document, serial) = try session.connection.callWithSerial(
-                        "Describe", destination: ReachabilityClient.name, timeout: .seconds(5))
-                    for follow in follows.values where follow.read?.name == "Describe" {
+                    let (document, serial) = try session.connection.call(.describe, timeout: .seconds(5))
+                    for follow in follows.values where follow.read?.method == .describe {
                         try follow.answered(document ?? "", serial: serial)
                     }
                     stateChanged(.connected(to: session.endpoint))
@@ -231,10 +231,8 @@ extension ReachabilityClient {
         /// Subscribes a follow to its signal; what it reads comes next (`serve`).
         private func subscribe(_ follow: Follow, on session: Session) throws(BusError) {
             follow.mustRead(after: follow.read == nil ? 0 : .max)
-            follow.match = try session.connection.onSignal(
-                sender: session.signalSender, path: "/io/reachd/Reachability1", interface: ReachabilityClient.name,
-                member: follow.member, twoArguments: follow.member != "PinFailure"
-            ) { [weak follow] first, second, serial in
+            follow.match = try session.connection.onSignal(follow.signal, from: session.signalSender) {
+                [weak follow] first, second, serial in
                 follow?.signalled(first, second ?? "", serial: serial)
             }
         }
@@ -281,7 +279,7 @@ extension ReachabilityClient {
             if let match = follow.match { session.connection.cancel(match) }
             guard let unwatch = follow.unwatch, !follows.values.contains(where: { $0.unwatch == unwatch }) else { return }
             try? session.connection.callAsync(
-                ReachabilityClient.name, "/io/reachd/Reachability1", ReachabilityClient.name, unwatch.name,
+                ReachabilityContract.name, ReachabilityContract.path, ReachabilityContract.interface, unwatch.method.name,
                 unwatch.arguments.map { .string($0) }
             ) { _ in }
         }
@@ -292,7 +290,7 @@ extension ReachabilityClient {
         private func read(_ follow: Follow, on session: Session) {
             guard let read = follow.read else { return }
             follow.reading()
-            send(Call(member: read.name, arguments: read.arguments, timeout: .seconds(5)) { _ in }, on: session) {
+            send(Call(method: read.method, arguments: read.arguments, timeout: .seconds(5)) { _ in }, on: session) {
                 [unowned self] message in
                 guard follows[ObjectIdentifier(follow)] === follow else { return }
                 if let name = message.errorName {
@@ -330,12 +328,12 @@ extension ReachabilityClient {
             inFlight[id] = call.done
             do {
                 try session.connection.callAsync(
-                    ReachabilityClient.name, "/io/reachd/Reachability1", ReachabilityClient.name, call.member,
+                    ReachabilityContract.name, ReachabilityContract.path, ReachabilityContract.interface, call.method.name,
                     call.arguments.map { .string($0) }, timeout: call.timeout
                 ) { [unowned self] message in
                     guard let done = inFlight.removeValue(forKey: id) else { return }
                     if let reply { return reply(message) }
-                    if let error = message.error(of: call.member) {
+                    if let error = message.error(of: call.method.name) {
                         // On a bus, the daemon left the name: the next call looks for it again, elsewhere too.
                         let noDaemon = Self.noOwner.contains(error.name ?? "")
                         if noDaemon { session.connection.close() }

@@ -1,24 +1,25 @@
 import FoundationEssentials
-import ReachabilityBus
+import ReachabilityContract
+import SDBus
 
 extension ReachabilityClient {
     /// What one stream follows on the client's connection: a signal of the daemon's,
     /// the method that reads the state the signal changes, and what to do with both.
     /// Everything but the constants is the connection thread's.
     final class Follow: @unchecked Sendable {
-        /// A method of io.reachd.Reachability1 with its arguments.
-        struct Method: Equatable {
-            let name: String
+        /// A call of one of the daemon's methods.
+        struct Request: Equatable {
+            let method: ReachabilityContract.Method
             var arguments: [String] = []
         }
 
-        let member: String
+        let signal: ReachabilityContract.Signal
         /// What reads the state the signal changes; nil for events (`PinFailure`).
-        let read: Method?
+        let read: Request?
         /// What lets go of a watch the daemon holds for the connection, once no stream follows it.
-        let unwatch: Method?
+        let unwatch: Request?
         private let answer: (String) throws(Failure) -> Void
-        private let signal: (String, String) -> Void
+        private let signalled: (String, String) -> Void
 
         var match: BusConnection.SignalMatch?
         /// The serial of the read's answer: signals numbered before it are older.
@@ -29,14 +30,14 @@ extension ReachabilityClient {
         private var retryDelay: Duration?
 
         init(
-            _ member: String, read: Method?, unwatch: Method? = nil, answer: @escaping (String) throws(Failure) -> Void,
-            signal: @escaping (String, String) -> Void
+            _ signal: ReachabilityContract.Signal, read: Request?, unwatch: Request? = nil,
+            answer: @escaping (String) throws(Failure) -> Void, signalled: @escaping (String, String) -> Void
         ) {
-            self.member = member
+            self.signal = signal
             self.read = read
             self.unwatch = unwatch
             self.answer = answer
-            self.signal = signal
+            self.signalled = signalled
         }
 
         /// The state must be read again; signals numbered up to `serial` are skipped meanwhile.
@@ -66,7 +67,7 @@ extension ReachabilityClient {
 
         func signalled(_ first: String, _ second: String, serial: UInt64) {
             guard serial > answeredSerial else { return }
-            signal(first, second)
+            signalled(first, second)
         }
     }
 
@@ -82,8 +83,8 @@ extension ReachabilityClient {
             deliver(path, initial: initial)
         }
         return Follow(
-            "StatusChanged", read: .init(name: "Describe"), answer: { document throws(Failure) in offer(try Self.decode(document)) },
-            signal: { _, document in (try? Self.decode(document)).map(offer) })
+            .statusChanged, read: .init(method: .describe), answer: { document throws(Failure) in offer(try Self.decode(document)) },
+            signalled: { _, document in (try? Self.decode(document)).map(offer) })
     }
 
     /// StatusChanged as the daemon wrote it, for `reachctl watch --json`: each document whose path
@@ -101,8 +102,8 @@ extension ReachabilityClient {
             continuation.yield(marked)
         }
         return Follow(
-            "StatusChanged", read: .init(name: "Describe"), answer: { document throws(Failure) in try offer(document) },
-            signal: { _, document in try? offer(document) })
+            .statusChanged, read: .init(method: .describe), answer: { document throws(Failure) in try offer(document) },
+            signalled: { _, document in try? offer(document) })
     }
 
     /// PathChanged of one `WatchPath()` watch, for one `paths(to:interfaceTypes:)` stream.
@@ -113,11 +114,11 @@ extension ReachabilityClient {
             PathStreams.Delivery(continuation: continuation, first: last == nil).send(path)
             last = path
         }
-        let method = Follow.Method(name: "WatchPath", arguments: [request.destination, request.interfaceTypesText])
+        let watch = Follow.Request(method: .watchPath, arguments: [request.destination, request.interfaceTypesText])
         return Follow(
-            "PathChanged", read: method, unwatch: .init(name: "UnwatchPath", arguments: method.arguments),
+            .pathChanged, read: watch, unwatch: .init(method: .unwatchPath, arguments: watch.arguments),
             answer: { document throws(Failure) in offer(try decode(document)) },
-            signal: { key, document in
+            signalled: { key, document in
                 guard key == request.key else { return }
                 (try? decode(document)).map(offer)
             })
@@ -132,15 +133,15 @@ extension ReachabilityClient {
             continuation.yield(status)
         }
         return Follow(
-            "TrustChanged", read: .init(name: "TrustStatus"), answer: { document throws(Failure) in offer(try decodeTrust(document)) },
-            signal: { _, document in (try? decodeTrust(document)).map(offer) })
+            .trustChanged, read: .init(method: .trustStatus), answer: { document throws(Failure) in offer(try decodeTrust(document)) },
+            signalled: { _, document in (try? decodeTrust(document)).map(offer) })
     }
 
     /// PinFailure, for one `pinFailures` stream: events, nothing to read first.
     static func pinFailureFollow(_ continuation: AsyncStream<PinFailure>.Continuation) -> Follow {
         Follow(
-            "PinFailure", read: nil, answer: { _ in },
-            signal: { report, _ in (try? PinFailure(json: report)).map { _ = continuation.yield($0) } })
+            .pinFailure, read: nil, answer: { _ in },
+            signalled: { report, _ in (try? PinFailure(json: report)).map { _ = continuation.yield($0) } })
     }
 
     /// InterfaceChanged, for one `interfaceChanges` stream: the inventory from
@@ -155,7 +156,7 @@ extension ReachabilityClient {
             buffer.put(entry)
         }
         return Follow(
-            "InterfaceChanged", read: .init(name: "WatchInterfaces"), unwatch: .init(name: "UnwatchInterfaces"),
+            .interfaceChanged, read: .init(method: .watchInterfaces), unwatch: .init(method: .unwatchInterfaces),
             answer: { inventory throws(Failure) in
                 let entries = try decodeInterfaces(inventory)
                 let initial = !deliveredInventory
@@ -173,6 +174,6 @@ extension ReachabilityClient {
                     gone.available = false
                     deliver(gone)
                 }
-            }, signal: { _, document in (try? InterfaceChange(json: document)).map(deliver) })
+            }, signalled: { _, document in (try? InterfaceChange(json: document)).map(deliver) })
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import ReachabilityContract
 import Synchronization
 
 /// The daemon's calls, for `async` code: a call waits on the client's connection, and no
@@ -6,38 +7,38 @@ import Synchronization
 /// call may wait up to 25 s for a busy daemon). Code that cannot `await` uses ``ReachabilityClient/blocking``.
 extension ReachabilityClient {
     /// The daemon's current path.
-    public func currentPath() async throws(Failure) -> Path { try Self.decode(try await call("Describe")) }
+    public func currentPath() async throws(Failure) -> Path { try Self.decode(try await call(.describe)) }
 
     /// Every interface the daemon sees, in index order: the inventory of
     /// `reachctl status --interfaces` (the path lists only the available ones).
-    public func interfaces() async throws(Failure) -> [InterfaceChange] { try Self.decodeInterfaces(try await call("Interfaces")) }
+    public func interfaces() async throws(Failure) -> [InterfaceChange] { try Self.decodeInterfaces(try await call(.interfaces)) }
 
     /// The daemon's path to a host name or address (like `reachctl route`).
     /// - Parameters:
     ///   - destination: A host name or an IP address; the daemon resolves a name with the system resolver.
     ///   - timeout: How long to wait for the answer (a resolver that gets no answer takes seconds).
     public func route(to destination: String, timeout: Duration = .seconds(25)) async throws(Failure) -> Path {
-        try Self.decode(try await call("Route", destination, timeout: timeout))
+        try Self.decode(try await call(.route, destination, timeout: timeout))
     }
 
     /// The latest trust round: the overall verdict, each host's verdict and reason.
     public func trustStatus() async throws(Failure) -> TrustStatus { try Self.decodeTrust(try await trustStatusDocument()) }
 
     /// The latest trust round as JSON, as the daemon wrote it (what `reachctl trust status --json` prints).
-    public func trustStatusDocument() async throws(Failure) -> String { try await call("TrustStatus") }
+    public func trustStatusDocument() async throws(Failure) -> String { try await call(.trustStatus) }
 
     /// Asks the daemon for a trust round now. Any user may, at most once per 10 s
     /// (root always); the verdict arrives on ``trustChanges`` (and in the path's `trust`).
-    public func recheckTrust() async throws(Failure) { _ = try await call("RecheckTrust") }
+    public func recheckTrust() async throws(Failure) { _ = try await call(.recheckTrust) }
 
     /// Asks the daemon to probe connectivity now (at most once per 10 s) and returns the
     /// state it published after the probe. Fails when no `[connectivity] uri` is configured.
     public func checkConnectivity() async throws(Failure) -> Connectivity {
-        try Self.decodeConnectivity(try await call("CheckConnectivity"))
+        try Self.decodeConnectivity(try await call(.checkConnectivity))
     }
 
     /// Asks the daemon to re-read its config (root only).
-    public func reload() async throws(Failure) { _ = try await call("Reload") }
+    public func reload() async throws(Failure) { _ = try await call(.reload) }
 
     // MARK: Waiting
 

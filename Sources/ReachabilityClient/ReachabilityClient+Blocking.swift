@@ -1,3 +1,5 @@
+import ReachabilityContract
+
 /// The calls that wait for the daemon on the calling thread, apart from the `async`
 /// ones: a call spelled `try await reachd.currentPath()` is always the `async` one,
 /// in a function as in top-level code (Swift picks a synchronous overload of the same
@@ -12,13 +14,13 @@ extension ReachabilityClient {
 
         /// The daemon's current path.
         public func currentPath() throws(Failure) -> Path {
-            try ReachabilityClient.decode(try client.call("Describe"))
+            try ReachabilityClient.decode(try client.call(.describe))
         }
 
         /// Every interface the daemon sees, in index order: the inventory of
         /// `reachctl status --interfaces` (the path lists only the available ones).
         public func interfaces() throws(Failure) -> [InterfaceChange] {
-            try ReachabilityClient.decodeInterfaces(try client.call("Interfaces"))
+            try ReachabilityClient.decodeInterfaces(try client.call(.interfaces))
         }
 
         /// The daemon's path to a host name or address (like `reachctl route`).
@@ -29,7 +31,7 @@ extension ReachabilityClient {
         ///   - destination: A host name or an IP address.
         ///   - timeout: How long to wait for the answer; past it the call fails.
         public func route(to destination: String, timeout: Duration) throws(Failure) -> Path {
-            try ReachabilityClient.decode(try client.call("Route", destination, timeout: timeout))
+            try ReachabilityClient.decode(try client.call(.route, destination, timeout: timeout))
         }
 
         /// The latest trust round: the overall verdict, each host's verdict and reason.
@@ -39,25 +41,25 @@ extension ReachabilityClient {
 
         /// The same as JSON, as the daemon wrote it (what `reachctl trust status --json` prints).
         public func trustStatusDocument() throws(Failure) -> String {
-            try client.call("TrustStatus")
+            try client.call(.trustStatus)
         }
 
         /// Asks the daemon for a trust round now. Any user may, at most once per 10 s
         /// (root always); a round starts 2 s after the one before at the earliest. The
         /// verdict arrives on ``ReachabilityClient/trustChanges`` (and in the path's `trust`).
         public func recheckTrust() throws(Failure) {
-            _ = try client.call("RecheckTrust")
+            _ = try client.call(.recheckTrust)
         }
 
         /// Asks the daemon to probe connectivity now (at most once per 10 s) and returns the
         /// state it published after the probe. Fails when no `[connectivity] uri` is configured.
         public func checkConnectivity() throws(Failure) -> Connectivity {
-            try ReachabilityClient.decodeConnectivity(try client.call("CheckConnectivity"))
+            try ReachabilityClient.decodeConnectivity(try client.call(.checkConnectivity))
         }
 
         /// Asks the daemon to re-read its config (root only).
         public func reload() throws(Failure) {
-            _ = try client.call("Reload")
+            _ = try client.call(.reload)
         }
     }
 

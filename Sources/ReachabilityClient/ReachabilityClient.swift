@@ -1,8 +1,9 @@
 import CSystemd
 import Dispatch
 import FoundationEssentials
-import ReachabilityBus
+import ReachabilityContract
 @_exported import ReachabilityCore
+import SDBus
 import Synchronization
 import SystemCalls
 
@@ -73,7 +74,7 @@ public final class ReachabilityClient: Sendable {
     /// Where the private socket is: the system service's, else where a daemon
     /// run by this user puts it (docs/api.md).
     public static var defaultSocketPath: String {
-        access("/run/reachd/bus", F_OK) == 0 ? "/run/reachd/bus" : PrivateSocket.defaultPath
+        access("/run/reachd/bus", F_OK) == 0 ? "/run/reachd/bus" : PrivateSocketPlace.defaultPath
     }
 
     /// Why the daemon could not answer.
@@ -88,7 +89,7 @@ public final class ReachabilityClient: Sendable {
         }
     }
 
-    static let name = "io.reachd.Reachability1"
+    static let name = ReachabilityContract.name
 
     /// How many paths a `paths` stream holds for a consumer that does not keep up
     /// (as `ReachabilityMonitor.paths`): the latest only.
@@ -130,15 +131,18 @@ public final class ReachabilityClient: Sendable {
 
     /// Calls a method of the daemon's object and hands its answer to `done`, on the
     /// connection's thread; past `timeout` the call fails.
-    func call(_ member: String, _ arguments: [String], timeout: Duration, done: @escaping @Sendable (Result<String, Failure>) -> Void) {
-        connection.send(Connection.Call(member: member, arguments: arguments, timeout: timeout, done: done))
+    func call(
+        _ method: ReachabilityContract.Method, _ arguments: [String], timeout: Duration,
+        done: @escaping @Sendable (Result<String, Failure>) -> Void
+    ) {
+        connection.send(Connection.Call(method: method, arguments: arguments, timeout: timeout, done: done))
     }
 
     /// The same, waiting on the calling thread.
-    func call(_ member: String, _ arguments: String..., timeout: Duration = .seconds(25)) throws(Failure) -> String {
+    func call(_ method: ReachabilityContract.Method, _ arguments: String..., timeout: Duration = .seconds(25)) throws(Failure) -> String {
         let answered = DispatchSemaphore(value: 0)
         let result = Mutex<Result<String, Failure>?>(nil)
-        call(member, arguments, timeout: timeout) { answer in
+        call(method, arguments, timeout: timeout) { answer in
             result.withLock { $0 = answer }
             answered.signal()
         }
@@ -147,9 +151,11 @@ public final class ReachabilityClient: Sendable {
     }
 
     /// The same, for `async` code: no thread waits meanwhile.
-    func call(_ member: String, _ arguments: String..., timeout: Duration = .seconds(25)) async throws(Failure) -> String {
+    func call(
+        _ method: ReachabilityContract.Method, _ arguments: String..., timeout: Duration = .seconds(25)
+    ) async throws(Failure) -> String {
         let result = await withCheckedContinuation { continuation in
-            call(member, arguments, timeout: timeout) { continuation.resume(returning: $0) }
+            call(method, arguments, timeout: timeout) { continuation.resume(returning: $0) }
         }
         return try result.get()
     }

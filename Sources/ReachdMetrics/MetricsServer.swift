@@ -1,6 +1,6 @@
 import CLinuxShim
 import HTTPWire
-import ReachabilityBus
+import SDBus
 import SystemCalls
 
 #if canImport(Glibc)

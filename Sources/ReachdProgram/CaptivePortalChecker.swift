@@ -1,6 +1,6 @@
 import DaemonCore
-import ReachabilityBus
 import ReachabilityCore
+import SDBus
 import TrustHelperMessages
 
 /// The daemon's side of RFC 8910/8908 (docs/connectivity.md): which API the

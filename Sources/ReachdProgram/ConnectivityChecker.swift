@@ -1,5 +1,6 @@
 import ReachabilityBus
 import ReachabilityCore
+import SDBus
 
 /// The daemon's side of connectivity: the shared schedule on an sd-event timer,
 /// and `CheckConnectivity()` callers waiting for the next verdict. Lives on the

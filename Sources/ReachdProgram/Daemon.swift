@@ -4,6 +4,7 @@ import NetworkManagerSurface
 import ReachabilityBus
 import ReachabilityCore
 import ReachdMetrics
+import SDBus
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import CLinuxShim
-import ReachabilityBus
+import SDBus
 import SystemCalls
 
 #if canImport(Glibc)

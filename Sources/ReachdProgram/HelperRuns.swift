@@ -1,4 +1,4 @@
-import ReachabilityBus
+import SDBus
 import SystemCalls
 
 #if canImport(Glibc)

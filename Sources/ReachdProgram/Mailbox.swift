@@ -1,4 +1,4 @@
-import ReachabilityBus
+import SDBus
 import Synchronization
 import SystemCalls
 

@@ -1,5 +1,5 @@
-import ReachabilityBus
 import ReachdMetrics
+import SDBus
 
 /// Where the daemon's metrics go (docs/metrics.md): the HTTP listener, which renders
 /// them at each scrape, and node_exporter's textfile, rewritten at each change.

@@ -1,6 +1,6 @@
 import Dispatch
-import ReachabilityBus
 import ReachabilityCore
+import SDBus
 import SystemCalls
 
 /// RFC 7050: the network's NAT64 prefix from its DNS64, where no router announces one

@@ -2,6 +2,7 @@ import DaemonCore
 import Dispatch
 import ReachabilityBus
 import ReachabilityCore
+import SDBus
 import SystemCalls
 
 /// `Route()` and `WatchPath()` (docs/api.md): the path to a destination, once or

@@ -1,5 +1,6 @@
 import ReachabilityBus
 import ReachabilityCore
+import SDBus
 
 /// How a published path appears outside the document: the bus object's properties
 /// (docs/api.md); the one-line summary the log and `systemctl status` show is its `description`.

@@ -1,7 +1,9 @@
 import FoundationEssentials
 import ReachabilityBus
+import ReachabilityContract
 import ReachabilityCore
 import ReachdVersion
+import SDBus
 
 #if canImport(Glibc)
 import Glibc
@@ -62,7 +64,7 @@ package struct Reachd {
     func serve(_ configuration: DaemonConfiguration, helper: TrustHelper?) throws -> Int32 {
         let loop = try EventLoop()
         let daemon = try Daemon(configFile: options.config, configuration: configuration, helper: helper, loop: loop)
-        let privateSocket = try PrivateSocket(path: options.socket ?? PrivateSocket.defaultPath)
+        let privateSocket = try PrivateSocket(path: options.socket ?? PrivateSocketPlace.defaultPath)
         try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
         Log.info("serving \(privateSocket.path)")
         let onBus = try connectBus(daemon.object, loop: loop)
@@ -87,7 +89,7 @@ package struct Reachd {
             let connection = try BusConnection.connect(bus == "auto" ? .system : BusConnection.Endpoint(bus))
             try connection.attach(to: loop)
             try object.serve(on: connection)
-            try connection.requestName("io.reachd.Reachability1")
+            try connection.requestName(ReachabilityContract.name)
             let shown = bus == "auto" ? "the system bus" : bus
             Log.info("owning io.reachd.Reachability1 on \(shown)")
             // The broker restarted or crashed: every name, match and NameOwnerChanged

@@ -1,5 +1,5 @@
-import ReachabilityBus
 import ReachabilityCore
+import SDBus
 import SystemCalls
 
 /// The resolvers the daemon judges the path's `dns` against (docs/path.md, "DNS"):

@@ -1,4 +1,4 @@
-import ReachabilityBus
+import SDBus
 
 /// systemd-logind's word that the host goes to sleep and wakes up (`PrepareForSleep(b)`
 /// on `org.freedesktop.login1.Manager`): a laptop can sleep on one network and wake on

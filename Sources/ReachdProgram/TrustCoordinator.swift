@@ -2,6 +2,7 @@ import DaemonCore
 import FoundationEssentials
 import ReachabilityBus
 import ReachabilityCore
+import SDBus
 import TrustHelperMessages
 
 #if canImport(Glibc)
@@ -187,7 +188,7 @@ final class TrustCoordinator {
         for name in fresh.evicted { Log.warning("trust: report \(name) evicted to keep the spool within its capacity") }
         // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
         for report in fresh.reports {
-            object.emit("PinFailure", report)
+            object.emit(.pinFailure, report)
             Log.warning(Self.logLine(ofReport: report))
         }
         updateReportsPending(fresh.reportsPending)

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Libexec
-import ReachabilityBus
 import ReachabilityCore
+import SDBus
 import SystemCalls
 import TrustHelperMessages
 

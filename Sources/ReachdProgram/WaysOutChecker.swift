@@ -1,7 +1,7 @@
 import DaemonCore
 import Dispatch
-import ReachabilityBus
 import ReachabilityCore
+import SDBus
 
 /// The daemon's side of every way out (docs/connectivity.md, "Every way out"): the
 /// configured probe bound to each available interface but the path's own, on the

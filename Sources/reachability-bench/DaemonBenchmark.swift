@@ -2,8 +2,9 @@ import Dispatch
 import Foundation
 import NamespaceTesting
 import Netlink
-import ReachabilityBus
+import ReachabilityContract
 import ReachabilityCore
+import SDBus
 
 #if canImport(Glibc)
 import Glibc
@@ -125,10 +126,7 @@ final class SignalSubscriber: @unchecked Sendable {
         let ready = DispatchSemaphore(value: 0)
         Thread.detachNewThread { [self] in
             do {
-                try connection.onSignal(
-                    sender: nil, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1",
-                    member: "StatusChanged", twoArguments: true
-                ) { [self] status, _, _ in received(status) }
+                try connection.onSignal(.statusChanged, from: nil) { [self] status, _, _ in received(status) }
             } catch {
                 print("reachability-bench: subscribing: \(error)")
             }

@@ -1,6 +1,7 @@
 import Foundation
 import NamespaceTesting
-import ReachabilityBus
+import ReachabilityContract
+import SDBus
 
 #if canImport(Glibc)
 import Glibc
@@ -65,16 +66,13 @@ final class WatchReader: @unchecked Sendable {
 
     init(socket: String, destinations: [String]) throws {
         connection = try BusConnection.connect(.address("unix:path=\(socket)"))
-        try connection.onSignal(
-            sender: nil, path: "/io/reachd/Reachability1", interface: "io.reachd.Reachability1",
-            member: "PathChanged", twoArguments: true
-        ) { [self] _, _, _ in
+        try connection.onSignal(.pathChanged, from: nil) { [self] _, _, _ in
             lock.lock()
             count += 1
             lock.unlock()
         }
         for destination in destinations {
-            _ = try connection.call("WatchPath", destination, "", destination: "io.reachd.Reachability1", timeout: .seconds(5))
+            _ = try connection.call(.watchPath, destination, "", timeout: .seconds(5))
         }
         nonisolated(unsafe) let connection = connection
         Thread.detachNewThread {

@@ -1,7 +1,7 @@
 import EmbeddedKernel
-import ReachabilityBus
 import ReachabilityCore
 import ReachdMetrics
+import SDBus
 
 @testable import ReachdProgram
 

@@ -1,4 +1,4 @@
-import ReachabilityBus
+import SDBus
 import Testing
 
 /// The loop's timers carry the daemon's re-checks (0.25 ms after a route deletion),

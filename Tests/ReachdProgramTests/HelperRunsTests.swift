@@ -1,4 +1,4 @@
-import ReachabilityBus
+import SDBus
 import TestTraits
 import Testing
 

@@ -3,6 +3,7 @@ import Foundation
 import NamespaceTesting
 import ReachabilityBus
 import ReachabilityCore
+import SDBus
 import Synchronization
 
 @testable import ReachdProgram

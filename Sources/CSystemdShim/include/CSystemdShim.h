@@ -6,10 +6,6 @@
 
 /* What Swift cannot express of sd-bus: the vtable macros and the variadic calls. */
 
-#define REACHD_BUS_NAME "io.reachd.Reachability1"
-#define REACHD_BUS_PATH "/io/reachd/Reachability1"
-#define REACHD_BUS_INTERFACE "io.reachd.Reachability1"
-
 typedef int (*reachd_method_handler)(sd_bus_message *message, void *userdata, sd_bus_error *error);
 typedef int (*reachd_property_getter)(sd_bus *bus, const char *path, const char *interface, const char *property,
                                       sd_bus_message *reply, void *userdata, sd_bus_error *error);
@@ -35,21 +31,24 @@ void reachd_bus_set_dispatch(reachd_method_handler method, reachd_property_gette
 const sd_bus_vtable *reachd_bus_vtable_new(const reachd_bus_member *members, size_t count);
 
 /* A minimal org.freedesktop.DBus on a peer-to-peer connection: Hello (a unique name),
- * AddMatch/RemoveMatch (accepted), so that bus clients such as busctl talk to it. */
+ * AddMatch/RemoveMatch (accepted), GetNameOwner (the peer owns every name), so that
+ * bus clients such as busctl and gdbus talk to it. */
 int reachd_bus_add_broker(sd_bus *bus, sd_bus_slot **slot);
 
 int reachd_bus_reply_string(sd_bus_message *call, const char *value);
 int reachd_bus_reply_empty(sd_bus_message *call);
 
-/* Emits a signal of the interface with one or two string arguments (second may be NULL). */
-int reachd_bus_emit(sd_bus *bus, const char *destination, const char *member, const char *first, const char *second);
+/* Emits a signal with one or two string arguments (second may be NULL). */
+int reachd_bus_emit(sd_bus *bus, const char *destination, const char *path, const char *interface, const char *member,
+                    const char *first, const char *second);
 
-/* Client side: calls a method of the interface taking zero, one or two strings (second only with argument),
+/* Client side: calls a method taking zero, one or two strings (second only with argument),
  * returning zero or one string.
  * *result is malloc'ed (free it) or NULL when the method returns nothing. *reply_cookie (unless NULL) is
  * the reply's serial: the daemon's signals with a lower one were sent before the reply. */
-int reachd_bus_call(sd_bus *bus, const char *destination, const char *member, const char *argument,
-                    const char *second, uint64_t timeout_usec, char **result, uint64_t *reply_cookie, sd_bus_error *error);
+int reachd_bus_call(sd_bus *bus, const char *destination, const char *path, const char *interface, const char *member,
+                    const char *argument, const char *second, uint64_t timeout_usec, char **result, uint64_t *reply_cookie,
+                    sd_bus_error *error);
 
 /* Reads one or two strings of a message (second may be NULL). */
 int reachd_bus_read(sd_bus_message *message, const char **first, const char **second);

@@ -8,7 +8,7 @@
 /// whatever a subscriber missed in between, the last thing it holds is the
 /// object's current state, and a slow reader costs the daemon a socket buffer
 /// and one partly written message, never a backlog.
-package class StateSubscription<State: Equatable> {
+open class StateSubscription<State: Equatable> {
     package let connection: BusConnection
     /// What the connection holds, as far as the daemon is concerned: it was
     /// handed to sd-bus (and so reaches the peer in order, or not at all).
@@ -26,7 +26,7 @@ package class StateSubscription<State: Equatable> {
     package var isBehind: Bool { behindSince != nil }
 
     /// Whether anything is waiting to be sent (subclasses add what they queue).
-    package func isUpToDate(with state: State) -> Bool { sent == state }
+    open func isUpToDate(with state: State) -> Bool { sent == state }
 
     /// The rule: when something waits, `send` it if the connection can take more (it
     /// sends what differs from `sent`, and whatever else waits while the connection takes

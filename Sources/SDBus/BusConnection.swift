@@ -13,7 +13,7 @@ package final class BusConnection {
     package let isPeerToPeer: Bool
     /// The peer's user, for a peer of the private socket.
     package var peerUID: uid_t?
-    var slots: [OpaquePointer] = []
+    package var slots: [OpaquePointer] = []
 
     private init(bus: OpaquePointer, isPeerToPeer: Bool) {
         self.bus = bus
@@ -138,11 +138,11 @@ package final class BusConnection {
     private(set) var hasSpoken = false
     /// Called, inside sd-bus's processing of this connection, when a peer of the private
     /// socket went away: its owners must let it go only after (`PrivateSocket.Admission`).
-    var onDisconnect: () -> Void = {}
+    package var onDisconnect: () -> Void = {}
     /// When the private socket saw the peer authenticated (`PrivateSocket.Admission`).
-    var authenticatedAt: ContinuousClock.Instant?
+    package var authenticatedAt: ContinuousClock.Instant?
     /// How long a peer that says nothing waits for signals after authenticating.
-    static let silentPeerGrace: Duration = .milliseconds(500)
+    package static let silentPeerGrace: Duration = .milliseconds(500)
 
     /// Whether a signal may go to the connection now. A client that says Hello
     /// (busctl, dbus-send, sd-bus, GDBus on a bus address) drops the connection
@@ -160,28 +160,20 @@ package final class BusConnection {
     /// Closes the connection now (its descriptor too); the object goes when unreferenced.
     package func close() { sd_bus_close(bus) }
 
-    /// Calls a method of io.reachd.Reachability1 taking zero, one or two strings and
-    /// returning zero or one string.
-    package func call(
-        _ member: String, _ arguments: String..., destination: String?,
-        timeout: Duration = .seconds(25)
-    ) throws(BusError) -> String? {
-        try callWithSerial(member, arguments, destination: destination, timeout: timeout).answer
-    }
-
-    /// `call`, with the reply's serial: a signal of the same sender with a lower
+    /// Calls a method taking zero, one or two strings and returning zero or one string;
+    /// returns the answer and the reply's serial: a signal of the same sender with a lower
     /// serial was sent before the reply, and is older than the answer.
     package func callWithSerial(
-        _ member: String, _ arguments: [String] = [], destination: String?,
+        _ member: String, _ arguments: [String] = [], destination: String?, path: String, interface: String,
         timeout: Duration = .seconds(25)
     ) throws(BusError) -> (answer: String?, serial: UInt64) {
-        precondition(arguments.count <= 2, "io.reachd.Reachability1's methods take at most two strings")
+        precondition(arguments.count <= 2, "at most two string arguments")
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var result: UnsafeMutablePointer<CChar>?
         var serial: UInt64 = 0
         let status = reachd_bus_call(
-            bus, destination, member, arguments.first, arguments.dropFirst().first, timeout.microseconds,
+            bus, destination, path, interface, member, arguments.first, arguments.dropFirst().first, timeout.microseconds,
             &result, &serial, &error)
         guard status >= 0 else {
             let name = error.name.map { String(cString: $0) }
@@ -190,6 +182,16 @@ package final class BusConnection {
         }
         defer { free(result) }
         return (result.map { String(cString: $0) }, serial)
+    }
+
+    /// Sends a signal with one or two string arguments to whoever matches it (or to `destination`).
+    @discardableResult
+    package func emit(
+        path: String, interface: String, member: String, _ first: String, _ second: String? = nil, destination: String? = nil
+    )
+        -> Int32
+    {
+        reachd_bus_emit(bus, destination, path, interface, member, first, second)
     }
 
     /// Processes what is queued (clients without an event loop); true when something was.

@@ -1,9 +1,11 @@
+import SDBus
+
 /// systemd-resolved's DNS servers, read over D-Bus and followed: the Manager's
 /// `DNS` property (`a(iiay)`: the interface index, 0 for a global server, the
 /// family, the address), read again on every `PropertiesChanged` resolved sends
 /// and whenever its name changes owner. How reachd knows the servers each link
 /// uses when resolved runs (docs/path.md, "DNS").
-package final class ResolvedServers {
+final class ResolvedServers {
     static let name = "org.freedesktop.resolve1"
     static let path = "/org/freedesktop/resolve1"
 
