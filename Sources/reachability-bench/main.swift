@@ -4,14 +4,14 @@ import NamespaceTesting
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
 //                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N]
 //                    [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N (0: 200, 2,000 and 5,000)]
-//                    [--only-watches 1] [--watch-changes N] [--only-capport 1]
+//                    [--only-watches 1] [--watch-changes N] [--only-capport 1] [--only-window 1] [--removals N]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
 var settings = [
     "repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0,
     "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600,
     "soak-changes": 100_000, "only-subscribers": 0, "only-pods": 0, "pod-seconds": 10, "pod-interfaces": 0, "only-watches": 0,
-    "watch-changes": 200, "only-capport": 0
+    "watch-changes": 200, "only-capport": 0, "only-window": 0, "removals": 5_000
 ]
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
@@ -19,7 +19,7 @@ while let flag = arguments.popFirst() {
         let value = arguments.popFirst().flatMap({ Int($0) })
     else {
         print(
-            "usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N] [--only-watches 1] [--watch-changes N] [--only-capport 1]"
+            "usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N] [--only-watches 1] [--watch-changes N] [--only-capport 1] [--only-window 1] [--removals N]"
         )
         exit(2)
     }
@@ -55,6 +55,10 @@ do {
     }
     if settings["only-watches"] == 1 {
         try runWatchBenchmark()
+        exit(0)
+    }
+    if settings["only-window"] == 1 {
+        try runDeletionWindowBenchmark(removals: settings["removals"]!)
         exit(0)
     }
     if settings["only-capport"] == 1 {
@@ -131,6 +135,8 @@ do {
         try runContainerHostBenchmark()
         try runWatchBenchmark()
         try await runCaptivePortalBenchmark()
+        print("")
+        try runDeletionWindowBenchmark(removals: settings["removals"]!)
     }
 } catch {
     print("reachability-bench: \(error)")
