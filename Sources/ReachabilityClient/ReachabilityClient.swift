@@ -89,8 +89,6 @@ public final class ReachabilityClient: Sendable {
         }
     }
 
-    static let name = ReachabilityContract.name
-
     /// How many paths a `paths` stream holds for a consumer that does not keep up
     /// (as `ReachabilityMonitor.paths`): the latest only.
     public static let bufferedPaths = 1
