@@ -90,13 +90,12 @@ int reachd_bus_reply_empty(sd_bus_message *call) {
     return sd_bus_reply_method_return(call, "");
 }
 
-int reachd_bus_emit(sd_bus *bus, const char *destination, const char *path, const char *interface, const char *member,
+int reachd_bus_emit(sd_bus *bus, const char *path, const char *interface, const char *member,
                     const char *first, const char *second) {
     sd_bus_message *message = NULL;
     int r = sd_bus_message_new_signal(bus, &message, path, interface, member);
     if (r < 0) return r;
-    if (destination) r = sd_bus_message_set_destination(message, destination);
-    if (r >= 0) r = second ? sd_bus_message_append(message, "ss", first, second) : sd_bus_message_append(message, "s", first);
+    r = second ? sd_bus_message_append(message, "ss", first, second) : sd_bus_message_append(message, "s", first);
     if (r >= 0) r = sd_bus_send(bus, message, NULL);
     sd_bus_message_unref(message);
     return r;

@@ -125,13 +125,7 @@ extension ReachabilityObject {
             },
             .init(.interfaces) { object, call in object.answer(call) { $0.interfaces() } },
             .init(.watchInterfaces) { object, call in
-                if let subscriber = object.subscriber(on: call.bus) {
-                    if let sender = call.sender {
-                        subscriber.busInterfaceWatchers.insert(sender)
-                    } else {
-                        subscriber.peerWatchesInterfaces = true
-                    }
-                }
+                object.subscriber(on: call.bus)?.setWatchesInterfaces(true, by: call.sender)
                 // Signals sent after this reply are newer than the inventory it carries.
                 let answer = object.answer(call) { $0.interfaces() }
                 object.interfaceWatchersChanged()
@@ -171,25 +165,12 @@ extension ReachabilityObject {
                 } catch {
                     return call.fail(error)
                 }
-                if let subscriber = object.subscriber(on: call.bus), subscriber.pathWatchers[key]?.remove(call.sender ?? "") != nil {
-                    if subscriber.pathWatchers[key]?.isEmpty == true {
-                        subscriber.pathWatchers[key] = nil
-                        subscriber.pendingPaths[key] = nil
-                    }
-                    object.pathWatchesChanged()
-                }
+                if object.subscriber(on: call.bus)?.letGo(key, by: call.sender ?? "") == true { object.pathWatchesChanged() }
                 return call.replyEmpty()
             },
             .init(.unwatchInterfaces) { object, call in
-                if let subscriber = object.subscriber(on: call.bus) {
-                    if let sender = call.sender {
-                        subscriber.busInterfaceWatchers.remove(sender)
-                    } else {
-                        subscriber.peerWatchesInterfaces = false
-                    }
-                    if !subscriber.watchesInterfaces { subscriber.pendingInterfaces = [:] }
-                    object.interfaceWatchersChanged()
-                }
+                object.subscriber(on: call.bus)?.setWatchesInterfaces(false, by: call.sender)
+                object.interfaceWatchersChanged()
                 return call.replyEmpty()
             }
         ],

@@ -106,13 +106,13 @@ package final class ReachabilityObject {
                 member: "NameOwnerChanged", twoArguments: false
             ) { [weak self, weak subscriber] name, _, _ in
                 guard let self, let subscriber else { return }
-                if subscriber.busInterfaceWatchers.remove(name) != nil { interfaceWatchersChanged() }
-                var watched = false
-                for key in Array(subscriber.pathWatchers.keys) where subscriber.pathWatchers[key]?.remove(name) != nil {
-                    watched = true
-                    if subscriber.pathWatchers[key]?.isEmpty == true { subscriber.pathWatchers[key] = nil }
+                if subscriber.busInterfaceWatchers.contains(name) {
+                    subscriber.setWatchesInterfaces(false, by: name)
+                    interfaceWatchersChanged()
                 }
-                if watched { pathWatchesChanged() }
+                // Every watch it held let go (no short-circuit: each one must be).
+                let watched = Array(subscriber.pathWatchers.keys).filter { subscriber.letGo($0, by: name) }
+                if !watched.isEmpty { pathWatchesChanged() }
             }
         }
     }

@@ -28,4 +28,26 @@ final class Subscriber: StateSubscription<ReachabilityObject.State> {
 
     /// How many watches `watcher` (a bus client's unique name, or "" for a private peer) holds.
     func pathWatchCount(of watcher: String) -> Int { pathWatchers.values.count { $0.contains(watcher) } }
+
+    /// `watcher` (a bus client's unique name, nil for a private peer) is sent `InterfaceChanged`
+    /// from now on, or no longer; nothing waits for a connection nobody on it watches.
+    func setWatchesInterfaces(_ watching: Bool, by watcher: String?) {
+        if let watcher {
+            if watching { busInterfaceWatchers.insert(watcher) } else { busInterfaceWatchers.remove(watcher) }
+        } else {
+            peerWatchesInterfaces = watching
+        }
+        if !watchesInterfaces { pendingInterfaces = [:] }
+    }
+
+    /// `watcher` ("" for a private peer) lets go of the watch `key`; a watch nobody on the
+    /// connection holds any more is forgotten with what waited for it. False when it held none.
+    func letGo(_ key: String, by watcher: String) -> Bool {
+        guard pathWatchers[key]?.remove(watcher) != nil else { return false }
+        if pathWatchers[key]?.isEmpty == true {
+            pathWatchers[key] = nil
+            pendingPaths[key] = nil
+        }
+        return true
+    }
 }

@@ -18,8 +18,7 @@ extension ReachabilityClient {
     final class Connection: @unchecked Sendable {
         /// A call waiting for the thread.
         struct Call {
-            let method: ReachabilityContract.Method
-            let arguments: [String]
+            let request: Request
             let timeout: Duration
             let done: @Sendable (Result<String, Failure>) -> Void
         }
@@ -35,8 +34,9 @@ extension ReachabilityClient {
 
         private let endpoint: Endpoint
         private let reconnectDelays: (first: Duration, last: Duration)
-        /// Told when the connection reaches a daemon or loses it.
-        private let stateChanged: @Sendable (ConnectionState) -> Void
+        /// Told when the connection reaches a daemon or loses it: set once by the client's
+        /// init, before the thread starts; weak, since the client owns the connection.
+        weak var client: ReachabilityClient?
         private let mailbox = Mutex(Mailbox())
         private let wake: WakePipe?
 
@@ -45,15 +45,13 @@ extension ReachabilityClient {
         private var inFlight: [Int: @Sendable (Result<String, Failure>) -> Void] = [:]
         private var nextCall = 0
 
-        init(
-            endpoint: Endpoint, reconnectDelays: (first: Duration, last: Duration),
-            stateChanged: @escaping @Sendable (ConnectionState) -> Void
-        ) {
+        init(endpoint: Endpoint, reconnectDelays: (first: Duration, last: Duration)) {
             self.endpoint = endpoint
             self.reconnectDelays = reconnectDelays
-            self.stateChanged = stateChanged
             wake = try? WakePipe()
         }
+
+        private func stateChanged(_ state: ConnectionState) { client?.connectionChanged(to: state) }
 
         /// Ends the thread (and the connection) once it has answered what is under way.
         func stop() {
@@ -278,10 +276,7 @@ extension ReachabilityClient {
         private func end(_ follow: Follow, on session: Session) {
             if let match = follow.match { session.connection.cancel(match) }
             guard let unwatch = follow.unwatch, !follows.values.contains(where: { $0.unwatch == unwatch }) else { return }
-            try? session.connection.callAsync(
-                ReachabilityContract.name, ReachabilityContract.path, ReachabilityContract.interface, unwatch.method.name,
-                unwatch.arguments.map { .string($0) }
-            ) { _ in }
+            try? session.connection.callAsync(unwatch.method, unwatch.arguments) { _ in }
         }
 
         /// Reads a follow's state; signals older than the answer are skipped. A daemon that
@@ -290,22 +285,26 @@ extension ReachabilityClient {
         private func read(_ follow: Follow, on session: Session) {
             guard let read = follow.read else { return }
             follow.reading()
-            send(Call(method: read.method, arguments: read.arguments, timeout: .seconds(5)) { _ in }, on: session) {
-                [unowned self] message in
-                guard follows[ObjectIdentifier(follow)] === follow else { return }
-                if let name = message.errorName {
-                    if Self.isRefusal(name) {
-                        follow.refused(delays: reconnectDelays)
-                    } else {
+            do {
+                try session.connection.callAsync(read.method, read.arguments, timeout: .seconds(5)) { [unowned self] message in
+                    guard follows[ObjectIdentifier(follow)] === follow else { return }
+                    if let name = message.errorName {
+                        if Self.isRefusal(name) {
+                            follow.refused(delays: reconnectDelays)
+                        } else {
+                            session.connection.close()
+                        }
+                        return
+                    }
+                    do {
+                        try follow.answered(message.string() ?? "", serial: message.serial)
+                    } catch {
                         session.connection.close()
                     }
-                    return
                 }
-                do {
-                    try follow.answered(message.string() ?? "", serial: message.serial)
-                } catch {
-                    session.connection.close()
-                }
+            } catch {
+                // Not even sent: the connection is failing; the next one reads again.
+                session.connection.close()
             }
         }
 
@@ -321,19 +320,16 @@ extension ReachabilityClient {
                 ].contains(errorName)
         }
 
-        /// Sends a call: its answer goes to `call.done`, or the message to `reply`.
-        private func send(_ call: Call, on session: Session, reply: ((BusMessage) -> Void)? = nil) {
+        /// Sends a call; its answer goes to `call.done`, as does the connection's loss before it.
+        private func send(_ call: Call, on session: Session) {
             nextCall += 1
             let id = nextCall
             inFlight[id] = call.done
             do {
-                try session.connection.callAsync(
-                    ReachabilityContract.name, ReachabilityContract.path, ReachabilityContract.interface, call.method.name,
-                    call.arguments.map { .string($0) }, timeout: call.timeout
-                ) { [unowned self] message in
+                try session.connection.callAsync(call.request.method, call.request.arguments, timeout: call.timeout) {
+                    [unowned self] message in
                     guard let done = inFlight.removeValue(forKey: id) else { return }
-                    if let reply { return reply(message) }
-                    if let error = message.error(of: call.method.name) {
+                    if let error = message.error(of: call.request.method.name) {
                         // On a bus, the daemon left the name: the next call looks for it again, elsewhere too.
                         let noDaemon = Self.noOwner.contains(error.name ?? "")
                         if noDaemon { session.connection.close() }

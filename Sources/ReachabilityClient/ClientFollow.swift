@@ -3,16 +3,16 @@ import ReachabilityContract
 import SDBus
 
 extension ReachabilityClient {
+    /// A call of one of the daemon's methods, with its arguments.
+    struct Request: Equatable {
+        let method: ReachabilityContract.Method
+        var arguments: [String] = []
+    }
+
     /// What one stream follows on the client's connection: a signal of the daemon's,
     /// the method that reads the state the signal changes, and what to do with both.
     /// Everything but the constants is the connection thread's.
     final class Follow: @unchecked Sendable {
-        /// A call of one of the daemon's methods.
-        struct Request: Equatable {
-            let method: ReachabilityContract.Method
-            var arguments: [String] = []
-        }
-
         let signal: ReachabilityContract.Signal
         /// What reads the state the signal changes; nil for events (`PinFailure`).
         let read: Request?
@@ -114,7 +114,7 @@ extension ReachabilityClient {
             PathStreams.Delivery(continuation: continuation, first: last == nil).send(path)
             last = path
         }
-        let watch = Follow.Request(method: .watchPath, arguments: [request.destination, request.interfaceTypesText])
+        let watch = Request(method: .watchPath, arguments: [request.destination, request.interfaceTypesText])
         return Follow(
             .pathChanged, read: watch, unwatch: .init(method: .unwatchPath, arguments: watch.arguments),
             answer: { document throws(Failure) in offer(try decode(document)) },

@@ -56,19 +56,8 @@ public final class ReachabilityClient: Sendable {
     public init(endpoint: Endpoint = .automatic, reconnectDelays: (first: Duration, last: Duration) = (.milliseconds(100), .seconds(5))) {
         self.endpoint = endpoint
         self.reconnectDelays = reconnectDelays
-        let state = StateSink()
-        connection = Connection(endpoint: endpoint, reconnectDelays: reconnectDelays) { state.client?.connectionChanged(to: $0) }
-        state.client = self
-    }
-
-    /// Where the connection's thread finds the client to tell of its state, for as long as the client lives.
-    private final class StateSink: Sendable {
-        private let reference = Mutex<Weak?>(nil)
-        private struct Weak: @unchecked Sendable { weak var client: ReachabilityClient? }
-        var client: ReachabilityClient? {
-            get { reference.withLock { $0?.client } }
-            set { reference.withLock { $0 = Weak(client: newValue) } }
-        }
+        connection = Connection(endpoint: endpoint, reconnectDelays: reconnectDelays)
+        connection.client = self
     }
 
     /// Where the private socket is: the system service's, else where a daemon
@@ -133,7 +122,7 @@ public final class ReachabilityClient: Sendable {
         _ method: ReachabilityContract.Method, _ arguments: [String], timeout: Duration,
         done: @escaping @Sendable (Result<String, Failure>) -> Void
     ) {
-        connection.send(Connection.Call(method: method, arguments: arguments, timeout: timeout, done: done))
+        connection.send(Connection.Call(request: Request(method: method, arguments: arguments), timeout: timeout, done: done))
     }
 
     /// The same, waiting on the calling thread.

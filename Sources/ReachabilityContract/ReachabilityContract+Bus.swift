@@ -12,6 +12,17 @@ extension BusConnection {
             interface: ReachabilityContract.interface, timeout: timeout)
     }
 
+    /// Calls a method of the daemon's object without waiting: `reply` gets the answer (or the
+    /// error) when the connection is next processed. `timeout`: nil for sd-bus's 25 s.
+    package func callAsync(
+        _ method: ReachabilityContract.Method, _ arguments: [String], timeout: Duration? = nil,
+        reply: @escaping (BusMessage) -> Void
+    ) throws(BusError) {
+        try callAsync(
+            ReachabilityContract.name, ReachabilityContract.path, ReachabilityContract.interface, method.name,
+            arguments.map { .string($0) }, timeout: timeout, reply: reply)
+    }
+
     /// Sends one of the object's signals.
     @discardableResult
     package func emit(_ signal: ReachabilityContract.Signal, _ first: String, _ second: String? = nil) -> Int32 {

@@ -184,14 +184,10 @@ package final class BusConnection {
         return (result.map { String(cString: $0) }, serial)
     }
 
-    /// Sends a signal with one or two string arguments to whoever matches it (or to `destination`).
+    /// Sends a signal with one or two string arguments to whoever matches it.
     @discardableResult
-    package func emit(
-        path: String, interface: String, member: String, _ first: String, _ second: String? = nil, destination: String? = nil
-    )
-        -> Int32
-    {
-        reachd_bus_emit(bus, destination, path, interface, member, first, second)
+    package func emit(path: String, interface: String, member: String, _ first: String, _ second: String? = nil) -> Int32 {
+        reachd_bus_emit(bus, path, interface, member, first, second)
     }
 
     /// Processes what is queued (clients without an event loop); true when something was.

@@ -39,7 +39,7 @@ int reachd_bus_reply_string(sd_bus_message *call, const char *value);
 int reachd_bus_reply_empty(sd_bus_message *call);
 
 /* Emits a signal with one or two string arguments (second may be NULL). */
-int reachd_bus_emit(sd_bus *bus, const char *destination, const char *path, const char *interface, const char *member,
+int reachd_bus_emit(sd_bus *bus, const char *path, const char *interface, const char *member,
                     const char *first, const char *second);
 
 /* Client side: calls a method taking zero, one or two strings (second only with argument),
