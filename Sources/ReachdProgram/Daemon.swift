@@ -134,7 +134,7 @@ final class Daemon: ReachabilityObjectDelegate {
                 metricsChanged: { [unowned self] in metricsOutputs.changed() }))
         queries = try PathQueries(
             loop: loop, object: object, engine: { [unowned self] in self.engine },
-            published: { [unowned self] in current }, trust: { [unowned self] in trust.summary })
+            judged: { [unowned self] in judged($0) })
         nat64 = try NAT64Discovery(loop: loop) { [unowned self] prefix, interface in
             let found = prefix.map { (prefix: $0, interface: interface) }
             guard found?.prefix != engine.discoveredNAT64?.prefix || found?.interface != engine.discoveredNAT64?.interface else { return }
@@ -176,7 +176,6 @@ final class Daemon: ReachabilityObjectDelegate {
     /// the probe, the captive-portal API, the names Route() and WatchPath() resolved.
     private func pathEvaluated(_ evaluated: Path) {
         var path = evaluated
-        path.source = .daemon
         path.initial = false
         let before = current
         let moved = before.map { !$0.leavesTheSameWay(as: path) } ?? true
@@ -192,29 +191,12 @@ final class Daemon: ReachabilityObjectDelegate {
         isReady = true
     }
 
-    /// Publishes `fresh` with the current trust verdict and connectivity when the
-    /// document differs from the current one. Every change of the document goes
-    /// through here — a path, connectivity or trust change is one StatusChanged —
-    /// so that what subscribers hold is always what `Describe()` answers.
+    /// Publishes `fresh`, judged, when the document differs from the current one. Every
+    /// change of the document goes through here — a path, connectivity or trust change is
+    /// one StatusChanged — so that what subscribers hold is always what `Describe()` answers.
     @discardableResult
     private func publish(_ fresh: Path) -> Bool {
-        var path = fresh
-        path.trust = trust.summary
-        (path.connectivity, path.portal) = connectivity.schedule.state(
-            of: path, unprobed: ConnectivityScheduler.unprobed(path, validated: trust.validated))
-        if path.status.isReachable {
-            path.capport = capport.schedule.state
-            // The network's own word is stronger than a probe's guess (docs/connectivity.md): captive is a portal at its
-            // page; not captive leaves the probe to decide, so it never makes a failing path full.
-            if let announced = path.capport, announced.captive == true {
-                (path.connectivity, path.portal) = (.portal, announced.userPortalURL)
-            }
-        }
-        // Each other way out's own verdict (docs/connectivity.md, "Every way out"); the path's own interface's is `connectivity`.
-        for position in path.interfaces.indices where path.interfaces[position].index != path.interface?.index {
-            path.interfaces[position].connectivity = waysOut.verdict(of: path.interfaces[position].index)
-        }
-        guard let path = path.succeeding(current) else { return false }
+        guard let path = judged(fresh, published: true).succeeding(current) else { return false }
         let before = current?.connectivity
         current = path
         object.publish(path.busProperties, status: path.status.rawValue, document: path.jsonString())
@@ -231,6 +213,42 @@ final class Daemon: ReachabilityObjectDelegate {
         }
         if isReady { ServiceManager.status(line) } else { ServiceManager.ready(status: line) }
         return true
+    }
+
+    /// What the daemon says of a path beyond the kernel's view, decided here alone for the
+    /// published path and every path `Route()` and `WatchPath()` answer (docs/api.md): the
+    /// trust verdict, and connectivity (docs/connectivity.md). The published path's is the
+    /// probe's, overruled by the network's captive-portal API when it says captive; a path
+    /// that leaves as the published one does has the same; one that leaves by another way
+    /// out has that way out's own verdict; an unusable path `none` (`unknown` if nobody
+    /// knows); any other `unknown`. Each other way out in `interfaces` carries its own verdict.
+    private func judged(_ evaluated: Path, published isPublished: Bool = false) -> Path {
+        var path = evaluated
+        path.source = .daemon
+        path.trust = trust.summary
+        if isPublished {
+            (path.connectivity, path.portal) = connectivity.schedule.state(
+                of: path, unprobed: ConnectivityScheduler.unprobed(path, validated: trust.validated))
+            if path.status.isReachable {
+                path.capport = capport.schedule.state
+                // The network's own word is stronger than a probe's guess: captive is a portal at its
+                // page; not captive leaves the probe to decide, so it never makes a failing path full.
+                if let announced = path.capport, announced.captive == true {
+                    (path.connectivity, path.portal) = (.portal, announced.userPortalURL)
+                }
+            }
+        } else if let current, path.leavesTheSameWay(as: current) {
+            (path.connectivity, path.portal) = (current.connectivity, current.portal)
+        } else if !path.status.isReachable {
+            (path.connectivity, path.portal) = (path.status == .unknown ? .unknown : .none, nil)
+        } else {
+            let wayOut = path.vpn == nil ? path.interface.flatMap { waysOut.verdict(of: $0.index) } : nil
+            (path.connectivity, path.portal) = (wayOut ?? .unknown, nil)
+        }
+        for position in path.interfaces.indices where path.interfaces[position].index != path.interface?.index {
+            path.interfaces[position].connectivity = waysOut.verdict(of: path.interfaces[position].index)
+        }
+        return path
     }
 
     /// Connectivity or trust may have changed without the path (a probe or the API answered,

@@ -23,9 +23,8 @@ final class PathQueries {
 
     private let object: ReachabilityObject
     private let engine: () -> PathEngine
-    /// The published path (connectivity is shared with watches that leave the same way) and the trust verdict.
-    private let published: () -> Path?
-    private let trust: () -> TrustSummary
+    /// What the daemon says of an evaluated path beyond the kernel's view: trust and connectivity.
+    private let judged: (Path) -> Path
     private let mailbox: Mailbox<Resolution>
     private var resolutions: EventLoop.Watch?
     /// Name resolutions in flight, by request.
@@ -34,10 +33,9 @@ final class PathQueries {
     private var watches = PathWatches()
 
     init(
-        loop: EventLoop, object: ReachabilityObject, engine: @escaping () -> PathEngine, published: @escaping () -> Path?,
-        trust: @escaping () -> TrustSummary
+        loop: EventLoop, object: ReachabilityObject, engine: @escaping () -> PathEngine, judged: @escaping (Path) -> Path
     ) throws {
-        (self.object, self.engine, self.published, self.trust) = (object, engine, published, trust)
+        (self.object, self.engine, self.judged) = (object, engine, judged)
         mailbox = try Mailbox()
         resolutions = try mailbox.deliver(on: loop) { [unowned self] posted in
             for resolution in posted { resolved(resolution) }
@@ -149,28 +147,19 @@ final class PathQueries {
         }
     }
 
-    /// A path this answers with: evaluated now, the daemon's, with the trust verdict.
+    /// A path this answers with: evaluated now, judged as the daemon judges every path it publishes.
     private func evaluate(
         _ target: ReachabilityMonitor.Target, addresses: [IPAddress],
         allowed: Set<InterfaceType> = Set(InterfaceType.allCases)
     ) -> Path {
-        var path = MonitorLoop.evaluate(engine(), target: target, addresses: addresses, watch: false, allowed: allowed)
-        path.source = .daemon
-        path.trust = trust()
-        return path
+        judged(MonitorLoop.evaluate(engine(), target: target, addresses: addresses, watch: false, allowed: allowed))
     }
 
-    /// One watch's path, as the document of the default path is built: the trust verdict,
-    /// and connectivity when it leaves the way the probed path does (else unknown).
     private func evaluate(_ watch: PathWatches.Watch) -> Path {
         let destination = watch.request.destination
-        var path = evaluate(
+        return evaluate(
             destination.isEmpty ? .defaultPath : .host(destination), addresses: watch.addresses,
             allowed: watch.request.interfaceTypes)
-        if let current = published(), path.leavesTheSameWay(as: current) {
-            (path.connectivity, path.portal) = (current.connectivity, current.portal)
-        }
-        return path
     }
 
     /// Publishes the watched paths that changed (PathChanged, to those who hold them).

@@ -54,6 +54,11 @@ struct WaysOutTests {
                 #expect(
                     try host.exec([DaemonProcess.reachctl, "status", "--json", "--bus", daemon.socket]).output
                         .contains(#""better-way-out":"eth1""#))
+                // A destination's path is judged as the path is: by the way out it leaves by.
+                let viaOffice = try host.exec([DaemonProcess.reachctl, "route", "10.2.0.1", "--json", "--bus", daemon.socket]).output
+                #expect(viaOffice.contains(#""interface":"eth1""#) && viaOffice.contains(#""connectivity":"full""#), "\(viaOffice)")
+                let beyondHotel = try host.exec([DaemonProcess.reachctl, "route", "198.51.100.1", "--json", "--bus", daemon.socket]).output
+                #expect(beyondHotel.contains(#""connectivity":"portal""#), "leaves as the path does: \(beyondHotel)")
 
                 // The full one loses carrier: it is no way out any more, and nothing is better.
                 try open.ip("link set dev up0 down")
