@@ -39,7 +39,7 @@ FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spoo
 FUZZ_SECONDS ?= 15
 FUZZ_RUNS    ?= -1
 
-.PHONY: deps build run test unittest format format-check package-check examples api-docs man-check systemtest fuzz-build fuzz bench version release docs manual install install-files deb clean
+.PHONY: deps build run test unittest format format-check package-check examples api-docs man-check systemtest fuzz-build fuzz bench-build bench version release docs manual install install-files deb clean
 
 ## Install the system packages that are missing (apt-get update first on a fresh machine).
 deps:
@@ -66,7 +66,7 @@ run: build
 ## Every test. Kernel tests create (and always remove) network namespaces: root only.
 ## Then every parser fuzzed briefly, and the package under a real systemd
 ## (Tests/System/package-test.sh).
-test: deps format-check unittest examples api-docs fuzz package-check man-check systemtest
+test: deps format-check unittest bench-build examples api-docs fuzz package-check man-check systemtest
 
 ## Every Swift file as swift-format (the toolchain's) writes it, by .swift-format:
 ## `make format` rewrites them, `make format-check` (in make test) fails on any difference.
@@ -166,11 +166,17 @@ fuzz: fuzz-build
 	  grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|Done [0-9]+ runs' $(FUZZ_BUILD)/$$target.log | tr '\n' ' '; echo; \
 	done
 
+## The benchmarks are a target only under REACHD_BENCHMARKS=1 (Package.swift): a plain
+## `swift build` compiles none of them; make test builds them (debug) so that they keep compiling.
+bench-build: deps
+	REACHD_BENCHMARKS=1 $(SWIFT) build --product reachability-bench
+
 ## Benchmarks against a raw netlink listener in the same namespace; prints numbers.
 bench: deps $(STATIC_CXX)/libstdc++.a
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench: needs root (network namespaces)" >&2; exit 1; }
 	@# The programs the benchmarks run, not every target: TestTraits imports Testing, which a static release build has not.
-	for product in reachd reachctl reachd-trust reachability-bench; do $(SWIFT) build $(RELEASE) --product $$product || exit 1; done
+	for product in reachd reachctl reachd-trust; do $(SWIFT) build $(RELEASE) --product $$product || exit 1; done
+	REACHD_BENCHMARKS=1 $(SWIFT) build $(RELEASE) --product reachability-bench
 	@# Linked statically, a crash prints its backtrace only with the static backtracer named.
 	SWIFT_BACKTRACE=enable=yes,interactive=no,swift-backtrace=$(TOOLCHAIN_BIN)../libexec/swift/linux/swift-backtrace-static \
 	  .build/release/reachability-bench
