@@ -22,9 +22,10 @@ final class CaptivePortalChecker {
     private let helper: TrustHelper?
     private let runs: HelperRuns
     private let hooks: Hooks
+    private let log: Log
 
-    init(options: ConnectivityOptions, helper: TrustHelper?, runs: HelperRuns, loop: EventLoop, hooks: Hooks) throws {
-        (self.options, self.helper, self.runs, self.hooks) = (options, helper, runs, hooks)
+    init(options: ConnectivityOptions, helper: TrustHelper?, runs: HelperRuns, loop: EventLoop, log: Log, hooks: Hooks) throws {
+        (self.options, self.helper, self.runs, self.log, self.hooks) = (options, helper, runs, log, hooks)
         var timer: EventLoop.Timer?
         schedule = CaptivePortalAPIScheduler(
             interval: options.interval, timer: .init(arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() }),
@@ -50,9 +51,9 @@ final class CaptivePortalChecker {
         if target != schedule.target {
             if let target {
                 let api = "\(target.uri) (\(target.source.rawValue), \(target.interfaceName))"
-                if let refusal = target.refusal { Log.warning("capport: \(api): \(refusal)") } else { Log.info("capport: querying \(api)") }
+                if let refusal = target.refusal { log.warning("capport: \(api): \(refusal)") } else { log.info("capport: querying \(api)") }
             } else if let before = schedule.target {
-                Log.info(
+                log.info(
                     "capport: \(before.uri) no longer applies (the network no longer announces it, or the path left \(before.interfaceName))"
                 )
             }
@@ -81,7 +82,7 @@ final class CaptivePortalChecker {
     /// Starts one API query in reachd-trust (reachd links no TLS); false when it cannot run.
     private func start(_ target: CaptivePortalAPIScheduler.Target, generation: Int) -> Bool {
         guard let helper else {
-            Log.warning("capport: \(target.uri) is not queried: reachd-trust is not installed")
+            log.warning("capport: \(target.uri) is not queried: reachd-trust is not installed")
             hooks.settled()
             return false
         }
@@ -94,7 +95,7 @@ final class CaptivePortalChecker {
             }
             return true
         } catch {
-            Log.error("capport: \(error)")
+            log.error("capport: \(error)")
             hooks.settled()
             return false
         }
@@ -107,10 +108,10 @@ final class CaptivePortalChecker {
         guard schedule.finish(generation, answer), let state = schedule.state else { return }
         let api = "\(state.api) (\(state.source.rawValue), \(state.interface))"
         if let error = state.error {
-            if error != before?.error { Log.warning("capport: \(api): \(error)") }
+            if error != before?.error { log.warning("capport: \(api): \(error)") }
         } else if state.captive != before?.captive || state.expires != before?.expires {
             let session = state.secondsRemaining().map { ", the session ends in \($0) s" } ?? ""
-            Log.notice(
+            log.notice(
                 "capport: \(api) says \(state.captive == true ? "captive, log in at \(state.userPortalURL ?? "")" : "not captive")\(session)"
             )
         }

@@ -21,6 +21,8 @@ final class Daemon: ReachabilityObjectDelegate {
     let configFile: String
     let loop: EventLoop
     let object: ReachabilityObject
+    /// Where it, and each of its components, says what happened.
+    let log: Log
 
     private var configuration: DaemonConfiguration
     /// The event algorithm (`PathWatcher`, shared with the library's monitor) on this loop.
@@ -77,12 +79,14 @@ final class Daemon: ReachabilityObjectDelegate {
 
     private let kernel: KernelAccess
 
-    /// `kernel`: nil for the netlink sockets, watched on `loop`.
+    /// `kernel`: nil for the netlink sockets, watched on `loop`; `resolve`: how the names
+    /// `Route()` and `WatchPath()` are handed are resolved (a test's names, or the system's).
     init(
         configFile: String, configuration: DaemonConfiguration, helper: TrustHelper?, loop: EventLoop,
-        kernel: KernelAccess? = nil
+        log: Log, kernel: KernelAccess? = nil, resolve: @escaping PathQueries.Resolve = PathQueries.systemResolver
     ) throws {
         self.configFile = configFile
+        self.log = log
         self.configuration = configuration
         self.helper = helper
         self.loop = loop
@@ -98,14 +102,14 @@ final class Daemon: ReachabilityObjectDelegate {
             interfacesChanged: { [unowned self] changes in
                 object.publishInterfaces(changes.map { ($0.index, $0.interface.name, $0.jsonString()) })
             },
-            log: { Log.warning($0) })
+            log: { [log] in log.warning($0) })
         object.delegate = self
         // Interface changes are kept and rendered only while someone watches them.
         object.onInterfaceWatchers = { [unowned self] watched in
             self.engine.tracksInterfaces = watched
-            Log.debug(watched ? "interface changes: kept (someone watches them)" : "interface changes: not kept (nobody watches them)")
+            log.debug(watched ? "interface changes: kept (someone watches them)" : "interface changes: not kept (nobody watches them)")
         }
-        metricsOutputs = MetricsOutputs(loop: loop) { [unowned self] in metricsFamilies() }
+        metricsOutputs = MetricsOutputs(loop: loop, log: log) { [unowned self] in metricsFamilies() }
         connectivity = try ConnectivityChecker(options: configuration.connectivity, loop: loop) { [unowned self] moved in
             // The probe's view moved (someone logged in, a session ended): the API is asked too.
             if moved { capport.schedule.queryNow() }
@@ -114,7 +118,7 @@ final class Daemon: ReachabilityObjectDelegate {
         }
         waysOut = try WaysOutChecker(options: configuration.connectivity, loop: loop) { [unowned self] in republish() }
         capport = try CaptivePortalChecker(
-            options: configuration.connectivity, helper: helper, runs: helperRuns, loop: loop,
+            options: configuration.connectivity, helper: helper, runs: helperRuns, loop: loop, log: log,
             hooks: .init(
                 changed: { [unowned self] in
                     if let current { capport.observe(current, moved: false, engine: self.engine) }
@@ -123,7 +127,7 @@ final class Daemon: ReachabilityObjectDelegate {
                 }, settled: { [unowned self] in connectivity.captivePortalAPIAnswered(current?.connectivity) }))
         trust = try TrustCoordinator(
             configFile: configFile, options: configuration.trust, helper: helper, runs: helperRuns, loop: loop, object: object,
-            metrics: metrics,
+            metrics: metrics, log: log,
             hooks: .init(
                 path: { [unowned self] in (current, connectivity.schedule.verdict) },
                 isAwaitingEvidence: { [unowned self] in
@@ -134,12 +138,12 @@ final class Daemon: ReachabilityObjectDelegate {
                 metricsChanged: { [unowned self] in metricsOutputs.changed() }))
         queries = try PathQueries(
             loop: loop, object: object, engine: { [unowned self] in self.engine },
-            judged: { [unowned self] in judged($0) })
-        nat64 = try NAT64Discovery(loop: loop) { [unowned self] prefix, interface in
+            judged: { [unowned self] in judged($0) }, resolve: resolve)
+        nat64 = try NAT64Discovery(loop: loop, log: log) { [unowned self] prefix, interface in
             let found = prefix.map { (prefix: $0, interface: interface) }
             guard found?.prefix != engine.discoveredNAT64?.prefix || found?.interface != engine.discoveredNAT64?.interface else { return }
             engine.discoveredNAT64 = found
-            if let prefix { Log.info("nat64: \(prefix) (DNS64, RFC 7050)") }
+            if let prefix { log.info("nat64: \(prefix) (DNS64, RFC 7050)") }
             publishCurrentPath()
         }
         engineWatch = try watch(engine)
@@ -159,7 +163,7 @@ final class Daemon: ReachabilityObjectDelegate {
 
     private func dnsChanged(_ servers: DNSServers?) {
         engine.dnsServers = servers
-        Log.info(
+        log.info(
             "dns: \(servers?.source.rawValue ?? "not followed"): \(servers?.servers.map(\.address.description).joined(separator: " ") ?? "")"
         )
         if isReady { publishCurrentPath() }
@@ -205,11 +209,11 @@ final class Daemon: ReachabilityObjectDelegate {
         metricsOutputs.changed()
         let line = path.description
         // Changes of the available interfaces publish a document too; the log says when the status line moves.
-        if line != lastLoggedLine { Log.info("path: \(line)") } else { Log.debug("path: \(line) (interfaces changed)") }
+        if line != lastLoggedLine { log.info("path: \(line)") } else { log.debug("path: \(line) (interfaces changed)") }
         lastLoggedLine = line
         if before != path.connectivity, path.status.isReachable {
             let details = connectivity.schedule.verdict.map { " (\($0.details.joined(separator: "; ")))" } ?? ""
-            Log.info("connectivity: \(path.connectivity.rawValue)\(path.portal.map { " at \($0)" } ?? "")\(details)")
+            log.info("connectivity: \(path.connectivity.rawValue)\(path.portal.map { " at \($0)" } ?? "")\(details)")
         }
         if isReady { ServiceManager.status(line) } else { ServiceManager.ready(status: line) }
         return true
@@ -328,7 +332,7 @@ final class Daemon: ReachabilityObjectDelegate {
         DaemonConfiguration.startLoading(configFile, helper: helper, runs: helperRuns) { [unowned self] loaded in
             reloading = false
             let result = loaded.flatMap { fresh in Result { try apply(fresh) } }
-            if case let .failure(error) = result { Log.error("reload: \(error); the previous configuration stays in force") }
+            if case let .failure(error) = result { log.error("reload: \(error); the previous configuration stays in force") }
             ServiceManager.ready()
             done(result)
         }
@@ -352,12 +356,12 @@ final class Daemon: ReachabilityObjectDelegate {
         do {
             try resolvers.follow(resolvConf: fresh.monitor.resolvConf)
         } catch {
-            Log.error("reload: \(error)")
+            log.error("reload: \(error)")
         }
         do {
             try configureCompat(fresh)
         } catch {
-            Log.error("reload: \(error)")
+            log.error("reload: \(error)")
         }
         let connectivityChanged = fresh.connectivity != configuration.connectivity
         trust.reconfigure(fresh.trust, connectivityChanged: connectivityChanged)
@@ -367,11 +371,11 @@ final class Daemon: ReachabilityObjectDelegate {
             do {
                 try capport.reconfigure(fresh.connectivity)
             } catch {
-                Log.error("reload: \(error)")
+                log.error("reload: \(error)")
             }
         }
         configuration = fresh
-        Log.notice("reloaded \(configFile)")
+        log.notice("reloaded \(configFile)")
         publishCurrentPath()
         trust.schedule.requestRound("reload")
     }
@@ -383,8 +387,9 @@ final class Daemon: ReachabilityObjectDelegate {
     func attach(bus: BusConnection?) throws {
         if let bus {
             try resolvers.followResolved(on: bus)
-            try SleepFollower.follow(on: bus, sleeping: { Log.notice("going to sleep") }, resumed: { [unowned self] in resumed() })
-            compat = try NetworkManagerCompat(connection: bus, loop: loop, log: { Log.notice($0) }) { [unowned self] caller, done in
+            try SleepFollower.follow(on: bus, sleeping: { [log] in log.notice("going to sleep") }, resumed: { [unowned self] in resumed() })
+            compat = try NetworkManagerCompat(connection: bus, loop: loop, log: { [log] in log.notice($0) }) {
+                [unowned self] caller, done in
                 checkConnectivity(caller: caller) { _ in done() }
             }
         }
@@ -394,7 +399,7 @@ final class Daemon: ReachabilityObjectDelegate {
     private func configureCompat(_ configuration: DaemonConfiguration) throws {
         guard let compat else {
             if configuration.networkManagerCompat {
-                Log.warning(
+                log.warning(
                     "compat: networkmanager = true, but reachd is on no bus (--bus none, or no system bus): nothing serves the surface")
             }
             return
@@ -409,7 +414,7 @@ final class Daemon: ReachabilityObjectDelegate {
     /// answer, every way out's and the trust verdict are forgotten and asked again
     /// (`unknown` meanwhile, never the old verdict), and the DNS64 is asked again.
     private func resumed() {
-        Log.notice("resumed from sleep: reading links and addresses again, probing, asking the captive-portal API, re-validating pins")
+        log.notice("resumed from sleep: reading links and addresses again, probing, asking the captive-portal API, re-validating pins")
         connectivity.schedule.forgetVerdict()
         capport.schedule.forgetAnswer()
         waysOut.forgetVerdicts()

@@ -4,9 +4,11 @@ import FoundationEssentials
 import Glibc
 #endif
 
-/// One line per event on stderr. Under journald (JOURNAL_STREAM set) each line
-/// carries its syslog level as a `<N>` prefix, which journald turns into the priority.
-enum Log {
+/// Where the daemon says what happened: one line per event. The daemon and each of
+/// its components write through the `Log` they were handed — `standardError` in the
+/// program, a test's own in `ServedDaemon` (several daemons in one process, each
+/// with its log).
+struct Log: Sendable {
     enum Level: Int, Comparable, CaseIterable, Sendable {
         case error = 3, warning = 4, notice = 5, info = 6, debug = 7
 
@@ -18,18 +20,32 @@ enum Log {
         }
     }
 
-    nonisolated(unsafe) static var threshold = Level.info
-    static let toJournal = getenv("JOURNAL_STREAM") != nil
+    /// Lines above it (less severe) are not written.
+    let threshold: Level
+    private let sink: @Sendable (Level, String) -> Void
 
-    static func write(_ level: Level, _ message: String) {
-        guard level <= threshold else { return }
-        var line = (toJournal ? "<\(level.rawValue)>" : "") + "reachd: " + message + "\n"
-        line.withUTF8 { bytes in _ = Glibc.write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+    init(threshold: Level = .info, sink: @escaping @Sendable (_ level: Level, _ line: String) -> Void) {
+        (self.threshold, self.sink) = (threshold, sink)
     }
 
-    static func error(_ message: String) { write(.error, message) }
-    static func warning(_ message: String) { write(.warning, message) }
-    static func notice(_ message: String) { write(.notice, message) }
-    static func info(_ message: String) { write(.info, message) }
-    static func debug(_ message: String) { write(.debug, message) }
+    /// stderr, each line `reachd: …`; under journald (JOURNAL_STREAM set) with its
+    /// syslog level as a `<N>` prefix, which journald turns into the priority.
+    static func standardError(threshold: Level = .info) -> Log {
+        let toJournal = getenv("JOURNAL_STREAM") != nil
+        return Log(threshold: threshold) { level, message in
+            var line = (toJournal ? "<\(level.rawValue)>" : "") + "reachd: " + message + "\n"
+            line.withUTF8 { bytes in _ = Glibc.write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+        }
+    }
+
+    func write(_ level: Level, _ message: String) {
+        guard level <= threshold else { return }
+        sink(level, message)
+    }
+
+    func error(_ message: String) { write(.error, message) }
+    func warning(_ message: String) { write(.warning, message) }
+    func notice(_ message: String) { write(.notice, message) }
+    func info(_ message: String) { write(.info, message) }
+    func debug(_ message: String) { write(.debug, message) }
 }

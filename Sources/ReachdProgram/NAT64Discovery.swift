@@ -28,13 +28,13 @@ final class NAT64Discovery {
 
     /// - Parameter found: on the loop, with the prefix the DNS64 used (nil: no synthesis)
     ///   and the interface that carried IPv6 when it was asked.
-    init(loop: EventLoop, found: @escaping (_ prefix: NAT64Prefix?, _ interface: Int32) -> Void) throws {
+    init(loop: EventLoop, log: Log, found: @escaping (_ prefix: NAT64Prefix?, _ interface: Int32) -> Void) throws {
         mailbox = try Mailbox()
         self.found = found
         answers = try mailbox.deliver(on: loop) { [unowned self] posted in
             for answer in posted where answer.generation == generation {
                 guard let asked else { continue }
-                if let failure = answer.failure { Log.info("nat64: no DNS64 prefix (RFC 7050): \(failure)") }
+                if let failure = answer.failure { log.info("nat64: no DNS64 prefix (RFC 7050): \(failure)") }
                 self.found(answer.prefix, asked)
             }
         }

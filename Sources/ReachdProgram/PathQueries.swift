@@ -21,6 +21,12 @@ final class PathQueries {
     static let routesPerCaller = 4
     static let routesInFlight = 32
 
+    /// How a host name's addresses are found (none when it does not resolve): the
+    /// system's resolver, or a test's names. Called off the loop; it may take its time.
+    typealias Resolve = @Sendable (_ name: String) -> [IPAddress]
+    static let systemResolver: Resolve = { (try? HostResolver.resolve($0)) ?? [] }
+
+    private let resolveName: Resolve
     private let object: ReachabilityObject
     private let engine: () -> PathEngine
     /// What the daemon says of an evaluated path beyond the kernel's view: trust and connectivity.
@@ -33,9 +39,10 @@ final class PathQueries {
     private var watches = PathWatches()
 
     init(
-        loop: EventLoop, object: ReachabilityObject, engine: @escaping () -> PathEngine, judged: @escaping (Path) -> Path
+        loop: EventLoop, object: ReachabilityObject, engine: @escaping () -> PathEngine, judged: @escaping (Path) -> Path,
+        resolve: @escaping Resolve
     ) throws {
-        (self.object, self.engine, self.judged) = (object, engine, judged)
+        (self.object, self.engine, self.judged, resolveName) = (object, engine, judged, resolve)
         mailbox = try Mailbox()
         resolutions = try mailbox.deliver(on: loop) { [unowned self] posted in
             for resolution in posted { resolved(resolution) }
@@ -141,10 +148,8 @@ final class PathQueries {
         nextRequest += 1
         let request = nextRequest
         pending[request] = (caller, done)
-        let mailbox = mailbox
-        DispatchQueue.global().async {
-            mailbox.post(.route(request: request, addresses: (try? HostResolver.resolve(destination)) ?? []))
-        }
+        let (mailbox, resolveName) = (mailbox, resolveName)
+        DispatchQueue.global().async { mailbox.post(.route(request: request, addresses: resolveName(destination))) }
     }
 
     /// A path this answers with: evaluated now, judged as the daemon judges every path it publishes.
@@ -170,11 +175,9 @@ final class PathQueries {
     /// The default path leaves another way: a new network, or a VPN's DNS, often
     /// answers with other addresses for the watched names.
     func resolveAgain() {
-        let mailbox = mailbox
+        let (mailbox, resolveName) = (mailbox, resolveName)
         for (key, name) in watches.namedDestinations {
-            DispatchQueue.global().async {
-                mailbox.post(.watch(key: key, addresses: (try? HostResolver.resolve(name)) ?? []))
-            }
+            DispatchQueue.global().async { mailbox.post(.watch(key: key, addresses: resolveName(name))) }
         }
     }
 }

@@ -26,7 +26,7 @@ package struct Reachd {
                 print(reachdVersion)
                 exit(0)
             case let .usage(message):
-                Log.error("\(message) (see reachd --help)")
+                Log.standardError().error("\(message) (see reachd --help)")
                 exit(64) // EX_USAGE
             }
         }
@@ -38,7 +38,7 @@ package struct Reachd {
 
     /// The exit code.
     func run() -> Int32 {
-        Log.threshold = options.logLevel
+        let log = Log.standardError(threshold: options.logLevel)
         // Before any thread exists, so that every thread inherits the mask and the
         // signals reach the loop's signalfd only.
         var signals = sigset_t()
@@ -49,25 +49,25 @@ package struct Reachd {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         _ = Glibc.signal(SIGPIPE, SIG_IGN)
 
-        let helper = TrustHelper.locate()
+        let helper = TrustHelper.locate(log: log)
         do {
-            let code = try serve(try DaemonConfiguration.load(options.config, helper: helper), helper: helper)
-            Log.info("exiting")
+            let code = try serve(try DaemonConfiguration.load(options.config, helper: helper), helper: helper, log: log)
+            log.info("exiting")
             return code
         } catch {
-            Log.error("\(error)")
+            log.error("\(error)")
             return 1
         }
     }
 
     /// Runs the loop until SIGTERM or SIGINT; its exit code.
-    func serve(_ configuration: DaemonConfiguration, helper: TrustHelper?) throws -> Int32 {
+    func serve(_ configuration: DaemonConfiguration, helper: TrustHelper?, log: Log) throws -> Int32 {
         let loop = try EventLoop()
-        let daemon = try Daemon(configFile: options.config, configuration: configuration, helper: helper, loop: loop)
+        let daemon = try Daemon(configFile: options.config, configuration: configuration, helper: helper, loop: loop, log: log)
         let privateSocket = try PrivateSocket(path: options.socket ?? PrivateSocketPlace.defaultPath)
-        try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
-        Log.info("serving \(privateSocket.path)")
-        let onBus = try connectBus(daemon.object, loop: loop)
+        try privateSocket.serve(daemon.object, on: loop) { log.warning($0) }
+        log.info("serving \(privateSocket.path)")
+        let onBus = try connectBus(daemon.object, loop: loop, log: log)
         try daemon.attach(bus: onBus)
         try loop.onSignal(SIGHUP) { daemon.reloadConfiguration() }
         try loop.onSignal(SIGTERM) { loop.exit(0) }
@@ -82,7 +82,7 @@ package struct Reachd {
 
     /// The well-known name on the chosen bus. `auto` goes without a bus when
     /// there is none or the name may not be owned; a named bus must work.
-    func connectBus(_ object: ReachabilityObject, loop: EventLoop) throws -> BusConnection? {
+    func connectBus(_ object: ReachabilityObject, loop: EventLoop, log: Log) throws -> BusConnection? {
         let bus = options.bus
         if bus == "none" { return nil }
         do {
@@ -91,7 +91,7 @@ package struct Reachd {
             try object.serve(on: connection)
             try connection.requestName(ReachabilityContract.name)
             let shown = bus == "auto" ? "the system bus" : bus
-            Log.info("owning io.reachd.Reachability1 on \(shown)")
+            log.info("owning io.reachd.Reachability1 on \(shown)")
             // The broker restarted or crashed: every name, match and NameOwnerChanged
             // follow went with it. Exiting non-zero lets the service manager
             // (Restart=on-failure) start reachd afresh, which owns and follows everything
@@ -100,13 +100,13 @@ package struct Reachd {
                 sender: "org.freedesktop.DBus.Local", path: "/org/freedesktop/DBus/Local",
                 interface: "org.freedesktop.DBus.Local", member: "Disconnected"
             ) { _ in
-                Log.error("lost \(shown) (its broker went away): exiting so that the service manager starts reachd again")
+                log.error("lost \(shown) (its broker went away): exiting so that the service manager starts reachd again")
                 loop.exit(Self.lostBusExitCode)
             }
             return connection
         } catch {
             guard bus == "auto" else { throw error }
-            Log.notice("no system bus name (\(error)): serving the private socket only")
+            log.notice("no system bus name (\(error)): serving the private socket only")
             return nil
         }
     }

@@ -34,6 +34,7 @@ final class TrustCoordinator {
     private let object: ReachabilityObject
     private let metrics: DaemonMetrics
     private let hooks: Hooks
+    private let log: Log
     /// When rounds and report deliveries run.
     private(set) var schedule: TrustScheduler!
     /// The latest round's result (nil: none since start or reload, or the last one gave none).
@@ -47,10 +48,10 @@ final class TrustCoordinator {
 
     init(
         configFile: String, options: TrustConfigurationSummary, helper: TrustHelper?, runs: HelperRuns, loop: EventLoop,
-        object: ReachabilityObject, metrics: DaemonMetrics, hooks: Hooks
+        object: ReachabilityObject, metrics: DaemonMetrics, log: Log, hooks: Hooks
     ) throws {
-        (self.configFile, self.options, self.helper, self.runs, self.object, self.metrics, self.hooks) =
-            (configFile, options, helper, runs, object, metrics, hooks)
+        (self.configFile, self.options, self.helper, self.runs, self.object, self.metrics, self.log, self.hooks) =
+            (configFile, options, helper, runs, object, metrics, log, hooks)
         let roundTimer = try loop.timer { [unowned self] in schedule.requestRound("interval") }
         let deliveryTimer = try loop.timer { [unowned self] in schedule.requestDelivery("retry") }
         let spacingTimer = try loop.timer { [unowned self] in schedule.spacingElapsed() }
@@ -110,14 +111,14 @@ final class TrustCoordinator {
         do {
             switch job {
             case .round:
-                Log.debug("trust: checking \(options.hosts) hosts (\(reason))")
+                log.debug("trust: checking \(options.hosts) hosts (\(reason))")
                 let (path, probe) = hooks.path()
                 try helper.startCheck(
                     configFile, path: path, probe: probe, within: options.roundBudget(reportsPending: schedule.reportsPending),
                     runs: runs
                 ) { [unowned self] result in finishRound(job, result) }
             case .delivery:
-                Log.debug("trust: delivering \(schedule.reportsPending) waiting reports (\(reason))")
+                log.debug("trust: delivering \(schedule.reportsPending) waiting reports (\(reason))")
                 try helper.startDelivery(
                     configFile, route: (hooks.path().path?.connectivity ?? .none, summary),
                     within: options.deliveryBudget(reports: schedule.reportsPending), runs: runs
@@ -127,7 +128,7 @@ final class TrustCoordinator {
             }
             return true
         } catch {
-            Log.error("trust: \(error)")
+            log.error("trust: \(error)")
             return false
         }
     }
@@ -161,15 +162,15 @@ final class TrustCoordinator {
         schedule.finished(.delivery)
         switch result {
         case let .success(delivery):
-            if delivery.delivered > 0 { Log.notice("trust: \(delivery.delivered) waiting reports delivered") }
+            if delivery.delivered > 0 { log.notice("trust: \(delivery.delivered) waiting reports delivered") }
             // A collector that did not answer is retried; a report lost or unaccounted for is not.
             for warning in delivery.warnings {
-                if delivery.reportFailures > 0 { Log.warning("trust: \(warning)") } else { Log.info("trust: \(warning)") }
+                if delivery.reportFailures > 0 { log.warning("trust: \(warning)") } else { log.info("trust: \(warning)") }
             }
             metrics.reportFailures += delivery.reportFailures
             updateReportsPending(delivery.reportsPending)
         case let .failure(failure):
-            Log.error("trust: \(failure)")
+            log.error("trust: \(failure)")
             updateReportsPending(schedule.reportsPending)
         }
         schedule.runNext(after: .delivery)
@@ -184,12 +185,12 @@ final class TrustCoordinator {
         let before = summary
         round = fresh
         metrics.count(fresh)
-        for warning in fresh.warnings where loggedWarnings.insert(warning).inserted { Log.warning("trust: \(warning)") }
-        for name in fresh.evicted { Log.warning("trust: report \(name) evicted to keep the spool within its capacity") }
+        for warning in fresh.warnings where loggedWarnings.insert(warning).inserted { log.warning("trust: \(warning)") }
+        for name in fresh.evicted { log.warning("trust: report \(name) evicted to keep the spool within its capacity") }
         // Reports are on disk (reachd-trust spools them before it answers): now they may be signalled.
         for report in fresh.reports {
             object.emit(.pinFailure, report)
-            Log.warning(Self.logLine(ofReport: report))
+            log.warning(Self.logLine(ofReport: report))
         }
         updateReportsPending(fresh.reportsPending)
         guard summary != before || !fresh.reports.isEmpty else { return }
@@ -216,7 +217,7 @@ final class TrustCoordinator {
     /// the reason, and the next round runs as any other. A helper stopped, or held
     /// by a server that trickles bytes, must not keep the last verdict standing.
     private func abandonRound(_ failure: TrustHelper.Failure) {
-        Log.error("trust: \(failure); every host is unknown until a round completes")
+        log.error("trust: \(failure); every host is unknown until a round completes")
         metrics.roundsKilled += 1
         let checkedAt = Date()
         let hosts = options.probed.map {
@@ -236,7 +237,7 @@ final class TrustCoordinator {
     /// longer reads): the last verdict is not kept as if it still held — an
     /// attacker able to crash the checker must not keep `ok` standing.
     private func forget(_ failure: TrustHelper.Failure) {
-        Log.error("trust: \(failure); the verdict is unknown until a round completes")
+        log.error("trust: \(failure); the verdict is unknown until a round completes")
         guard round != nil else { return }
         round = nil
         announce()
@@ -256,7 +257,7 @@ final class TrustCoordinator {
     /// The verdict changed: the log, TrustChanged and the metrics. The path
     /// document carries the verdict too: the daemon republishes it (`finished`).
     private func announce() {
-        Log.notice("trust: \(summary.rawValue)")
+        log.notice("trust: \(summary.rawValue)")
         object.publishTrust(summary.rawValue, document: status())
         hooks.metricsChanged()
     }

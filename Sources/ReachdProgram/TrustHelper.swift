@@ -21,10 +21,12 @@ struct TrustHelper {
     }
 
     let executable: String
+    /// Where its warnings go: where the daemon's go.
+    let log: Log
 
     /// Beside the daemon's own binary, or in ../libexec.
-    static func locate() -> TrustHelper? {
-        Libexec.path(of: "reachd-trust").map(TrustHelper.init(executable:))
+    static func locate(log: Log) -> TrustHelper? {
+        Libexec.path(of: "reachd-trust").map { TrustHelper(executable: $0, log: log) }
     }
 
     /// How long a config check may take: it reads files, it dials nothing.
@@ -32,7 +34,7 @@ struct TrustHelper {
 
     /// Validates the `[trust]` table of `file`, at start (before the loop runs).
     func checkConfig(_ file: String) throws(Failure) -> TrustConfigurationSummary {
-        try Self.configSummary(try HelperProcess(executable, ["check-config", file], deadline: .now + Self.configCheckBudget).runToEnd())
+        try configSummary(try HelperProcess(executable, ["check-config", file], deadline: .now + Self.configCheckBudget).runToEnd())
     }
 
     /// Validates it on the loop (a reload): `completion` runs there with the outcome.
@@ -40,21 +42,21 @@ struct TrustHelper {
         _ file: String, runs: HelperRuns,
         completion: @escaping (Result<TrustConfigurationSummary, Failure>) -> Void
     ) throws(Failure) {
-        try runs.start(executable, ["check-config", file], within: Self.configCheckBudget) { outcome in
-            completion(Result { () throws(Failure) in try Self.configSummary(outcome) })
+        try runs.start(executable, ["check-config", file], within: Self.configCheckBudget) { [self] outcome in
+            completion(Result { () throws(Failure) in try configSummary(outcome) })
         }
     }
 
-    private static func configSummary(_ outcome: HelperProcess.Outcome) throws(Failure) -> TrustConfigurationSummary {
+    private func configSummary(_ outcome: HelperProcess.Outcome) throws(Failure) -> TrustConfigurationSummary {
         let message = String(decoding: outcome.errors, as: UTF8.self)
-        if outcome.timedOut { throw Failure(description: "reachd-trust check-config did not finish within \(configCheckBudget)") }
+        if outcome.timedOut { throw Failure(description: "reachd-trust check-config did not finish within \(Self.configCheckBudget)") }
         guard outcome.status == 0 else {
             // "reachd-trust: FILE:LINE: reason" → "FILE:LINE: reason"
             let reason = message.split(separator: "\n").last.map { $0.hasPrefix("reachd-trust: ") ? $0.dropFirst(14) : $0 }
             throw Failure(description: reason.map(String.init) ?? "reachd-trust exited \(outcome.status)")
         }
         // Warnings (a host with trust evaluation disabled) go where the daemon's go.
-        for line in message.split(separator: "\n") { Log.warning(String(line)) }
+        for line in message.split(separator: "\n") { log.warning(String(line)) }
         guard let summary = try? JSONDecoder().decode(TrustConfigurationSummary.self, from: Data(outcome.output)) else {
             throw Failure(description: "reachd-trust answered nothing usable")
         }

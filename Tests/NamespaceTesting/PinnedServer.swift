@@ -36,23 +36,65 @@ public enum PinnedServer {
     /// `openssl s_server` for pinned.test on 10.1.0.1:8443 in `router`, once it listens,
     /// presenting `certificate`.pem (and its key): `leaf`, or another made in `directory`.
     public static func serve(in router: TestNamespace, from directory: URL, certificate: String = "leaf") async throws -> Process {
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = [
-            "ip", "netns", "exec", router.name, "openssl", "s_server", "-accept", "10.1.0.1:8443",
-            "-cert", directory.appendingPathComponent("\(certificate).pem").path,
-            "-key", directory.appendingPathComponent("\(certificate).key").path, "-quiet"
-        ]
-        server.standardInput = Pipe()
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let server = try start(["ip", "netns", "exec", router.name], accept: "10.1.0.1:8443", from: directory, certificate: certificate)
         try await router.waitUntilListening("sport = :8443", server: server)
         return server
     }
 
-    /// A reachd.toml in `directory` whose one host is pinned.test on 10.1.0.1:8443 with `pins`.
-    public static func config(pins: [String], in directory: URL) throws -> URL {
+    /// The same on this network namespace's loopback, at a free port (any user may serve there): once it listens.
+    public static func serveOnLoopback(from directory: URL, certificate: String = "leaf") async throws -> (server: Process, port: Int) {
+        let port = try freeLoopbackPort()
+        let server = try start([], accept: "127.0.0.1:\(port)", from: directory, certificate: certificate)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try run(["ss", "-Hltn", "sport = :\(port)"]).output.isEmpty {
+            guard ContinuousClock.now < deadline, server.isRunning else {
+                kill(server.processIdentifier, SIGKILL)
+                server.waitUntilExit()
+                throw CommandFailure(
+                    command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        return (server, port)
+    }
+
+    private static func start(_ prefix: [String], accept: String, from directory: URL, certificate: String) throws -> Process {
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments =
+            prefix + [
+                "openssl", "s_server", "-accept", accept,
+                "-cert", directory.appendingPathComponent("\(certificate).pem").path,
+                "-key", directory.appendingPathComponent("\(certificate).key").path, "-quiet"
+            ]
+        server.standardInput = Pipe()
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        return server
+    }
+
+    /// A TCP port free on 127.0.0.1 now: bound, and let go for the test's server to take.
+    public static func freeLoopbackPort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard descriptor >= 0, bound else {
+            throw CommandFailure(command: ["bind 127.0.0.1:0"], result: CommandResult(status: errno, output: "", error: "no free port"))
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A reachd.toml in `directory` whose one host is pinned.test on `connect`:`port` with `pins`.
+    public static func config(pins: [String], in directory: URL, connect: String = "10.1.0.1", port: Int = 8443) throws -> URL {
         let config = directory.appendingPathComponent("reachd.toml")
         try """
         [trust]
@@ -61,8 +103,8 @@ public enum PinnedServer {
 
         [[trust.host]]
         match = "pinned.test"
-        port = 8443
-        connect = "10.1.0.1"
+        port = \(port)
+        connect = "\(connect)"
         mode = "public-key"
         pins = [\(pins.map { "\"\($0)\"" }.joined(separator: ", "))]
         anchors = ["ca.pem"]

@@ -29,7 +29,10 @@ final class EmbeddedDaemon {
             }
             return try watch(engine, readable)
         }
-        daemon = try Daemon(configFile: "/nonexistent", configuration: configuration, helper: nil, loop: loop, kernel: access)
+        // What it logs is of no interest here, beyond not being mixed into the test's output.
+        let log = Log(threshold: .error) { _, _ in }
+        daemon = try Daemon(
+            configFile: "/nonexistent", configuration: configuration, helper: nil, loop: loop, log: log, kernel: access)
         daemon.publishCurrentPath()
     }
 

@@ -88,4 +88,51 @@ struct DaemonServingTests {
             }
         }
     }
+
+    @Test("reachctl watch follows the daemon as soon as one answers; with --bus it never computes the path itself")
+    func watchFollowsTheDaemon() async throws {
+        try await withScratch { scratch in
+            let runtime = scratch.appendingPathComponent("runtime")
+            try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true)
+            let socket = runtime.appendingPathComponent("bus").path
+            // Where reachctl looks by default, pointed at the scratch directory (no system bus here). Until a
+            // daemon answers, the automatic one computes the path itself, from this host's kernel (it only reads).
+            let environment = ["RUNTIME_DIRECTORY": runtime.path, "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent"]
+            let automatic = try ContainerHostTests.Recorder(
+                "automatic", [ServedDaemon.reachctl, "watch", "--json"], in: scratch, environment: environment)
+            defer { automatic.stop() }
+            let explicit = try ContainerHostTests.Recorder(
+                "explicit", [ServedDaemon.reachctl, "watch", "--json", "--bus", "unix:path=\(socket)"], in: scratch)
+            defer { explicit.stop() }
+            #expect(await eventually { automatic.lines.count == 1 }, "\(automatic.stderr)")
+            #expect(automatic.lines.first.flatMap { try? Path(json: String($0)) }?.source == .direct)
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(explicit.lines.isEmpty, "with --bus, nothing computed here: \(explicit.lines)")
+            #expect(explicit.stderr.contains("waiting for it"), "\(explicit.stderr)")
+
+            let kernel = EmbeddedKernel()
+            kernel.addLoopback()
+            kernel.addUplink(subnet: "10.1.0")
+            let config = scratch.appendingPathComponent("reachd.toml").path
+            try ServedDaemon.isolated("").write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try ServedDaemon(kernel: kernel, config: config, socket: socket)
+            for watcher in [automatic, explicit] {
+                #expect(
+                    await eventually(.seconds(5)) {
+                        watcher.lines.last.flatMap { try? Path(json: String($0)) }?.source == .daemon
+                    }, "\(watcher.lines)")
+            }
+            #expect(automatic.stderr.contains("reachd answers now: following it"), "\(automatic.stderr)")
+            // Following the daemon, not the kernel: a change reaches both through it.
+            kernel.deleteRoute(Self.defaultRoute)
+            for watcher in [automatic, explicit] {
+                #expect(
+                    await eventually {
+                        let last = watcher.lines.last.flatMap { try? Path(json: String($0)) }
+                        return last?.status == .unreachable && last?.source == .daemon
+                    }, "\(watcher.lines.suffix(2))")
+            }
+            await daemon.stop()
+        }
+    }
 }

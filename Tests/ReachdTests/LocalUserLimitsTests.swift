@@ -129,11 +129,11 @@ struct LocalUserLimitsTests {
             chmod(script.path, 0o644)
             output = directory.appendingPathComponent("peers-\(UUID()).txt")
             _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = [
-                "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", script.path,
-                socket, String(count), mode
-            ]
+            // Root's peers would be root's: they are another user's, as the limits are per user.
+            process.executableURL = URL(fileURLWithPath: getuid() == 0 ? "/usr/bin/setpriv" : "/usr/bin/python3")
+            process.arguments =
+                (getuid() == 0 ? ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3"] : [])
+                + [script.path, socket, String(count), mode]
             process.standardInput = input
             process.standardOutput = try FileHandle(forWritingTo: output)
             process.standardError = FileHandle.nullDevice
@@ -196,76 +196,6 @@ struct LocalUserLimitsTests {
                 let resident = daemon.residentKilobytes
                 #expect(resident > 0 && resident < 24 * 1024, "reachd's RSS: \(resident) kB")
                 print("limits: flood of 3,000 connections: reachd RSS \(resident) kB")
-            }
-        }
-    }
-
-    @Test("a peer that never authenticates is closed after about 5 s", .timeLimit(.minutes(1)))
-    func silentPeer() async throws {
-        try await withScratch { scratch in
-            chmod(scratch.path, 0o755)
-            try await withNamespaces("rdsilent") { ns in
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none"])
-                defer { Task { await daemon.stop() } }
-                try await daemon.waitUntilServing()
-                let peers = try HostilePeers(socket: daemon.socket, count: 1, mode: "silent", in: scratch)
-                defer { peers.stop() }
-                #expect(await eventually(.seconds(20)) { peers.lines.count == 2 }, "\(peers.lines)")
-                let seconds = Double(peers.lines.last?.split(separator: " ")[2] ?? "") ?? 0
-                #expect(seconds >= 4 && seconds <= 10, "\(peers.lines)")
-                #expect(daemon.log.contains("did not authenticate within 5"), "\(daemon.log)")
-                print("limits: a silent peer was \(peers.lines.last ?? "?")")
-            }
-        }
-    }
-
-    @Test(
-        "Route(): a name longer than 253 bytes is refused; a user's fifth lookup while four resolve is refused",
-        .timeLimit(.minutes(1)))
-    func routeBounds() async throws {
-        try await withScratch { scratch in
-            try await withNamespaces("rdroute", "router") { ns in
-                try ns[0].addUplink(router: ns[1])
-                // `ip netns exec` mounts /etc/netns/NAME/resolv.conf over /etc/resolv.conf:
-                // the daemon's resolver asks a server in the router that never answers.
-                let etc = URL(fileURLWithPath: "/etc/netns/\(ns[0].name)")
-                try FileManager.default.createDirectory(at: etc, withIntermediateDirectories: true)
-                defer { try? FileManager.default.removeItem(at: etc) }
-                try "nameserver 10.1.0.1\noptions timeout:4 attempts:1\n"
-                    .write(to: etc.appendingPathComponent("resolv.conf"), atomically: true, encoding: .utf8)
-                let silentDNS = Process()
-                silentDNS.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                silentDNS.arguments = [
-                    "ip", "netns", "exec", ns[1].name, "/usr/bin/python3", "-c",
-                    "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.bind(('10.1.0.1', 53))\nwhile True: s.recv(512)"
-                ]
-                try silentDNS.run()
-                defer { kill(silentDNS.processIdentifier, SIGKILL); silentDNS.waitUntilExit() }
-
-                let daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: ["--bus", "none"])
-                defer { Task { await daemon.stop() } }
-                try await daemon.waitUntilServing()
-                let long = try daemon.busctl(["call"] + object + ["Route", "s", String(repeating: "a", count: 300)], check: false)
-                #expect(long.status != 0 && long.error.contains("neither an IP address nor a host name"), "\(long.error)")
-
-                // Five lookups at once from one user (five connections: more do not buy more).
-                let calls = try (1...5).map { number in
-                    let call = Process()
-                    call.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
-                    call.arguments = ["--address=\(daemon.address)", "call"] + object + ["Route", "s", "host\(number).slow.test"]
-                    let errors = Pipe()
-                    call.standardError = errors
-                    call.standardOutput = FileHandle.nullDevice
-                    try call.run()
-                    return (call, errors)
-                }
-                let answers = calls.map { call, errors in
-                    let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                    call.waitUntilExit()
-                    return text
-                }
-                #expect(answers.count { $0.contains("at most 4 Route() lookups of one caller") } == 1, "\(answers)")
-                #expect(answers.count { $0.contains("cannot resolve host") } == 4, "\(answers)")
             }
         }
     }

@@ -73,6 +73,21 @@ struct PrivateSocketClientsTests {
         }
     }
 
+    @Test("a peer that never authenticates is closed after about 5 s", .timeLimit(.minutes(1)))
+    func silentPeerIsClosed() async throws {
+        try await Self.withDaemon { daemon in
+            try await withScratch { scratch in
+                chmod(scratch.path, 0o755)
+                let peers = try LocalUserLimitsTests.HostilePeers(socket: daemon.socket, count: 1, mode: "silent", in: scratch)
+                defer { peers.stop() }
+                #expect(await eventually(.seconds(20)) { peers.lines.count == 2 }, "\(peers.lines)")
+                let seconds = Double(peers.lines.last?.split(separator: " ")[2] ?? "") ?? 0
+                #expect(seconds >= 4 && seconds <= 10, "\(peers.lines)")
+                #expect(daemon.log.contains("did not authenticate within 5"), "\(daemon.log)")
+            }
+        }
+    }
+
     @Test("a peer that says nothing is still sent the changes")
     func silentPeerIsSentChanges() async throws {
         try await Self.withDaemon { daemon in

@@ -1,29 +1,36 @@
+import EmbeddedKernel
 import Foundation
 import NamespaceTesting
 import ReachabilityClient
 import Synchronization
+import SystemCalls
 import TestTraits
 import Testing
 
-@Suite("Subscribers through a daemon restart", .serialized, .needsRoot, .ownThreads)
+/// A subscriber through a restart: reachd (`ServedDaemon`, as any user) stopped and a new
+/// one started on the same socket and the same kernel, which changes while none runs.
+@Suite("Subscribers through a daemon restart (embedded kernel)", .serialized, .ownThreads)
 struct RestartTests {
+    static let defaultRoute = EmbeddedKernel.Route.defaultRoute(via: IPAddress("10.1.0.1")!, interface: EmbeddedKernel.uplink)
+
     @Test("a ReachabilityClient subscriber and reachctl watch carry on through a restart and see the next change")
     func restart() async throws {
         try await withScratch { scratch in
-            try await withNamespaces("rdrestart", "router") { ns in
-                try ns[0].addUplink(router: ns[1])
-                let arguments = ["--bus", "none", "--config", "/nonexistent"]
-                var daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: arguments)
-                try await daemon.waitUntilServing()
-
+            let kernel = EmbeddedKernel()
+            kernel.addLoopback()
+            kernel.addUplink(subnet: "10.1.0")
+            let (config, socket) = (scratch.appendingPathComponent("reachd.toml").path, scratch.appendingPathComponent("bus").path)
+            try ServedDaemon.isolated("").write(toFile: config, atomically: true, encoding: .utf8)
+            var daemon = try ServedDaemon(kernel: kernel, config: config, socket: socket)
+            do {
                 let client = ReachabilityClient(
                     endpoint: .address(daemon.address), reconnectDelays: (.milliseconds(50), .milliseconds(400)))
                 let seen = Mutex<[Path]>([])
                 let token = client.onChange(queue: .global()) { path in seen.withLock { $0.append(path) } }
                 defer { client.cancel(token) }
                 let watch = Process()
-                watch.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                watch.arguments = ["ip", "netns", "exec", ns[0].name, DaemonProcess.reachctl, "watch", "--json", "--bus", daemon.socket]
+                watch.executableURL = URL(fileURLWithPath: ServedDaemon.reachctl)
+                watch.arguments = ["watch", "--json", "--bus", daemon.socket]
                 let output = Pipe()
                 watch.standardOutput = output
                 try watch.run()
@@ -46,23 +53,25 @@ struct RestartTests {
                 #expect(lines.withLock { $0.first?.contains("\"source\":\"daemon\"") } == true)
 
                 // The daemon goes away; the network changes meanwhile; a new daemon comes.
-                #expect(await daemon.stop() == 0)
-                try ns[0].ip("route del default")
-                daemon = try DaemonProcess(in: ns[0], directory: scratch, arguments: arguments)
-                defer { Task { [daemon] in await daemon.stop() } }
-                try await daemon.waitUntilServing()
+                await daemon.stop()
+                kernel.deleteRoute(Self.defaultRoute)
+                daemon = try ServedDaemon(kernel: kernel, config: config, socket: socket)
                 #expect(await eventually { seen.withLock { $0.last?.status } == .unreachable }, "the change made while no daemon ran")
                 #expect(await eventually { lines.withLock { $0.last?.contains("\"status\":\"unreachable\"") } == true })
 
                 // And the next change, from the new daemon.
-                try ns[0].ip("route add default via 10.1.0.1")
+                kernel.addRoute(Self.defaultRoute)
                 #expect(await eventually { seen.withLock { $0.last?.status } == .wired })
                 #expect(await eventually { lines.withLock { $0.last?.contains("\"status\":\"wired\"") } == true })
                 #expect(seen.withLock { $0.dropFirst().allSatisfy { !$0.initial } })
                 kill(watch.processIdentifier, SIGTERM)
                 watch.waitUntilExit()
                 #expect(watch.terminationStatus == 0)
+            } catch {
+                await daemon.stop()
+                throw error
             }
+            await daemon.stop()
         }
     }
 }

@@ -5,6 +5,7 @@ import ReachabilityBus
 import ReachabilityCore
 import SDBus
 import Synchronization
+import SystemCalls
 
 @testable import ReachdProgram
 
@@ -13,10 +14,15 @@ import Synchronization
 /// scratch directory as `reachd --bus none` does. Clients — `ReachabilityClient`,
 /// ReachabilityCompat, `busctl`, `reachctl` — talk to it over the socket, as any user;
 /// the test changes the network through `kernel`. Nothing is sent anywhere: no probe,
-/// no captive-portal API, no trust helper, and the kernel is no kernel. The namespace
-/// suites (ReachdTests) keep the built binary's own wiring.
+/// no captive-portal API, and the kernel is no kernel; the trust helper runs only when
+/// asked for, against servers on loopback. Its log is the test's to read (`log`). The
+/// namespace suites keep the built binary's own wiring.
 final class ServedDaemon: Sendable {
     let kernel: EmbeddedKernel
+    /// The config file it reads at start and on each reload.
+    let configFile: String
+    /// What the daemon's resolver answers for the names `Route()` and `WatchPath()` are handed.
+    let names: Names
     let socket: String
     var address: String { "unix:path=\(socket)" }
 
@@ -25,25 +31,27 @@ final class ServedDaemon: Sendable {
     private let started = Mutex<Result<Void, any Error>?>(nil)
     private let stopped = Mutex(false)
 
-    /// Starts the daemon with the config file `config` (a missing file means defaults);
-    /// returns once it serves `socket`, or throws what stopped it.
-    private init(kernel: EmbeddedKernel, config: String, socket: String) throws {
+    /// Starts the daemon with the config file `config`;
+    /// returns once it serves `socket`, or throws what stopped it. `stop()` it when done
+    /// (`serving` does both around a test).
+    init(kernel: EmbeddedKernel, names: Names = Names(), config: String, socket: String, trustHelper: Bool = false) throws {
         self.kernel = kernel
+        self.configFile = config
+        self.names = names
         self.socket = socket
         mailbox = try Mailbox()
         let thread = Thread { [self] in
             defer { stopped.withLock { $0 = true } }
             do {
-                var configuration = try DaemonConfiguration.load(config, helper: nil)
-                // Nothing learnt from the host this test runs on.
-                configuration.connectivity.capport = .off
-                configuration.connectivity.networkdLinks = nil
+                let log = daemonLog
+                let helper = trustHelper ? TrustHelper(executable: Self.reachdTrust, log: log) : nil
+                let configuration = try DaemonConfiguration.load(config, helper: helper)
                 let loop = try EventLoop()
                 let daemon = try Daemon(
-                    configFile: config, configuration: configuration, helper: nil, loop: loop,
-                    kernel: .engines(on: kernel, loop: loop))
+                    configFile: config, configuration: configuration, helper: helper, loop: loop, log: log,
+                    kernel: .engines(on: kernel, loop: loop), resolve: { names.resolve($0) })
                 let privateSocket = try PrivateSocket(path: socket)
-                try privateSocket.serve(daemon.object, on: loop) { Log.warning($0) }
+                try privateSocket.serve(daemon.object, on: loop) { [log] in log.warning($0) }
                 let messages = try mailbox.deliver(on: loop) { posted in
                     for message in posted { message(daemon) }
                 }
@@ -91,25 +99,37 @@ final class ServedDaemon: Sendable {
         var interfaces: Bool
     }
 
+    /// What the daemon logged (every level, debug included), a line each, as `reachd: …` on stderr would say.
+    var log: String { logged.withLock { $0 } }
+    private let logged = Mutex("")
+    private var daemonLog: Log {
+        Log(threshold: .debug) { [weak self] _, line in self?.logged.withLock { $0 += line + "\n" } }
+    }
+
     /// Exits the loop and waits for the thread to let everything go (the socket file included).
-    private func stop() async {
+    func stop() async {
+        names.answerSlowNames()
         mailbox.post { $0.loop.exit(0) }
         while !stopped.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) }
     }
 
     /// The daemon configured by `config` (TOML) on a kernel `setUp` prepared, for `body`;
     /// stopped, and waited for, afterwards.
+    /// With `trustHelper`, the daemon runs the built reachd-trust for its config checks,
+    /// rounds and report deliveries — which dial what the config names: loopback only.
     static func serving(
-        config: String = "", _ setUp: (EmbeddedKernel) -> Void,
+        config: String = "", names: Names = Names(), trustHelper: Bool = false, _ setUp: (EmbeddedKernel) -> Void,
         _ body: (ServedDaemon) async throws -> Void
     ) async throws {
         try await withScratch { scratch in
             let file = scratch.appendingPathComponent("reachd.toml")
-            try config.write(to: file, atomically: true, encoding: .utf8)
+            try isolated(config).write(to: file, atomically: true, encoding: .utf8)
             let kernel = EmbeddedKernel()
             kernel.addLoopback()
             setUp(kernel)
-            let daemon = try ServedDaemon(kernel: kernel, config: file.path, socket: scratch.appendingPathComponent("bus").path)
+            let daemon = try ServedDaemon(
+                kernel: kernel, names: names, config: file.path, socket: scratch.appendingPathComponent("bus").path,
+                trustHelper: trustHelper)
             do {
                 try await body(daemon)
             } catch {
@@ -126,5 +146,43 @@ final class ServedDaemon: Sendable {
         try run(["busctl", "--address=\(address)"] + arguments, check: check)
     }
 
+    /// `config` (TOML) with nothing learnt from the host this test runs on: no captive-portal
+    /// API from its networkd (a reload reads the file again, so the file says so).
+    static func isolated(_ config: String) -> String {
+        let connectivity = "[connectivity]\ncapport = \"off\"\nnetworkd-links = \"\"\n"
+        guard config.contains("[connectivity]\n") else { return config + "\n" + connectivity }
+        return config.replacingOccurrences(of: "[connectivity]\n", with: connectivity)
+    }
+
+    /// A reload, as SIGHUP asks it (the bus's `Reload()` is root's): what it came to.
+    func reload() async -> Result<Void, any Error> {
+        await withCheckedContinuation { continuation in
+            mailbox.post { $0.reloadConfiguration { continuation.resume(returning: $0) } }
+        }
+    }
+
     static let reachctl = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("reachctl").path
+    static let reachdTrust = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+        "reachd-trust"
+    ).path
+
+    /// The daemon's resolver, as a test sets it: the addresses of the names it knows,
+    /// none for the rest (a name that does not resolve); a name under `slow.test` is
+    /// answered only once `answerSlowNames()` is called, as a resolver that never
+    /// hears back holds a lookup until its timeout.
+    final class Names: Sendable {
+        private let known: [String: [IPAddress]]
+        private let slowAnswered = Mutex(false)
+
+        init(_ known: [String: [IPAddress]] = [:]) { self.known = known }
+
+        func resolve(_ name: String) -> [IPAddress] {
+            if name.hasSuffix(".slow.test") {
+                while !slowAnswered.withLock({ $0 }) { usleep(10_000) }
+            }
+            return known[name] ?? []
+        }
+
+        func answerSlowNames() { slowAnswered.withLock { $0 = true } }
+    }
 }
