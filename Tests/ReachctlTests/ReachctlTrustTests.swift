@@ -4,7 +4,7 @@ import TestTraits
 import Testing
 
 /// `reachctl trust …` as a user runs it, with a CA and a server certificate made by
-/// openssl: offline as any user, against `openssl s_server` in a test namespace as root.
+/// openssl: offline, and against `openssl s_server` on loopback, as any user.
 @Suite("reachctl trust (binary, openssl s_server)", .ownThreads)
 struct ReachctlTrustTests {
     let reachctl = ReachctlTests.reachctl
@@ -98,69 +98,68 @@ struct ReachctlTrustTests {
         #expect(garbage.error.hasPrefix("reachctl: reading the chain: \(file("ext")):"), "\(garbage.error)")
     }
 
-    @Test("check, pin and diagnose against a server: exit 0 trusted, 1 not, 2 unreachable", .needsRoot)
+    @Test("check, pin and diagnose against a server: exit 0 trusted, 1 not, 2 unreachable")
     func online() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (leafPin, caPin) = try makePKI()
-        try await withNamespaces("ctltrust") { ns in
-            let server = Process()
-            server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            server.arguments = [
-                "ip", "netns", "exec", ns[0].name, "openssl", "s_server", "-accept", "127.0.0.1:8443",
-                "-cert", file("leaf.pem"), "-key", file("leaf.key"), "-quiet"
-            ]
-            server.standardInput = Pipe()
-            server.standardOutput = FileHandle.nullDevice
-            server.standardError = FileHandle.nullDevice
-            try server.run()
-            defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-            for _ in 0..<100 where try ns[0].exec(["ss", "-Hltn", "sport = :8443"]).output.isEmpty {
-                try await Task.sleep(for: .milliseconds(50))
-            }
-
-            let trusted = try ns[0].exec([reachctl, "trust", "check", "localhost:8443", "--ca", file("ca.pem"), "--pin", caPin, "--json"])
-            let document = try json(trusted.output)
-            #expect(document["verdict"] as? String == "trusted")
-            #expect(document["tls-version"] as? String == "TLS 1.3")
-            #expect(document["presented-pins"] as? [String] == [leafPin])
-
-            let wrong = try ns[0].exec(
-                [
-                    reachctl, "trust", "check", "localhost:8443", "--ca", file("ca.pem"),
-                    "--pin", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="
-                ], check: false)
-            #expect(wrong.status == 1)
-            #expect(wrong.output.hasPrefix("localhost:8443: pin-mismatch"), "\(wrong.output)")
-            let closed = try ns[0].exec([reachctl, "trust", "check", "localhost:8444", "--ca", file("ca.pem")], check: false)
-            #expect(closed.status == 2)
-            #expect(closed.output.contains("unreachable"))
-
-            // The policy from the config: the port and the pins of the matching entry.
-            try """
-            [trust]
-            timeout = "2s"
-            [[trust.host]]
-            match = "localhost"
-            port = 8443
-            mode = "public-key"
-            pins = ["\(caPin)", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]
-            anchors = ["ca.pem"]
-            """.write(toFile: file("reachd.toml"), atomically: true, encoding: .utf8)
-            let configured = try ns[0].exec([reachctl, "trust", "check", "localhost", "--config", file("reachd.toml")])
-            #expect(configured.output.hasPrefix("localhost:8443: trusted"), "\(configured.output)")
-
-            let served = try ns[0].exec([reachctl, "trust", "pin", "https://127.0.0.1:8443"]).output
-            #expect(served == "\(leafPin)  CN=localhost\n", "printed although the chain does not validate for 127.0.0.1")
-
-            let diagnosis = try ns[0].exec([reachctl, "trust", "diagnose", "https://localhost:8443", "--ca", file("ca.pem")])
-            #expect(diagnosis.status == 0)
-            #expect(diagnosis.output.contains("TLS 1.3 (forward-secret)          accepted  ATS: PASS"), "\(diagnosis.output)")
-            #expect(diagnosis.output.contains("TLS 1.2 static RSA key exchange   refused   ATS: below the baseline"))
-            #expect(diagnosis.output.hasSuffix("ATS: PASS — an ATS client connects\n"))
-            let diagnosisJSON = try json(
-                try ns[0].exec([reachctl, "trust", "diagnose", "https://localhost:8443", "--ca", file("ca.pem"), "--json"]).output)
-            #expect((diagnosisJSON["configurations"] as? [Any])?.count == 7)
-            #expect(diagnosisJSON["ats"] as? String == "pass")
+        // The server on loopback at a free port (any user may serve there), and a port nobody serves.
+        let port = try PinnedServer.freeLoopbackPort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = [
+            "openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", file("leaf.pem"), "-key", file("leaf.key"), "-quiet"
+        ]
+        server.standardInput = Pipe()
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        for _ in 0..<100 where try run(["ss", "-Hltn", "sport = :\(port)"]).output.isEmpty {
+            try await Task.sleep(for: .milliseconds(50))
         }
+        let closedPort = try PinnedServer.freeLoopbackPort()
+        let trusted = try run([reachctl, "trust", "check", "localhost:\(port)", "--ca", file("ca.pem"), "--pin", caPin, "--json"])
+        let document = try json(trusted.output)
+        #expect(document["verdict"] as? String == "trusted")
+        #expect(document["tls-version"] as? String == "TLS 1.3")
+        #expect(document["presented-pins"] as? [String] == [leafPin])
+
+        let wrong = try run(
+            [
+                reachctl, "trust", "check", "localhost:\(port)", "--ca", file("ca.pem"),
+                "--pin", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="
+            ], check: false)
+        #expect(wrong.status == 1)
+        #expect(wrong.output.hasPrefix("localhost:\(port): pin-mismatch"), "\(wrong.output)")
+        let closed = try run([reachctl, "trust", "check", "localhost:\(closedPort)", "--ca", file("ca.pem")], check: false)
+        #expect(closed.status == 2)
+        #expect(closed.output.contains("unreachable"))
+
+        // The policy from the config: the port and the pins of the matching entry.
+        try """
+        [trust]
+        timeout = "2s"
+        [[trust.host]]
+        match = "localhost"
+        port = \(port)
+        mode = "public-key"
+        pins = ["\(caPin)", "sha256/AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]
+        anchors = ["ca.pem"]
+        """.write(toFile: file("reachd.toml"), atomically: true, encoding: .utf8)
+        let configured = try run([reachctl, "trust", "check", "localhost", "--config", file("reachd.toml")])
+        #expect(configured.output.hasPrefix("localhost:\(port): trusted"), "\(configured.output)")
+
+        let served = try run([reachctl, "trust", "pin", "https://127.0.0.1:\(port)"]).output
+        #expect(served == "\(leafPin)  CN=localhost\n", "printed although the chain does not validate for 127.0.0.1")
+
+        let diagnosis = try run([reachctl, "trust", "diagnose", "https://localhost:\(port)", "--ca", file("ca.pem")])
+        #expect(diagnosis.status == 0)
+        #expect(diagnosis.output.contains("TLS 1.3 (forward-secret)          accepted  ATS: PASS"), "\(diagnosis.output)")
+        #expect(diagnosis.output.contains("TLS 1.2 static RSA key exchange   refused   ATS: below the baseline"))
+        #expect(diagnosis.output.hasSuffix("ATS: PASS — an ATS client connects\n"))
+        let diagnosisJSON = try json(
+            try run([reachctl, "trust", "diagnose", "https://localhost:\(port)", "--ca", file("ca.pem"), "--json"]).output)
+        #expect((diagnosisJSON["configurations"] as? [Any])?.count == 7)
+        #expect(diagnosisJSON["ats"] as? String == "pass")
     }
 }
