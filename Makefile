@@ -15,8 +15,8 @@ DESTDIR     ?=
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 GENERATORDIR ?= $(PREFIX)/lib/systemd/system-generators
-# The one version (package, --version): written in Sources/ReachdVersion only.
-VERSION     := $(shell sed -n 's/^public let reachdVersion = "\(.*\)"$$/\1/p' Sources/ReachdVersion/ReachdVersion.swift)
+# The one version (package, --version): written in Sources/ProgramSupport/ReachdVersion.swift only.
+VERSION     := $(shell sed -n 's/^public let reachdVersion = "\(.*\)"$$/\1/p' Sources/ProgramSupport/ReachdVersion.swift)
 ARCH         = $(shell dpkg --print-architecture)
 DEB          = .build/deb/reachd_$(VERSION)_$(ARCH).deb
 # The Debian releases `make systemtest` boots: 12 (systemd 252) and 13 (systemd 257).
@@ -66,7 +66,7 @@ run: build
 ## Every test. Kernel tests create (and always remove) network namespaces: root only.
 ## Then every parser fuzzed briefly, and the package under a real systemd
 ## (Tests/System/package-test.sh).
-test: deps format-check unittest bench-build examples api-docs fuzz package-check man-check systemtest
+test: deps format-check unittest examples api-docs fuzz package-check man-check systemtest bench-build
 
 ## Every Swift file as swift-format (the toolchain's) writes it, by .swift-format:
 ## `make format` rewrites them, `make format-check` (in make test) fails on any difference.
@@ -167,7 +167,8 @@ fuzz: fuzz-build
 	done
 
 ## The benchmarks are a target only under REACHD_BENCHMARKS=1 (Package.swift): a plain
-## `swift build` compiles none of them; make test builds them (debug) so that they keep compiling.
+## `swift build` compiles none of them; make test builds them (debug) so that they keep compiling,
+## last: a build under another manifest rebuilds what it shares with the next build that has none.
 bench-build: deps
 	REACHD_BENCHMARKS=1 $(SWIFT) build --product reachability-bench
 
@@ -247,7 +248,7 @@ install-files:
 ## binary rather than dpkg-buildpackage: that one writes .changes and .buildinfo
 ## into the parent directory, which is not this build's (CI keeps shared/ there).
 deb: deps
-	@[ -n "$(VERSION)" ] || { echo "make deb: no version in Sources/ReachdVersion/ReachdVersion.swift" >&2; exit 1; }
+	@[ -n "$(VERSION)" ] || { echo "make deb: no version in Sources/ProgramSupport/ReachdVersion.swift" >&2; exit 1; }
 	printf 'reachd (%s) unstable; urgency=medium\n\n  * Built from the reachd repository; its history has the changes.\n\n -- reachd developers <reachd-dev@reachd.invalid>  %s\n' \
 	  "$(VERSION)" "$$(date -u -R -d @$(SOURCE_DATE_EPOCH))" > debian/changelog
 	@# dh skips the build when its stamp is there: without this, a second `make deb`

@@ -71,23 +71,25 @@ let package = Package(
         .target(name: "CSystemdShim", dependencies: ["CSystemd"]),
         // The Linux calls Swift cannot reach (_GNU_SOURCE's setns, ppoll, pipe2, accept4 and ucred; adjtimex).
         .target(name: "CLinuxShim"),
+        // IPv4 and IPv6 addresses, and RFC 6052's NAT64 prefixes: values, no system call.
+        .target(name: "IPAddresses"),
         // The system calls beneath the loops, in swift-system's style (its FileDescriptor and Errno,
-        // one retry on EINTR): poll, the wake pipe, inotify, IP addresses, the probe's TCP client,
-        // name resolution off the loop, and a thread of its own.
-        .target(name: "SystemCalls", dependencies: ["CLinuxShim", .product(name: "SystemPackage", package: "swift-system")]),
+        // one retry on EINTR): poll, the wake pipe, inotify, the probe's TCP connection, name
+        // resolution off the loop, and a thread of its own.
+        .target(name: "SystemCalls", dependencies: ["IPAddresses", "CLinuxShim", .product(name: "SystemPackage", package: "swift-system")]),
         // HTTP/1.x heads as bytes: the connectivity probe's responses, the metrics server's requests
         // (the TLS clients' HTTP is swift-nio's, in ServerTrust).
         .target(name: "HTTPWire"),
         // Typed Swift over rtnetlink: sockets, dumps, events, route lookups, namespaces.
         // With SystemCalls and the bus, the only modules with unsafe pointer work.
-        .target(name: "Netlink", dependencies: ["CNetlink", "CLinuxShim", "SystemCalls"]),
+        .target(name: "Netlink", dependencies: ["IPAddresses", "CNetlink", "CLinuxShim", "SystemCalls"]),
         // The trust checker's words, shared by everything that speaks of trust: a host's verdict, the
         // overall verdict, the TrustStatus document, the evidence of a captive portal.
         .target(name: "TrustVocabulary"),
         // A small TOML reader that keeps line numbers for error messages.
         .target(name: "TOML", dependencies: [.product(name: "SystemPackage", package: "swift-system")]),
         // The monitor itself, on FoundationEssentials only: what reachctl and reachd link.
-        .target(name: "ReachabilityCore", dependencies: ["HTTPWire", "Netlink", "SystemCalls", "TOML", "TrustVocabulary"]),
+        .target(name: "ReachabilityCore", dependencies: ["IPAddresses", "HTTPWire", "Netlink", "SystemCalls", "TOML", "TrustVocabulary"]),
         // The library product: the core, plus NotificationCenter (full Foundation) for apps.
         .target(name: "Reachability", dependencies: ["ReachabilityCore"]),
         // Says, before anything of ServerTrust compiles, that it needs its trait: built without it, the
@@ -122,38 +124,38 @@ let package = Package(
         // The daemon's object on the bus: io.reachd.Reachability1 served, its subscribers, the private socket.
         .target(
             name: "ReachabilityBus",
-            dependencies: ["SDBus", "ReachabilityContract", "CSystemd", "CSystemdShim", "CLinuxShim", "SystemCalls"]),
+            dependencies: ["IPAddresses", "SDBus", "ReachabilityContract", "CSystemd", "CSystemdShim", "CLinuxShim", "SystemCalls"]),
         // The NetworkManager-compatible surface ([compat] networkmanager): what NetworkManager would
         // say of a path, its objects on the bus, and its name, which yields to a real NetworkManager.
         .target(name: "NetworkManagerSurface", dependencies: ["SDBus", "ReachabilityCore", "CSystemd", "CSystemdShim"]),
         // Prometheus exposition, served on the daemon's loop and written as a node_exporter textfile.
-        .target(name: "ReachdMetrics", dependencies: ["CLinuxShim", "HTTPWire", "SDBus", "SystemCalls", "TOML"]),
+        .target(name: "ReachdMetrics", dependencies: ["IPAddresses", "CLinuxShim", "HTTPWire", "SDBus", "SystemCalls", "TOML"]),
         // Swift apps subscribe to reachd (bus name, then private socket).
         .target(
             name: "ReachabilityClient",
             dependencies: ["ReachabilityCore", "SDBus", "ReachabilityContract", "SystemCalls", "CSystemd", "TrustVocabulary"]),
         // Alamofire's NetworkReachabilityManager API over the client (daemon) or the monitor (in process).
-        .target(name: "ReachabilityCompat", dependencies: ["ReachabilityClient", "SystemCalls"]),
+        .target(name: "ReachabilityCompat", dependencies: ["IPAddresses", "ReachabilityClient", "SystemCalls"]),
         // The daemon's decisions that need no loop, each testable alone: when trust rounds, report deliveries
         // and captive-portal API queries run; which paths WatchPath() watches.
-        .target(name: "DaemonCore", dependencies: ["ReachabilityCore", "TrustHelperMessages"]),
+        .target(name: "DaemonDecisions", dependencies: ["IPAddresses", "ReachabilityCore", "TrustHelperMessages"]),
         // The daemon as a library (reachd is its one-line executable): Daemon wires one component per
         // concern on one sd-event thread; no TLS code (trust checks run in reachd-trust), and no
         // swift-argument-parser (its four options are parsed by hand).
         .target(
             name: "ReachdProgram",
             dependencies: [
-                "DaemonCore", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachabilityContract", "SDBus",
+                "IPAddresses",
+                "DaemonDecisions", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachabilityContract", "SDBus",
                 "ReachdMetrics",
                 "SystemCalls", "CSystemd",
-                "TOML", "Libexec", "TrustHelperMessages", "ReachdVersion"
+                "TOML", "ProgramSupport", "TrustHelperMessages"
             ]
         ),
         .executableTarget(name: "reachd", dependencies: ["ReachdProgram"]),
-        // The version, written once (the Makefile reads it for the package).
-        .target(name: "ReachdVersion"),
-        // Where the helper programs are: beside the running one, or in ../libexec.
-        .target(name: "Libexec"),
+        // What the three programs share: their version, written once (the Makefile reads it for the
+        // package), and where the helper programs are (beside the running one, or in ../libexec).
+        .target(name: "ProgramSupport"),
         // What reachd-trust answers reachd, typed (the JSON both sides of the pipe read).
         .target(name: "TrustHelperMessages", dependencies: ["ReachabilityCore", "TrustVocabulary"]),
         // reachctl's output and error format, and the help texts of `reachctl trust`.
@@ -176,7 +178,7 @@ let package = Package(
         .target(
             name: "ReachdTrustProgram",
             dependencies: [
-                "ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachabilityCore", "ReachdVersion",
+                "ServerTrust", "TrustCommands", "TrustHelperMessages", "ReachabilityCore", "ProgramSupport",
                 tls("X509", "swift-certificates")
             ]
         ),
@@ -185,7 +187,7 @@ let package = Package(
         .target(
             name: "ReachctlProgram",
             dependencies: [
-                "ReachabilityCore", "ReachabilityClient", "ReachctlSupport", "Libexec", "ReachdVersion",
+                "ReachabilityCore", "ReachabilityClient", "ReachctlSupport", "ProgramSupport",
                 argumentParser
             ]
         ),
@@ -197,7 +199,7 @@ let package = Package(
         // Every parser of outside input, reachable from bytes: fuzzed, and replayed by the tests.
         .target(
             name: "ParserFuzzing",
-            dependencies: ["TOML", "Netlink", "ReachabilityCore", "ServerTrust", "SystemCalls", "TrustHelperMessages"]
+            dependencies: ["IPAddresses", "TOML", "Netlink", "ReachabilityCore", "ServerTrust", "SystemCalls", "TrustHelperMessages"]
         ),
 
         // Test support: network namespaces the tests create and always remove.
@@ -205,27 +207,31 @@ let package = Package(
         .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
         // A network namespace without a kernel: links, addresses and routes a test sets, their events as the
         // kernel's datagrams, its FIB's answers, a virtual clock: the monitor's decisions tested as any user.
-        .target(name: "EmbeddedKernel", dependencies: ["Netlink", "ReachabilityCore", "SystemCalls"], path: "Tests/EmbeddedKernel"),
+        .target(
+            name: "EmbeddedKernel", dependencies: ["IPAddresses", "Netlink", "ReachabilityCore", "SystemCalls"],
+            path: "Tests/EmbeddedKernel"),
         // Traits: `.needsRoot` (skipped, with the reason, for an ordinary user), `.ownThreads` (tests that wait for programs).
         .target(name: "TestTraits", path: "Tests/TestTraits"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
         .testTarget(name: "NetworkManagerSurfaceTests", dependencies: ["NetworkManagerSurface", "ReachabilityCore"]),
-        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "ReachabilityCore", "TrustHelperMessages"]),
+        .testTarget(name: "DaemonDecisionsTests", dependencies: ["DaemonDecisions", "ReachabilityCore", "TrustHelperMessages"]),
         .testTarget(
             name: "ReachdMetricsTests",
             dependencies: [
                 "HTTPWire", "ReachdMetrics", "ReachabilityBus", "SDBus", "TOML", "TrustHelperMessages", "ServerTrust", "TestTraits"
             ]),
         .testTarget(name: "ParserFuzzingTests", dependencies: ["ParserFuzzing", "TestTraits"]),
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "SystemCalls", "NamespaceTesting", "TestTraits"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["IPAddresses", "Netlink", "SystemCalls", "NamespaceTesting", "TestTraits"]),
         .testTarget(
             name: "ReachabilityTests",
             dependencies: [
+                "IPAddresses",
                 "Reachability", "ReachabilityCore", "Netlink", "SystemCalls", "TOML", "NamespaceTesting", "EmbeddedKernel", "TestTraits"
             ]),
         .testTarget(
             name: "ReachabilityCompatTests",
             dependencies: [
+                "IPAddresses",
                 "ReachabilityCompat", "ReachabilityClient", "ReachabilityCore", "Netlink", "SystemCalls", "NamespaceTesting",
                 "EmbeddedKernel", "TestTraits"
             ]),
@@ -233,6 +239,7 @@ let package = Package(
         .testTarget(
             name: "ReachdProgramTests",
             dependencies: [
+                "IPAddresses",
                 "ReachdProgram", "ReachabilityBus", "SDBus", "ReachabilityCore", "ReachdMetrics", "Netlink", "SystemCalls",
                 "EmbeddedKernel",
                 "TestTraits"
@@ -240,9 +247,10 @@ let package = Package(
         .testTarget(
             name: "ReachdTests",
             dependencies: [
+                "IPAddresses",
                 "NamespaceTesting", "EmbeddedKernel", "ReachdProgram", "ReachabilityBus", "SDBus", "ReachabilityClient",
                 "ReachabilityCompat",
-                "ReachabilityCore", "Netlink", "SystemCalls", "ReachdVersion", "TestTraits"
+                "ReachabilityCore", "Netlink", "SystemCalls", "ProgramSupport", "TestTraits"
             ]),
         .testTarget(
             name: "ServerTrustTests",
@@ -273,6 +281,7 @@ if Context.environment["REACHD_BENCHMARKS"] == "1" {
         .executableTarget(
             name: "reachability-bench",
             dependencies: [
+                "IPAddresses",
                 "ReachabilityCore", "ReachabilityBus", "ReachabilityContract", "SDBus", "ReachabilityClient", "Netlink", "SystemCalls",
                 "NamespaceTesting", "ServerTrust",
                 tls("X509", "swift-certificates"),

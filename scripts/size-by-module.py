@@ -19,8 +19,8 @@ SWIFT = re.compile(r"^_?\$[sS](\d+)([A-Za-z_][A-Za-z0-9_]*)")
 STDLIB_SUBSTITUTIONS = ("$ss", "_$ss", "$sS", "$sSo", "$sSC")
 
 PROJECT = {"reachd", "reachctl", "reachd_trust", "ReachabilityCore", "Reachability", "ReachabilityBus", "SDBus", "ReachabilityContract", "ReachabilityClient",
-           "Netlink", "TOML", "ServerTrust", "DaemonCore", "ReachdMetrics", "ReachctlSupport", "TrustCommands",
-           "TrustHelperMessages", "Libexec", "ReachdVersion", "ReachdProgram", "ReachctlProgram", "ReachdTrustProgram",
+           "Netlink", "TOML", "ServerTrust", "DaemonDecisions", "ReachdMetrics", "ReachctlSupport", "TrustCommands",
+           "TrustHelperMessages", "ProgramSupport", "ReachdProgram", "ReachctlProgram", "ReachdTrustProgram",
            "SystemCalls", "HTTPWire", "TrustVocabulary", "NetworkManagerSurface", "reachd_multicall"}
 GROUPS = [
     ("BoringSSL (swift-crypto)", lambda n: "CCryptoBoringSSL" in n),

@@ -1,4 +1,5 @@
 import CNetlink
+import IPAddresses
 import SystemCalls
 
 /// `IFA_F_*` flags of an address.

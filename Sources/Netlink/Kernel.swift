@@ -1,3 +1,4 @@
+import IPAddresses
 import SystemCalls
 
 /// The kernel as a monitor meets it: events to read, and questions to ask. The

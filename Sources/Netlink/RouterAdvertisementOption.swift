@@ -1,4 +1,5 @@
 import CNetlink
+import IPAddresses
 import SystemCalls
 
 #if canImport(Glibc)

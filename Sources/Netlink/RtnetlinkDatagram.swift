@@ -1,4 +1,5 @@
 import CNetlink
+import IPAddresses
 import SystemCalls
 
 /// A datagram read from an rtnetlink socket, decoded as the monitor decodes

@@ -1,4 +1,5 @@
 import CNetlink
+import IPAddresses
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import CSystemd
 import CSystemdShim
+import IPAddresses
 import ReachabilityContract
 import SDBus
 

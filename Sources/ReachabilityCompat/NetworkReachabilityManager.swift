@@ -1,4 +1,5 @@
 import Dispatch
+import IPAddresses
 @_exported import ReachabilityClient
 import Synchronization
 import SystemCalls

@@ -1,5 +1,6 @@
 import Dispatch
 import HTTPWire
+import IPAddresses
 import Netlink
 import Synchronization
 import SystemCalls

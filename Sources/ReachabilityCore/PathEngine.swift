@@ -1,4 +1,5 @@
 import FoundationEssentials
+import IPAddresses
 import Netlink
 import SystemCalls
 

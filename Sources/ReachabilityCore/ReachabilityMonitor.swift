@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import IPAddresses
 import Synchronization
 import SystemCalls
 

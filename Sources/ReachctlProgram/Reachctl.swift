@@ -1,8 +1,8 @@
 import ArgumentParser
+import ProgramSupport
 import ReachabilityClient
 import ReachabilityCore
 import ReachctlSupport
-import ReachdVersion
 import Synchronization
 
 #if canImport(Glibc)

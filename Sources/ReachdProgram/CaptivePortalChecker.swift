@@ -1,4 +1,4 @@
-import DaemonCore
+import DaemonDecisions
 import ReachabilityCore
 import SDBus
 import TrustHelperMessages

@@ -1,7 +1,7 @@
 import FoundationEssentials
+import ProgramSupport
 import ReachabilityCore
 import ReachdMetrics
-import ReachdVersion
 import TrustHelperMessages
 
 /// What reachd counts for Prometheus, and the metric families of docs/metrics.md

@@ -1,4 +1,5 @@
 import Dispatch
+import IPAddresses
 import ReachabilityCore
 import SDBus
 import SystemCalls

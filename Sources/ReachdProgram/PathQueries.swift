@@ -1,5 +1,6 @@
-import DaemonCore
+import DaemonDecisions
 import Dispatch
+import IPAddresses
 import ReachabilityBus
 import ReachabilityCore
 import SDBus

@@ -1,8 +1,8 @@
 import FoundationEssentials
+import ProgramSupport
 import ReachabilityBus
 import ReachabilityContract
 import ReachabilityCore
-import ReachdVersion
 import SDBus
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import IPAddresses
 import ReachabilityCore
 import SDBus
 import SystemCalls

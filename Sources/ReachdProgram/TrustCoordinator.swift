@@ -1,4 +1,4 @@
-import DaemonCore
+import DaemonDecisions
 import FoundationEssentials
 import ReachabilityBus
 import ReachabilityCore

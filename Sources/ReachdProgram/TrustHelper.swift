@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Libexec
+import ProgramSupport
 import ReachabilityCore
 import SDBus
 import SystemCalls

@@ -1,4 +1,4 @@
-import DaemonCore
+import DaemonDecisions
 import Dispatch
 import ReachabilityCore
 import SDBus

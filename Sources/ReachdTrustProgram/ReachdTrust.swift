@@ -1,6 +1,6 @@
 import FoundationEssentials
+import ProgramSupport
 import ReachabilityCore
-import ReachdVersion
 import ServerTrust
 import TrustCommands
 import TrustHelperMessages

@@ -1,4 +1,5 @@
 import Dispatch
+import IPAddresses
 import Synchronization
 
 #if canImport(Glibc)

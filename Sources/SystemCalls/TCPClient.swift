@@ -1,3 +1,4 @@
+import IPAddresses
 import SystemPackage
 
 #if canImport(Glibc)

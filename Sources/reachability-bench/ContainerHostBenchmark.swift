@@ -1,4 +1,5 @@
 import Foundation
+import IPAddresses
 import NamespaceTesting
 import Netlink
 import ReachabilityClient

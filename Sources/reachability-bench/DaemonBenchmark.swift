@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import IPAddresses
 import NamespaceTesting
 import Netlink
 import ReachabilityContract

@@ -1,3 +1,4 @@
+import IPAddresses
 import Netlink
 import ReachabilityCore
 import Synchronization

@@ -123,16 +123,17 @@ extension TestNamespace {
 }
 
 extension TestNamespace {
-    /// Waits up to 10 s until something in this namespace listens on TCP `port`
+    /// Waits up to 30 s until something in this namespace listens on TCP `port`
     /// (`ss` filter, e.g. "sport = :8443"); kills `server` and throws if nothing does.
+    /// (A Python server, started while the whole suite runs on two CPUs, once took more than 10 s.)
     public func waitUntilListening(_ filter: String, server: Process) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while try exec(["ss", "-Hltn", filter]).output.isEmpty {
             guard ContinuousClock.now < deadline else {
                 kill(server.processIdentifier, SIGKILL)
                 server.waitUntilExit()
                 throw CommandFailure(
-                    command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
+                    command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 30 s"))
             }
             try await Task.sleep(for: .milliseconds(25))
         }

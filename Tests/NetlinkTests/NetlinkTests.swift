@@ -1,3 +1,4 @@
+import IPAddresses
 import NamespaceTesting
 import SystemCalls
 import TestTraits

@@ -1,5 +1,6 @@
 import Dispatch
 import EmbeddedKernel
+import IPAddresses
 import Netlink
 import ReachabilityClient
 import ReachabilityCompat

@@ -1,6 +1,7 @@
 import Dispatch
 import EmbeddedKernel
 import Foundation
+import IPAddresses
 import Netlink
 import ReachabilityClient
 import ReachabilityCompat

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import IPAddresses
 import SystemCalls
 import TOML
 import Testing

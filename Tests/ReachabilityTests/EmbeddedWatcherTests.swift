@@ -1,5 +1,6 @@
 import EmbeddedKernel
 import Foundation
+import IPAddresses
 import Netlink
 import SystemCalls
 import Testing

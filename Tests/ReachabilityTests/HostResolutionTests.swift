@@ -1,4 +1,5 @@
 import EmbeddedKernel
+import IPAddresses
 import Netlink
 import Reachability
 import SystemCalls

@@ -1,3 +1,4 @@
+import IPAddresses
 import SystemCalls
 import Testing
 

@@ -1,4 +1,5 @@
 import EmbeddedKernel
+import IPAddresses
 import Netlink
 import ReachabilityCore
 import SystemCalls

@@ -1,6 +1,7 @@
 import Dispatch
 import EmbeddedKernel
 import Foundation
+import IPAddresses
 import NamespaceTesting
 import Netlink
 import ReachabilityClient

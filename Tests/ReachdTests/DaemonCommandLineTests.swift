@@ -1,6 +1,6 @@
 import Foundation
 import NamespaceTesting
-import ReachdVersion
+import ProgramSupport
 import TestTraits
 import Testing
 

@@ -1,7 +1,8 @@
 import EmbeddedKernel
 import Foundation
+import IPAddresses
 import NamespaceTesting
-import ReachdVersion
+import ProgramSupport
 import SystemCalls
 import TestTraits
 import Testing

@@ -1,5 +1,6 @@
 import EmbeddedKernel
 import Foundation
+import IPAddresses
 import NamespaceTesting
 import ReachabilityClient
 import SystemCalls

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Libexec
+import ProgramSupport
 import ReachctlSupport
 import SystemPackage
 

@@ -1,4 +1,4 @@
-import DaemonCore
+import DaemonDecisions
 import Testing
 
 /// The trust schedule without a loop: a fake helper that records what was
