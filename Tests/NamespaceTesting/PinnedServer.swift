@@ -45,16 +45,7 @@ public enum PinnedServer {
     public static func serveOnLoopback(from directory: URL, certificate: String = "leaf") async throws -> (server: Process, port: Int) {
         let port = try freeLoopbackPort()
         let server = try start([], accept: "127.0.0.1:\(port)", from: directory, certificate: certificate)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try run(["ss", "-Hltn", "sport = :\(port)"]).output.isEmpty {
-            guard ContinuousClock.now < deadline, server.isRunning else {
-                kill(server.processIdentifier, SIGKILL)
-                server.waitUntilExit()
-                throw CommandFailure(
-                    command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 10 s"))
-            }
-            try await Task.sleep(for: .milliseconds(25))
-        }
+        try await waitUntilListening("sport = :\(port)", server: server)
         return (server, port)
     }
 

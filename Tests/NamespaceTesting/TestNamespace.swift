@@ -123,20 +123,29 @@ extension TestNamespace {
 }
 
 extension TestNamespace {
-    /// Waits up to 30 s until something in this namespace listens on TCP `port`
-    /// (`ss` filter, e.g. "sport = :8443"); kills `server` and throws if nothing does.
-    /// (A Python server, started while the whole suite runs on two CPUs, once took more than 10 s.)
+    /// Waits until something in this namespace listens on TCP (`ss` filter, e.g.
+    /// "sport = :8443"); kills `server` and throws if nothing does (`waitUntilListening`).
     public func waitUntilListening(_ filter: String, server: Process) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try exec(["ss", "-Hltn", filter]).output.isEmpty {
-            guard ContinuousClock.now < deadline else {
-                kill(server.processIdentifier, SIGKILL)
-                server.waitUntilExit()
-                throw CommandFailure(
-                    command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening after 30 s"))
-            }
-            try await Task.sleep(for: .milliseconds(25))
+        try await NamespaceTesting.waitUntilListening(filter, server: server) { try exec($0) }
+    }
+}
+
+/// Waits up to 30 s until something listens on TCP (`ss` filter, e.g. "sport = :8443"),
+/// as `ss` run by `run` sees it (this namespace's by default); kills `server` and throws
+/// if nothing does, or once it exited. (A Python server, started while the whole suite
+/// runs on two CPUs, once took more than 10 s.)
+public func waitUntilListening(
+    _ filter: String, server: Process, run: ([String]) throws -> CommandResult = { try NamespaceTesting.run($0) }
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(30)
+    while try run(["ss", "-Hltn", filter]).output.isEmpty {
+        guard ContinuousClock.now < deadline, server.isRunning else {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+            throw CommandFailure(
+                command: server.arguments ?? [], result: CommandResult(status: -1, output: "", error: "not listening"))
         }
+        try await Task.sleep(for: .milliseconds(25))
     }
 }
 

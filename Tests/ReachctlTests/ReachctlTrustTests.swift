@@ -114,9 +114,7 @@ struct ReachctlTrustTests {
         server.standardError = FileHandle.nullDevice
         try server.run()
         defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-        for _ in 0..<100 where try run(["ss", "-Hltn", "sport = :\(port)"]).output.isEmpty {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await waitUntilListening("sport = :\(port)", server: server)
         let closedPort = try PinnedServer.freeLoopbackPort()
         let trusted = try run([reachctl, "trust", "check", "localhost:\(port)", "--ca", file("ca.pem"), "--pin", caPin, "--json"])
         let document = try json(trusted.output)
