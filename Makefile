@@ -76,10 +76,11 @@ format:
 format-check: deps
 	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_FILES)
 
-## As an ordinary user, the suites that need root (network namespaces, daemons
-## under other users) are skipped, each with its reason; root runs them all.
+## As an ordinary user, the network namespace tests run in a user namespace of the
+## test process's own, and what needs root (other users, a system bus name) is
+## skipped, each with its reason (docs/development.md, "Tests"); root runs them all.
 unittest: deps
-	@[ "$$(id -u)" -eq 0 ] || echo "make unittest: not root: the suites that create network namespaces are skipped (sudo make test runs them)" >&2
+	@[ "$$(id -u)" -eq 0 ] || echo "make unittest: not root: the tests that need other users or a system bus name are skipped (sudo make test runs them)" >&2
 	$(SWIFT) build --build-tests
 	@# Failures scroll away under the passing tests: repeat them at the end,
 	@# where a CI log's tail shows them, then the runner's own closing line.

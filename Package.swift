@@ -210,8 +210,9 @@ let package = Package(
         .target(
             name: "EmbeddedKernel", dependencies: ["IPAddresses", "Netlink", "ReachabilityCore", "SystemCalls"],
             path: "Tests/EmbeddedKernel"),
-        // Traits: `.needsRoot` (skipped, with the reason, for an ordinary user), `.ownThreads` (tests that wait for programs).
-        .target(name: "TestTraits", path: "Tests/TestTraits"),
+        // Traits: `.needsNamespaces`, `.needsTun`, `.needsRoot(why)` (skipped with the reason when not met), `.ownThreads`
+        // (tests that wait for programs); CTestSupport puts an ordinary user's test process in namespaces of its own.
+        .target(name: "TestTraits", dependencies: ["CTestSupport"], path: "Tests/TestTraits"),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
         .testTarget(name: "NetworkManagerSurfaceTests", dependencies: ["NetworkManagerSurface", "ReachabilityCore"]),
         .testTarget(name: "DaemonDecisionsTests", dependencies: ["DaemonDecisions", "ReachabilityCore", "TrustHelperMessages"]),

@@ -56,8 +56,9 @@ public final class TestNamespace: Sendable {
     /// Creates tun device `device` in the namespace and holds it open, so it has
     /// carrier, as a VPN client would; it is closed when the namespace is removed.
     public func openTun(_ device: String) throws {
-        let descriptor = try NetworkNamespace(name: name).perform { reachd_test_open_tun(device) }
-        guard descriptor >= 0 else { throw NetlinkError.system(operation: "opening tun \(device)", errno: errno) }
+        // errno is the opening thread's: read it there.
+        let (descriptor, error) = try NetworkNamespace(name: name).perform { (reachd_test_open_tun(device), errno) }
+        guard descriptor >= 0 else { throw NetlinkError.system(operation: "opening tun \(device)", errno: error) }
         tunnels.withLock { $0.append(descriptor) }
     }
 

@@ -9,7 +9,7 @@ import Testing
 /// The netlink layer against the kernel, inside namespaces reached through setns.
 @Suite("Netlink (real kernel, network namespaces; addresses as any user)", .ownThreads)
 struct NetlinkTests {
-    @Test("dumps see what ip created; lookups name the route's parts; failures keep their kind", .needsRoot)
+    @Test("dumps see what ip created; lookups name the route's parts; failures keep their kind", .needsNamespaces)
     func dumpsAndLookups() async throws {
         try await withNamespaces("nl", "router") { ns in
             try ns[0].addUplink(router: ns[1])
@@ -48,7 +48,7 @@ struct NetlinkTests {
         }
     }
 
-    @Test("the subscription sees link, address and route events, and reports an overrun", .needsRoot)
+    @Test("the subscription sees link, address and route events, and reports an overrun", .needsNamespaces)
     func events() async throws {
         try await withNamespaces("nlev") { ns in
             let subscription = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription() }
@@ -72,7 +72,7 @@ struct NetlinkTests {
 
     @Test(
         "a route names the interfaces it leaves by, each next hop's for a multipath route; link-local and multicast ones carry no global traffic",
-        .needsRoot)
+        .needsNamespaces)
     func routeInterfaces() async throws {
         try await withNamespaces("nlroute") { ns in
             let subscription = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription() }

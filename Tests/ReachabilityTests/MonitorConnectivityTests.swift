@@ -7,7 +7,7 @@ import Testing
 /// The in-process monitor's connectivity probe (opt-in): the same probe and schedule
 /// as reachd, sent from inside the watched namespace, against a real HTTP server
 /// in the router's.
-@Suite("In-process connectivity", .serialized, .needsRoot, .ownThreads)
+@Suite("In-process connectivity", .serialized, .needsNamespaces, .ownThreads)
 struct MonitorConnectivityTests {
     static func withProbeServer(
         _ label: String, mode: String,

@@ -7,7 +7,7 @@ import Testing
 /// "State, not history" (docs/api.md, "What subscribers are sent") for the in-process library: subscribers slower than the
 /// kernel (a `paths` consumer and an `onChange` handler that each take 2 ms per
 /// path) may see intermediate paths coalesced, never a stale last one.
-@Suite("the monitor's subscribers converge", .needsRoot, .ownThreads)
+@Suite("the monitor's subscribers converge", .needsNamespaces, .ownThreads)
 struct MonitorConvergenceTests {
     @Test(
         "a burst that overruns netlink, slow subscribers: each ends on the path a fresh look at the kernel gives",

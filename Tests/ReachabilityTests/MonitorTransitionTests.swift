@@ -9,7 +9,7 @@ import Testing
 
 /// A running monitor follows the kernel, including the changes the kernel
 /// announces with no route message at all.
-@Suite("Monitor transitions (real kernel, network namespaces)", .needsRoot, .ownThreads)
+@Suite("Monitor transitions (real kernel, network namespaces)", .needsNamespaces, .ownThreads)
 struct MonitorTransitionTests {
     @Test("route deleted and added again")
     func routeDeleteAdd() async throws {
@@ -132,7 +132,7 @@ struct MonitorTransitionTests {
         }
     }
 
-    @Test("a VPN coming up and going away while watching")
+    @Test("a VPN coming up and going away while watching", .needsTun)
     func vpnComesAndGoes() async throws {
         try await withWatchedUplink("vpnlive") { ns, monitor in
             try ns[0].openTun("tun0")

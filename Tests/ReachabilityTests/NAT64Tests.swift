@@ -146,9 +146,9 @@ struct NAT64PrefixTests {
 }
 
 /// IPv6-only networks as clatd, tayga and networkd leave the kernel (docs/path.md, "IPv6-only networks").
-@Suite("IPv6-only paths: CLAT and NAT64 (real kernel, network namespaces)", .needsRoot, .ownThreads)
+@Suite("IPv6-only paths: CLAT and NAT64 (real kernel, network namespaces)", .needsNamespaces, .ownThreads)
 struct IPv6OnlyPathTests {
-    @Test("a CLAT is no VPN: the path is the IPv6 uplink's, IPv4 through the CLAT")
+    @Test("a CLAT is no VPN: the path is the IPv6 uplink's, IPv4 through the CLAT", .needsTun)
     func clat() async throws {
         try await withNamespaces("clat", "router") { ns in
             try ns[0].addIPv6OnlyUplink(router: ns[1])
@@ -174,7 +174,7 @@ struct IPv6OnlyPathTests {
         }
     }
 
-    @Test("a VPN over a CLAT host stays a VPN, riding on the CLAT's uplink")
+    @Test("a VPN over a CLAT host stays a VPN, riding on the CLAT's uplink", .needsTun)
     func vpnOverCLAT() async throws {
         try await withNamespaces("vpnclat", "router") { ns in
             try ns[0].addIPv6OnlyUplink(router: ns[1])
@@ -192,7 +192,7 @@ struct IPv6OnlyPathTests {
         }
     }
 
-    @Test("a CLAT whose process is gone (no carrier) gives no IPv4: the IPv6 path stands")
+    @Test("a CLAT whose process is gone (no carrier) gives no IPv4: the IPv6 path stands", .needsTun)
     func clatWithoutCarrier() async throws {
         try await withNamespaces("clatdown", "router") { ns in
             try ns[0].addIPv6OnlyUplink(router: ns[1])

@@ -5,7 +5,7 @@ import TestTraits
 import Testing
 
 /// ENOBUFS is "state unknown": the monitor re-dumps and ends in the kernel's state.
-@Suite("Overrun recovery", .needsRoot, .ownThreads)
+@Suite("Overrun recovery", .needsNamespaces, .ownThreads)
 struct OverrunTests {
     @Test("5,000 link flaps into a tiny receive buffer end in the kernel's state, and the monitor keeps reacting")
     func flapStorm() async throws {

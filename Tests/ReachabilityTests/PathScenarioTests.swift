@@ -4,7 +4,7 @@ import TestTraits
 import Testing
 
 /// One kernel configuration each, evaluated once, in namespaces of their own.
-@Suite("Path scenarios (real kernel, network namespaces)", .needsRoot, .ownThreads)
+@Suite("Path scenarios (real kernel, network namespaces)", .needsNamespaces, .ownThreads)
 struct PathScenarioTests {
     @Test("wired via veth")
     func wired() async throws {
@@ -69,7 +69,7 @@ struct PathScenarioTests {
         }
     }
 
-    @Test("VPN split default (0/1 + 128/1) over a held-open tun: wired, with vpn")
+    @Test("VPN split default (0/1 + 128/1) over a held-open tun: wired, with vpn", .needsTun)
     func splitDefaultVPN() async throws {
         try await withNamespaces("vpn", "router") { ns in
             try ns[0].addUplink(router: ns[1])
@@ -88,7 +88,7 @@ struct PathScenarioTests {
         }
     }
 
-    @Test("a tun without its process has no carrier")
+    @Test("a tun without its process has no carrier", .needsTun)
     func deadTunnel() async throws {
         try await withNamespaces("deadtun", "router") { ns in
             try ns[0].addUplink(router: ns[1])

@@ -16,7 +16,7 @@ struct ReachctlTests {
         try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
     }
 
-    @Test("status --json and the human form", .needsRoot)
+    @Test("status --json and the human form", .needsNamespaces)
     func status() async throws {
         try await withNamespaces("ctlstatus", "router") { ns in
             try ns[0].addUplink(router: ns[1])
@@ -40,7 +40,7 @@ struct ReachctlTests {
         }
     }
 
-    @Test("route: 0 with a path, 1 without", .needsRoot)
+    @Test("route: 0 with a path, 1 without", .needsNamespaces)
     func route() async throws {
         try await withNamespaces("ctlroute", "router") { ns in
             try ns[0].addUplink(router: ns[1], defaultRoute: false)
@@ -70,7 +70,7 @@ struct ReachctlTests {
         #expect(result.output.isEmpty)
     }
 
-    @Test("watch --json: the current path, then one line per change, exit 0 on SIGTERM", .needsRoot)
+    @Test("watch --json: the current path, then one line per change, exit 0 on SIGTERM", .needsNamespaces)
     func watch() async throws {
         try await withNamespaces("ctlwatch", "router") { ns in
             try ns[0].addUplink(router: ns[1])

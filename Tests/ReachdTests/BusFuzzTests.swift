@@ -12,7 +12,7 @@ import Glibc
 /// surface. reachd must not crash, must not keep anything, and must go on answering another user.
 /// The long run of BENCHMARKS.md is this test with `REACHD_BUS_FUZZ_MESSAGES` (and
 /// `REACHD_BUS_FUZZ_SEED`) set.
-@Suite("bad input over the bus", .serialized, .needsRoot, .ownThreads, .machineAlone)
+@Suite("bad input over the bus", .serialized, .needsNamespaces, .ownThreads, .machineAlone)
 struct BusFuzzTests {
     static let environment = ProcessInfo.processInfo.environment
     static let messages = Int(environment["REACHD_BUS_FUZZ_MESSAGES"] ?? "") ?? 5_000
@@ -88,7 +88,7 @@ struct BusFuzzTests {
 
     @Test(
         "the private socket: malformed authentication, corrupted and truncated messages, every method and property with wrong and absurd arguments, floods of watches, connections that never read — no crash, nothing kept, another user answered throughout",
-        .timeLimit(.minutes(10)))
+        .timeLimit(.minutes(10)), .needsRoot("another user is answered throughout"))
     func privateSocket() async throws {
         try await DaemonProcess.serving(in: "rdfuzz") { daemon, _ in
             let surface = try BusFuzzer.Surface.discover(
@@ -101,7 +101,7 @@ struct BusFuzzTests {
 
     @Test(
         "a system bus with the NetworkManager surface: every method and property of both, wrong and absurd arguments, floods — no crash, nothing kept, another user answered throughout",
-        .timeLimit(.minutes(10)))
+        .timeLimit(.minutes(10)), .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"))
     func systemBus() async throws {
         try await withScratch { scratch in
             let config = scratch.appendingPathComponent("reachd.toml")

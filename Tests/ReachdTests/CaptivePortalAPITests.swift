@@ -12,7 +12,7 @@ import Glibc
 /// sends router advertisements with RFC 8910's option from a raw ICMPv6 socket, an HTTPS
 /// server there answers RFC 8908's API, and reachd in the host namespace (accept_ra=2)
 /// discovers, queries, combines it with its probe, and judges trust knowing it.
-@Suite("reachd and the network's captive-portal API", .serialized, .needsRoot, .ownThreads)
+@Suite("reachd and the network's captive-portal API", .serialized, .needsNamespaces, .ownThreads)
 struct CaptivePortalAPITests {
     static func path(_ daemon: DaemonProcess) -> Path? { ConnectivityTests.path(daemon) }
 
@@ -39,7 +39,7 @@ struct CaptivePortalAPITests {
 
     @Test(
         "from a router advertisement: captive is a portal at the API's page whatever the probe says, not captive never makes a failing probe full, a session's end is published before it comes and its end is seen; an announced portal and a contradicted redirect in the trust verdict; a malformed answer and a plain-HTTP URI refused; the URI lives as long as the router",
-        .timeLimit(.minutes(4)))
+        .timeLimit(.minutes(4)), .needsRoot("the IPv6 route collection interval, which only the first user namespace has"))
     func routerAdvertisement() async throws {
         try await withScratch { scratch in
             try FileManager.default.createDirectory(at: scratch.appendingPathComponent("links"), withIntermediateDirectories: true)
@@ -179,7 +179,7 @@ struct CaptivePortalAPITests {
 
     @Test(
         "from networkd's link state, written as networkd writes it, over the config's URI; followed as it changes; the API's certificate checked against the system's roots and the configured anchors; off queries nothing",
-        .timeLimit(.minutes(3)))
+        .timeLimit(.minutes(3)), .needsRoot("reachctl reload, which is root's"))
     func networkdAndConfig() async throws {
         try await withScratch { scratch in
             let links = scratch.appendingPathComponent("links")

@@ -10,7 +10,7 @@ import Glibc
 
 /// Connectivity (docs/connectivity.md): reachd's HTTP probe against a real HTTP server in the
 /// gateway's namespace, and trust judged knowing whether a captive portal is there.
-@Suite("reachd's connectivity probe", .serialized, .needsRoot, .ownThreads)
+@Suite("reachd's connectivity probe", .serialized, .needsNamespaces, .ownThreads)
 struct ConnectivityTests {
     static func path(_ daemon: DaemonProcess) -> Path? {
         try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath()
@@ -47,7 +47,7 @@ struct ConnectivityTests {
 
     @Test(
         "an interceptor posing as a captive portal: connectivity portal, the pinned host judged portal, yet the failure spooled with the probe's evidence, counted apart and signalled; once the probe answers, the same interception is compromised with a report of its own; the reports go to the collector only once the path is full and trusted",
-        .timeLimit(.minutes(3)))
+        .timeLimit(.minutes(3)), .needsRoot("CheckConnectivity more than once in 10 s, which only root may"))
     func portalThenFull() async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)

@@ -14,7 +14,7 @@ import Glibc
 /// nothing for a pod, a subscriber of interfaces receives only the pods' interfaces,
 /// and nothing holds a queue that grows with the churn. (`make bench`, section 12,
 /// measures the same at 200 to 5,000 interfaces.)
-@Suite("container hosts: a pod costs a parse, and reaches only who asked", .serialized, .needsRoot, .ownThreads)
+@Suite("container hosts: a pod costs a parse, and reaches only who asked", .serialized, .needsNamespaces, .ownThreads)
 struct ContainerHostTests {
     /// A command's stdout lines in a file; stderr in another.
     final class Recorder {
@@ -139,7 +139,7 @@ struct ContainerHostTests {
 
     @Test(
         "on a bus: InterfaceChanged reaches only a client that called WatchInterfaces; reachd renders none once it is gone",
-        .timeLimit(.minutes(3)))
+        .timeLimit(.minutes(3)), .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"))
     func bus() async throws {
         try await withScratch { scratch in
             chmod(scratch.path, 0o755)

@@ -10,7 +10,7 @@ import Glibc
 /// The daemon binary's own wiring, in network namespaces: who may reload it, and what
 /// systemd hears. What it serves as the kernel moves is in ReachdProgramTests
 /// (DaemonServingTests, ClientAPITests), as any user.
-@Suite("reachd (binary, network namespaces, private socket)", .serialized, .needsRoot, .ownThreads)
+@Suite("reachd (binary, network namespaces, private socket)", .serialized, .needsNamespaces, .ownThreads)
 struct DaemonTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 
@@ -18,7 +18,9 @@ struct DaemonTests {
         try daemon.busctl(["get-property"] + object + [name]).output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    @Test("Reload: denied to an unprivileged caller, allowed to root; a bad config keeps the old one")
+    @Test(
+        "Reload: denied to an unprivileged caller, allowed to root; a bad config keeps the old one",
+        .needsRoot("an unprivileged caller beside root"))
     func reload() async throws {
         try await withScratch { scratch in
             try await withNamespaces("rdreload") { ns in

@@ -10,7 +10,7 @@ import Glibc
 
 /// Networks as they are, under the daemon: a real 464XLAT (tayga as NAT64 and CLAT,
 /// unbound's DNS64) and a host that sleeps (a logind stand-in on a private system bus).
-@Suite("Networks as they are under reachd: 464XLAT, DNS64, sleep and resume", .needsRoot, .ownThreads)
+@Suite("Networks as they are under reachd: 464XLAT, DNS64, sleep and resume", .needsNamespaces, .ownThreads)
 struct IPv6OnlyNetworkTests {
     static func path(_ daemon: DaemonProcess) -> Path? {
         try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath()
@@ -22,7 +22,7 @@ struct IPv6OnlyNetworkTests {
 
     @Test(
         "NAT64 found through DNS64 (RFC 7050): IPv4 by name only, an IPv4 literal through the NAT64; a CLAT: IPv4, no VPN, full connectivity through both translators",
-        .timeLimit(.minutes(3)))
+        .timeLimit(.minutes(3)), .needsRoot("tayga makes its NAT64 device root's, a user this test's user namespace does not map"))
     func xlat() async throws {
         try await withScratch { scratch in
             try await withNamespaces("xlat", "gateway", "internet") { ns in
@@ -79,7 +79,9 @@ struct IPv6OnlyNetworkTests {
         }
     }
 
-    @Test("a DNS64 whose answer for ipv4only.arpa is no synthesis gives no prefix, and the log says why", .timeLimit(.minutes(2)))
+    @Test(
+        "a DNS64 whose answer for ipv4only.arpa is no synthesis gives no prefix, and the log says why", .timeLimit(.minutes(2)),
+        .needsRoot("tayga makes its NAT64 device root's, a user this test's user namespace does not map"))
     func dns64WithoutSynthesis() async throws {
         try await withScratch { scratch in
             try await withNamespaces("nosynth", "gateway", "internet") { ns in
@@ -102,7 +104,7 @@ struct IPv6OnlyNetworkTests {
 
     @Test(
         "sleep and resume: PrepareForSleep(false) forgets connectivity and trust (unknown meanwhile), probes and re-validates at once; a network changed while asleep is seen",
-        .timeLimit(.minutes(2)))
+        .timeLimit(.minutes(2)), .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"))
     func sleepAndResume() async throws {
         try await withScratch { scratch in
             let bus = try TestSystemBus(directory: scratch, standIns: ["org.freedesktop.login1"])

@@ -103,7 +103,7 @@ struct PrivateSocketClientsTests {
 }
 
 /// What a thousand connections leave in the reachd binary (its resident memory), in a namespace.
-@Suite("the private socket keeps nothing of a connection gone (binary, network namespaces)", .needsRoot, .ownThreads, .machineAlone)
+@Suite("the private socket keeps nothing of a connection gone (binary, network namespaces)", .needsNamespaces, .ownThreads, .machineAlone)
 struct PrivateSocketMemoryTests {
     @Test(
         "a raw client that writes the authentication, BEGIN, Hello and a call in one write, 1,000 times: every call answered, and nothing of them kept"

@@ -14,7 +14,7 @@ import Glibc
 /// socket and on a bus broker, some paused while the kernel churns so that their
 /// sockets fill — ends on the document `Describe()` answers, whatever the last
 /// change was: the path, connectivity alone, or trust alone.
-@Suite("the publish path converges", .serialized, .needsRoot, .ownThreads, .machineAlone)
+@Suite("the publish path converges", .serialized, .needsNamespaces, .ownThreads, .machineAlone)
 struct PublishConvergenceTests {
     /// One `reachctl watch --json`, its lines in a file.
     final class Watcher {
@@ -96,7 +96,7 @@ struct PublishConvergenceTests {
 
     @Test(
         "every subscriber ends on Describe(): after a path change, a connectivity-only change and a trust-only change, through bursts with paused readers",
-        .timeLimit(.minutes(5)))
+        .timeLimit(.minutes(5)), .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"))
     func convergence() async throws {
         try await withScratch { scratch in
             chmod(scratch.path, 0o755)

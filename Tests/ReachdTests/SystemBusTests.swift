@@ -8,7 +8,9 @@ import Testing
 import Glibc
 #endif
 
-@Suite("reachd on a dbus-daemon (system-type config with the project's policy)", .serialized, .needsRoot, .ownThreads)
+@Suite(
+    "reachd on a dbus-daemon (system-type config with the project's policy)", .serialized, .needsNamespaces,
+    .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"), .ownThreads)
 struct SystemBusTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Every way out judged (docs/connectivity.md, "Every way out"): two uplinks, the
 /// kernel's preferred one behind a portal, the other full.
-@Suite("Every way out judged: two uplinks, a portal and a full one", .needsRoot, .ownThreads)
+@Suite("Every way out judged: two uplinks, a portal and a full one", .needsNamespaces, .ownThreads)
 struct WaysOutTests {
     static func path(_ daemon: DaemonProcess) -> Path? {
         try? ReachabilityClient(endpoint: .address(daemon.address)).blocking.currentPath()
