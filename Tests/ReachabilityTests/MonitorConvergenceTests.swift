@@ -40,12 +40,14 @@ struct MonitorConvergenceTests {
             }
             commands.append("route del default")
             _ = try run(["ip", "-n", ns[0].name, "-force", "-batch", "-"], check: false, input: commands.joined(separator: "\n") + "\n")
-            let settled = try await waitForPath(monitor, "the burst's end") { path in
+            // The first path with every address may be one the burst passed through (the link just up again,
+            // before the last routes): what the monitor holds is compared once it settled.
+            _ = try await waitForPath(monitor, "the burst's end") { path in
                 path.reason == .noRoute && path.interfaces.flatMap(\.addresses).count >= 401
             }
             try await Task.sleep(for: .milliseconds(600)) // the IPv4 re-checks after a removal
             let fresh = try path(ns[0])
-            #expect(fresh.isSamePath(as: settled), "the monitor holds what the kernel says")
+            #expect(monitor.currentPath?.isSamePath(as: fresh) == true, "the monitor holds what the kernel says")
             // Slow subscribers drain their backlog, then hold the same path.
             let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline,
