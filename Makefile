@@ -7,10 +7,10 @@ PREFIX      ?= /usr
 # user (the limits tests) and as test servers, dnsmasq as a DHCP server announcing a
 # captive portal, tayga (NAT64 and CLAT) and unbound (DNS64) as a real 464XLAT network,
 # and for the system test
-# Debian 12 and 13 root file systems (mmdebstrap) booted by systemd-nspawn; `make bench`: GNU
-# time (a child's own peak memory).
+# Debian 12 and 13 root file systems (mmdebstrap) booted by systemd-nspawn, binutils (the idle
+# pages per section, scripts/idle-pages.py); `make bench`: GNU time (a child's own peak memory).
 DEB_PACKAGES = libnl-3-dev libsystemd-dev libstdc++-12-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 dnsmasq-base prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 tayga unbound dbus-bin libglib2.0-bin \
-               debhelper dpkg-dev jq mmdebstrap systemd-container lintian man-db time
+               debhelper dpkg-dev jq mmdebstrap systemd-container lintian man-db time binutils
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system

@@ -3,7 +3,7 @@ import NamespaceTesting
 
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
 //                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N]
-//                    [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N (0: 200, 2,000 and 5,000)]
+//                    [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N (0: 200, 1,000, 2,000 and 5,000)]
 //                    [--only-watches 1] [--watch-changes N] [--only-capport 1] [--only-window 1] [--removals N]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
@@ -268,7 +268,7 @@ func runContainerHostBenchmark() throws {
     print(
         "\n== 12. Container host: pods (veth pairs on bridges) created and deleted at 20/s each for \(seconds) s, the default route deleted and re-added every 0.5 s"
     )
-    let sizes = settings["pod-interfaces"]! > 0 ? [settings["pod-interfaces"]!] : [200, 2_000, 5_000]
+    let sizes = settings["pod-interfaces"]! > 0 ? [settings["pod-interfaces"]!] : [200, 1_000, 2_000, 5_000]
     for interfaces in sizes {
         let result = try ContainerHostBenchmark(interfaces: interfaces, seconds: seconds, reachd: reachd, reachctl: reachctl).run()
         print(

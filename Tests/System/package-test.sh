@@ -694,6 +694,14 @@ pid=$(main_pid)
 inside awk '/^[0-9a-f]+-/ { name = ($6 ~ /reachd$/) ? "reachd " $2 : ($6 ~ /\.so/ ? "shared libraries" : "other (heap, stacks, anonymous)") }
     /^Rss:/ { rss[name] += $2 } /^Anonymous:/ { anon[name] += $2 }
     END { for (n in rss) printf "  info  reachd idle: %-32s RSS %6d KiB, anonymous %5d KiB\n", n, rss[n], anon[n] }' /proc/$pid/smaps | sort
+# And per section of the binary, .rodata by kind of symbol (BENCHMARKS.md §22), read from
+# this host: the unit's reachd by its pid here, the symbols from the unstripped build
+# the package was made from (same layout), when it is beside the .deb's build.
+host_pid=$(for candidate in $(pgrep -x reachd); do
+    [ "$(readlink /proc/$candidate/ns/pid)" = "$(readlink /proc/$leader/ns/pid)" ] && echo "$candidate"; done | head -1)
+symbols=$(dirname "$0")/../../.build/release/reachd-multicall
+[ -f "$symbols" ] || symbols=$root/usr/bin/reachd
+"$(dirname "$0")/../../scripts/idle-pages.py" "$host_pid" "$root/usr/bin/reachd" --symbols "$symbols" | sed 's/^/  info  reachd idle pages: /'
 # Started just after dpkg wrote its binary, and reachctl and reachd-trust ran from it,
 # reachd found all of the binary in the page cache, and the kernel maps the cached
 # pages around each fault. At boot, nothing of it is cached yet: the same again
