@@ -55,10 +55,10 @@ static bool make_writable(const char *parent, const char *name) {
     if (stat(directory, &status) == 0) return mount("tmpfs", directory, "tmpfs", 0, "mode=0755") == 0;
     int tree = (int)syscall(SYS_open_tree, AT_FDCWD, parent, OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC);
     if (tree < 0) return false;
-    bool made = false;
+    bool made = false, covered = false;
     char host[64];
     snprintf(host, sizeof host, "%s/.host", parent);
-    if (mount("tmpfs", parent, "tmpfs", 0, "mode=0755") == 0 && mkdir(host, 0755) == 0
+    if ((covered = mount("tmpfs", parent, "tmpfs", 0, "mode=0755") == 0) && mkdir(host, 0755) == 0
         && syscall(SYS_move_mount, tree, "", AT_FDCWD, host, MOVE_MOUNT_F_EMPTY_PATH) == 0) {
         DIR *entries = opendir(host);
         made = entries != NULL;
@@ -73,6 +73,8 @@ static bool make_writable(const char *parent, const char *name) {
         made = made && mkdir(directory, 0755) == 0;
     }
     close(tree);
+    // Half made, the parent would hide what it held from every test: uncovered again.
+    if (covered && !made) umount2(parent, MNT_DETACH);
     return made;
 }
 
@@ -107,23 +109,36 @@ static bool keep_network_capabilities(void) {
     return true;
 }
 
+static void refused(const char *step) {
+    fprintf(stderr, "reachd tests: no user namespace of their own (%s: %s): the tests that create network namespaces are skipped\n",
+            step, strerror(errno));
+}
+
 __attribute__((constructor)) static void reachd_tests_enter_user_namespace(void) {
     const char *wanted = getenv("REACHD_TESTS_USER_NAMESPACE");
     if (geteuid() == 0 || (wanted && strcmp(wanted, "0") == 0)) return;
     uid_t user = geteuid();
     gid_t group = getegid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET) != 0) return;
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET) != 0) {
+        refused("unshare");
+        return;
+    }
     char map[64];
     snprintf(map, sizeof map, "%u %u 1\n", user, user);
     bool ready = write_file("/proc/self/uid_map", map) && write_file("/proc/self/setgroups", "deny");
     snprintf(map, sizeof map, "%u %u 1\n", group, group);
-    ready = ready && write_file("/proc/self/gid_map", map)
+    // Loopback first: the tests that need no namespace use it, whatever fails after.
+    ready = ready && write_file("/proc/self/gid_map", map) && loopback_up()
         && mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0
         && make_writable("/run", "netns") && make_writable("/etc", "netns")
-        && loopback_up() && keep_network_capabilities();
+        && keep_network_capabilities();
     if (!ready) {
-        fprintf(stderr, "reachd tests: no user namespace for network namespaces (%s); those tests are skipped\n",
-                strerror(errno));
+        refused("setting it up");
+        // None of the namespace's capabilities either: the other tests prove what an ordinary user may.
+        struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct none[2];
+        memset(none, 0, sizeof none);
+        syscall(SYS_capset, &header, none);
         return;
     }
     entered = true;
