@@ -84,7 +84,7 @@ def main():
         totals[1] += anonymous
         if name == ".rodata":
             rodata = (address, size)
-    print(f"{'(pages shared by two sections count twice)':30s} {'':9s} {totals[0]:13d} {totals[1]:14d}")
+    print(f"{'all (a shared page twice)':30s} {'':9s} {totals[0]:13d} {totals[1]:14d}")
     if rodata is None:
         return
     listing = subprocess.run(["nm", "-S", symbols], capture_output=True, text=True).stdout.splitlines()

@@ -90,24 +90,26 @@ static bool loopback_up(void) {
     return up;
 }
 
-// Keeps only what building networks needs, in this process and in the programs it runs (`ip`,
-// sysctl, reachd): the rest (reading any file of this user, for one) would change what the
-// other tests prove. These capabilities reach no further than the namespaces made here.
-static bool keep_network_capabilities(void) {
-    const int kept[] = { CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_SYS_ADMIN };
+// Sets this process's capabilities to `kept` alone, and raises them as ambient so that the
+// programs it runs (`ip`, sysctl, reachd) have them too.
+static bool set_capabilities(const int *kept, size_t count) {
     struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof data);
-    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+    for (size_t i = 0; i < count; i++) {
         data[kept[i] / 32].effective |= 1u << (kept[i] % 32);
         data[kept[i] / 32].permitted |= 1u << (kept[i] % 32);
         data[kept[i] / 32].inheritable |= 1u << (kept[i] % 32);
     }
     if (syscall(SYS_capset, &header, data) != 0) return false;
-    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+    for (size_t i = 0; i < count; i++)
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, kept[i], 0, 0) != 0) return false;
     return true;
 }
+
+// What building networks needs: the rest (reading any file of this user, for one) would change
+// what the other tests prove. These reach no further than the namespaces made here.
+static const int network_capabilities[] = { CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_SYS_ADMIN };
 
 static void refused(const char *step) {
     fprintf(stderr, "reachd tests: no user namespace of their own (%s: %s): the tests that create network namespaces are skipped\n",
@@ -131,14 +133,11 @@ __attribute__((constructor)) static void reachd_tests_enter_user_namespace(void)
     ready = ready && write_file("/proc/self/gid_map", map) && loopback_up()
         && mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0
         && make_writable("/run", "netns") && make_writable("/etc", "netns")
-        && keep_network_capabilities();
+        && set_capabilities(network_capabilities, sizeof network_capabilities / sizeof network_capabilities[0]);
     if (!ready) {
         refused("setting it up");
         // None of the namespace's capabilities either: the other tests prove what an ordinary user may.
-        struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
-        struct __user_cap_data_struct none[2];
-        memset(none, 0, sizeof none);
-        syscall(SYS_capset, &header, none);
+        set_capabilities(NULL, 0);
         return;
     }
     entered = true;

@@ -139,7 +139,7 @@ struct ContainerHostTests {
 
     @Test(
         "on a bus: InterfaceChanged reaches only a client that called WatchInterfaces; reachd renders none once it is gone",
-        .timeLimit(.minutes(3)), .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"))
+        .timeLimit(.minutes(3)), .needsSystemBusName)
     func bus() async throws {
         try await withScratch { scratch in
             chmod(scratch.path, 0o755)

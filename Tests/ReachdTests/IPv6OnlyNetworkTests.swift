@@ -22,7 +22,7 @@ struct IPv6OnlyNetworkTests {
 
     @Test(
         "NAT64 found through DNS64 (RFC 7050): IPv4 by name only, an IPv4 literal through the NAT64; a CLAT: IPv4, no VPN, full connectivity through both translators",
-        .timeLimit(.minutes(3)), .needsRoot("tayga makes its NAT64 device root's, a user this test's user namespace does not map"))
+        .timeLimit(.minutes(3)), .needsRootForTayga)
     func xlat() async throws {
         try await withScratch { scratch in
             try await withNamespaces("xlat", "gateway", "internet") { ns in
@@ -81,7 +81,7 @@ struct IPv6OnlyNetworkTests {
 
     @Test(
         "a DNS64 whose answer for ipv4only.arpa is no synthesis gives no prefix, and the log says why", .timeLimit(.minutes(2)),
-        .needsRoot("tayga makes its NAT64 device root's, a user this test's user namespace does not map"))
+        .needsRootForTayga)
     func dns64WithoutSynthesis() async throws {
         try await withScratch { scratch in
             try await withNamespaces("nosynth", "gateway", "internet") { ns in
@@ -104,7 +104,7 @@ struct IPv6OnlyNetworkTests {
 
     @Test(
         "sleep and resume: PrepareForSleep(false) forgets connectivity and trust (unknown meanwhile), probes and re-validates at once; a network changed while asleep is seen",
-        .timeLimit(.minutes(2)), .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"))
+        .timeLimit(.minutes(2)), .needsSystemBusName)
     func sleepAndResume() async throws {
         try await withScratch { scratch in
             let bus = try TestSystemBus(directory: scratch, standIns: ["org.freedesktop.login1"])
@@ -151,5 +151,12 @@ struct IPv6OnlyNetworkTests {
                 #expect(await eventually(.seconds(20)) { daemon.log[untrusted.upperBound...].contains("trust: ok") }, "\(daemon.log)")
             }
         }
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// tayga makes its NAT64 device root's, a user that a test's own user namespace does not map.
+    fileprivate static var needsRootForTayga: Self {
+        needsRoot("tayga makes its NAT64 device root's, a user this test's user namespace does not map")
     }
 }

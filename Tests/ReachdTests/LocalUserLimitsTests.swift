@@ -11,7 +11,7 @@ import Glibc
 /// docs/security.md, limits against local users: the private socket is world-connectable, so a hostile
 /// local user (here `nobody`, through `setpriv`) tries to starve the daemon.
 @Suite(
-    "limits against local users", .serialized, .needsNamespaces, .needsRoot("it runs reachd and reachctl as other users"), .ownThreads,
+    "limits against local users", .serialized, .needsRoot("it runs reachd and reachctl as other users"), .ownThreads,
     .machineAlone)
 struct LocalUserLimitsTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]

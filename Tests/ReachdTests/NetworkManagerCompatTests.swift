@@ -12,8 +12,7 @@ import Glibc
 /// and Qt (QNetworkInformation, through PyQt6) read reachd's verdict from the
 /// NetworkManager-compatible surface on a dbus-daemon of the system type.
 @Suite(
-    "the NetworkManager-compatible surface, read by GLib and Qt", .serialized, .needsNamespaces,
-    .needsRoot("reachd owns NetworkManager's and its own names on a system-type dbus-daemon, which the policy grants root only"),
+    "the NetworkManager-compatible surface, read by GLib and Qt", .serialized, .needsSystemBusName,
     .ownThreads)
 struct NetworkManagerCompatTests {
     static let nmName = "org.freedesktop.NetworkManager"

@@ -96,7 +96,7 @@ struct PublishConvergenceTests {
 
     @Test(
         "every subscriber ends on Describe(): after a path change, a connectivity-only change and a trust-only change, through bursts with paused readers",
-        .timeLimit(.minutes(5)), .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"))
+        .timeLimit(.minutes(5)), .needsSystemBusName)
     func convergence() async throws {
         try await withScratch { scratch in
             chmod(scratch.path, 0o755)

@@ -9,8 +9,7 @@ import Glibc
 #endif
 
 @Suite(
-    "reachd on a dbus-daemon (system-type config with the project's policy)", .serialized, .needsNamespaces,
-    .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"), .ownThreads)
+    "reachd on a dbus-daemon (system-type config with the project's policy)", .serialized, .needsSystemBusName, .ownThreads)
 struct SystemBusTests {
     let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
 

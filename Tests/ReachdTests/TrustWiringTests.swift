@@ -14,7 +14,7 @@ struct TrustWiringTests {
 
     @Test(
         "a pinned host whose pins do not match: Trust compromised, the report spooled, PinFailure signalled once",
-        .needsRoot("reachd owns a name on a system-type dbus-daemon, which the policy grants root only"))
+        .needsSystemBusName)
     func pinFailure() async throws {
         try await withScratch { scratch in
             try PinnedServer.makePKI(in: scratch)

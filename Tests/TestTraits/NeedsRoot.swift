@@ -13,6 +13,12 @@ extension Trait where Self == ConditionTrait {
         .enabled(if: geteuid() == 0, "needs root: \(reason) (run make test)")
     }
 
+    /// For suites and tests where reachd owns a name on a system-type dbus-daemon: the
+    /// project's policy (like the system bus's) lets root alone own it.
+    public static var needsSystemBusName: Self {
+        needsRoot("reachd owns a name on a system-type dbus-daemon, whose policy grants it to root only")
+    }
+
     /// For suites that create network namespaces: root, or an ordinary user whose test
     /// process entered user and network namespaces of its own (CTestSupport does it before
     /// main where the kernel allows unprivileged user namespaces).
