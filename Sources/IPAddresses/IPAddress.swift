@@ -37,13 +37,70 @@ package struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The text `inet_ntop` writes (RFC 5952 for IPv6, as glibc does it), built
+    /// here: addresses are formatted for every path document and log line,
+    /// and glibc's goes through `sprintf` for each number.
     package var description: String {
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        return bytes.withUnsafeBytes { raw in
-            guard inet_ntop(family.kernelValue, raw.baseAddress, &text, socklen_t(text.count)) != nil else {
-                return "?"
+        var text: [UInt8] = []
+        text.reserveCapacity(family == .v4 ? 15 : 45)
+        if family == .v4 {
+            Self.appendDottedQuad(bytes[0..<4], to: &text)
+        } else {
+            appendIPv6(to: &text)
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    private func appendIPv6(to text: inout [UInt8]) {
+        let words = (0..<8).map { UInt16(bytes[2 * $0]) << 8 | UInt16(bytes[2 * $0 + 1]) }
+        // The longest run of zero words (the first of equal ones), if two or more long, becomes "::".
+        var best = (start: -1, count: 0)
+        var current = (start: -1, count: 0)
+        for index in 0...8 {
+            if index < 8, words[index] == 0 {
+                current = current.start < 0 ? (index, 1) : (current.start, current.count + 1)
+            } else if current.start >= 0 {
+                if current.count > best.count { best = current }
+                current = (-1, 0)
             }
-            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        if best.count < 2 { best = (-1, 0) }
+        let colon = UInt8(ascii: ":")
+        var index = 0
+        while index < 8 {
+            if index == best.start {
+                text.append(colon)
+                index += best.count
+                if index == 8 { text.append(colon) }
+                continue
+            }
+            if index != 0 { text.append(colon) }
+            // ::a.b.c.d and ::ffff:a.b.c.d keep their IPv4 part dotted, as glibc writes them.
+            if index == 6, best.start == 0, best.count == 6 || (best.count == 5 && words[5] == 0xffff) {
+                Self.appendDottedQuad(bytes[12..<16], to: &text)
+                return
+            }
+            Self.appendHex(words[index], to: &text)
+            index += 1
+        }
+    }
+
+    private static func appendDottedQuad(_ quad: ArraySlice<UInt8>, to text: inout [UInt8]) {
+        for (position, byte) in quad.enumerated() {
+            if position > 0 { text.append(UInt8(ascii: ".")) }
+            if byte >= 100 { text.append(UInt8(ascii: "0") + byte / 100) }
+            if byte >= 10 { text.append(UInt8(ascii: "0") + byte / 10 % 10) }
+            text.append(UInt8(ascii: "0") + byte % 10)
+        }
+    }
+
+    private static func appendHex(_ word: UInt16, to text: inout [UInt8]) {
+        var shift = 12
+        while shift > 0, word >> UInt16(shift) == 0 { shift -= 4 }
+        while shift >= 0 {
+            let digit = UInt8(word >> UInt16(shift) & 0xf)
+            text.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+            shift -= 4
         }
     }
 

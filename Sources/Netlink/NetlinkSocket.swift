@@ -102,15 +102,22 @@ final class NetlinkSocket {
         }
     }
 
+    private static let requestCapacity = 512
+
     /// Sends a request built by `build` and returns its sequence number.
     func send(
         type: UInt16, flags: Int32, operation: @autoclosure () -> String,
         build: (OpaquePointer) -> Int32
     ) throws -> UInt32 {
-        guard let message = nlmsg_alloc_simple(Int32(type), flags) else {
+        // Every request reachd sends is under 100 bytes; libnl's default message is a
+        // zeroed page, which cost more than the rest of a route lookup (BENCHMARKS.md §23).
+        guard let message = nlmsg_alloc_size(Self.requestCapacity) else {
             throw NetlinkError.libnl(operation: operation(), code: NLE_NOMEM)
         }
         defer { nlmsg_free(message) }
+        guard nlmsg_put(message, UInt32(NL_AUTO_PORT), UInt32(NL_AUTO_SEQ), Int32(type), 0, flags) != nil else {
+            throw NetlinkError.libnl(operation: operation(), code: NLE_NOMEM)
+        }
         let built = build(message)
         guard built >= 0 else { throw NetlinkError.libnl(operation: operation(), code: -built) }
         let sent = nl_send_auto(handle, message)

@@ -49,13 +49,15 @@ package enum RouteLookupFailure: Error, Hashable, Sendable {
     /// The lookup itself failed.
     case failed(NetlinkError)
 
-    init(errno: Int32, operation: String) {
+    /// `operation` is built only for an unexpected errno: a route that is gone
+    /// (`ENETUNREACH`) answers most lookups after a removal.
+    init(errno: Int32, operation: @autoclosure () -> String) {
         switch errno {
         case EINVAL: self = .blackhole
         case EHOSTUNREACH: self = .unreachable
         case EACCES, EPERM: self = .prohibited
         case ENETUNREACH, EAFNOSUPPORT, ENETDOWN: self = .noRoute
-        default: self = .failed(.system(operation: operation, errno: errno))
+        default: self = .failed(.system(operation: operation(), errno: errno))
         }
     }
 }

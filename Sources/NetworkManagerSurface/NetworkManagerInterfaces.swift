@@ -16,7 +16,7 @@ extension NetworkManagerObject {
         var primaryConnection: String
 
         /// The manager's properties that follow the path: name, D-Bus type, value.
-        static let table: [(name: String, signature: String, value: @Sendable (ManagerValues) -> BusValue)] = [
+        static let table: PropertyTable<ManagerValues> = [
             ("State", "u", { .u32($0.state.state.rawValue) }),
             ("Connectivity", "u", { .u32($0.state.connectivity.rawValue) }),
             ("Metered", "u", { .u32($0.state.metered.rawValue) }),
@@ -24,9 +24,9 @@ extension NetworkManagerObject {
             ("PrimaryConnectionType", "s", { .string($0.state.primary?.connectionType ?? "") })
         ]
 
-        /// The names of the properties whose values differ from `other`'s, for PropertiesChanged.
-        func changed(since other: ManagerValues) -> [String] {
-            Self.table.filter { $0.value(self) != $0.value(other) }.map(\.name)
+        /// The properties whose values differ from `other`'s, with their values: PropertiesChanged's.
+        func changed(since other: ManagerValues) -> [(name: String, value: BusValue)] {
+            changedProperties(in: Self.table, from: other, to: self)
         }
     }
 

@@ -53,7 +53,7 @@ extension ReachabilityObject {
         package init() {}
 
         /// Each property's name, D-Bus type and value.
-        static let table: [(name: String, signature: String, value: @Sendable (Properties) -> BusValue)] = [
+        static let table: PropertyTable<Properties> = [
             ("Status", "s", { .string($0.status) }),
             ("Reason", "s", { .string($0.reason) }),
             ("Interface", "s", { .string($0.interface) }),
@@ -81,9 +81,9 @@ extension ReachabilityObject {
             ("BetterWayOut", "s", { .string($0.betterWayOut) })
         ]
 
-        /// The names of the properties whose values differ from `other`'s, for PropertiesChanged.
-        func changed(since other: Properties) -> [String] {
-            Self.table.filter { $0.value(self) != $0.value(other) }.map(\.name)
+        /// The properties whose values differ from `other`'s, with their values: PropertiesChanged's.
+        func changed(since other: Properties) -> [(name: String, value: BusValue)] {
+            changedProperties(in: Self.table, from: other, to: self)
         }
     }
 

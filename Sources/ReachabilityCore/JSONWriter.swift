@@ -1,126 +1,134 @@
 /// Writes JSON directly, keys in the order given. Path documents are written on
 /// every change (a flap storm writes thousands): Foundation's JSONEncoder spent
-/// four times the CPU of the whole monitor loop there, and sorts the keys.
+/// four times the CPU of the whole monitor loop there, and sorts the keys. The
+/// text is gathered as UTF-8 bytes and made a `String` once: appending to a
+/// `String` piece by piece cost a third of the daemon's instructions per change
+/// (BENCHMARKS.md §23).
 struct JSONWriter {
-    private(set) var text = ""
+    private var bytes: [UInt8] = []
 
-    init() { text.reserveCapacity(1024) }
+    init() { bytes.reserveCapacity(2048) }
+
+    var text: String { String(decoding: bytes, as: UTF8.self) }
 
     mutating func object(_ body: (inout ObjectWriter) -> Void) {
-        ObjectWriter.write(into: &text, body)
+        ObjectWriter.write(into: &bytes, body)
     }
 
     /// A top-level array of objects.
     mutating func array<Element>(_ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
-        text.append("[")
-        for (index, element) in elements.enumerated() {
-            if index > 0 { text.append(",") }
-            ObjectWriter.write(into: &text) { body(&$0, element) }
-        }
-        text.append("]")
+        ObjectWriter.writeArray(elements, into: &bytes, body)
     }
 
     struct ObjectWriter {
-        private(set) var text: String
+        private var bytes: [UInt8]
         private var first = true
 
-        /// Appends `{…}` to `text`; the writer works on the text itself, not a copy.
-        static func write(into text: inout String, _ body: (inout ObjectWriter) -> Void) {
-            text.append("{")
-            var writer = ObjectWriter(text: text)
-            text = ""
+        /// Appends `{…}` to `bytes`; the writer works on the bytes themselves, not a copy.
+        static func write(into bytes: inout [UInt8], _ body: (inout ObjectWriter) -> Void) {
+            bytes.append(UInt8(ascii: "{"))
+            var writer = ObjectWriter(bytes: bytes)
+            bytes = []
             body(&writer)
-            text = writer.text
-            text.append("}")
+            bytes = writer.bytes
+            bytes.append(UInt8(ascii: "}"))
         }
 
-        private init(text: String) { self.text = text }
+        static func writeArray<Element>(
+            _ elements: [Element], into bytes: inout [UInt8], _ body: (inout ObjectWriter, Element) -> Void
+        ) {
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(into: &bytes) { body(&$0, element) }
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+
+        private init(bytes: [UInt8]) { self.bytes = bytes }
 
         private mutating func key(_ key: String) {
-            if !first { text.append(",") }
+            if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            JSONWriter.appendString(key, to: &text)
-            text.append(":")
+            JSONWriter.appendString(key, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
         }
 
         mutating func string(_ name: String, _ value: String?) {
             key(name)
-            if let value { JSONWriter.appendString(value, to: &text) } else { text.append("null") }
+            if let value { JSONWriter.appendString(value, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
         }
 
         mutating func bool(_ name: String, _ value: Bool) {
             key(name)
-            text.append(value ? "true" : "false")
+            bytes.append(contentsOf: (value ? "true" : "false").utf8)
         }
 
         mutating func int(_ name: String, _ value: Int) {
             key(name)
-            text.append(String(value))
+            bytes.append(contentsOf: String(value).utf8)
         }
 
         mutating func optionalBool(_ name: String, _ value: Bool?) {
             key(name)
-            text.append(value.map { $0 ? "true" : "false" } ?? "null")
+            bytes.append(contentsOf: (value.map { $0 ? "true" : "false" } ?? "null").utf8)
         }
 
         mutating func optionalInt(_ name: String, _ value: Int?) {
             key(name)
-            text.append(value.map { String($0) } ?? "null")
+            bytes.append(contentsOf: (value.map { String($0) } ?? "null").utf8)
         }
 
         mutating func strings(_ name: String, _ values: [String]) {
             key(name)
-            text.append("[")
+            bytes.append(UInt8(ascii: "["))
             for (index, value) in values.enumerated() {
-                if index > 0 { text.append(",") }
-                JSONWriter.appendString(value, to: &text)
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                JSONWriter.appendString(value, to: &bytes)
             }
-            text.append("]")
+            bytes.append(UInt8(ascii: "]"))
         }
 
         /// A nested object, or null.
         mutating func object(_ name: String, _ present: Bool, _ body: (inout ObjectWriter) -> Void) {
             key(name)
-            if present { Self.write(into: &text, body) } else { text.append("null") }
+            if present { Self.write(into: &bytes, body) } else { bytes.append(contentsOf: "null".utf8) }
         }
 
         /// An array of objects.
         mutating func array<Element>(_ name: String, _ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
             key(name)
-            text.append("[")
-            for (index, element) in elements.enumerated() {
-                if index > 0 { text.append(",") }
-                Self.write(into: &text) { body(&$0, element) }
-            }
-            text.append("]")
+            Self.writeArray(elements, into: &bytes, body)
         }
     }
 
-    /// RFC 8259 string escaping: quotes, backslash and control characters.
-    static func appendString(_ value: String, to text: inout String) {
-        text.append("\"")
-        // Names, kinds and addresses never need escaping: append them whole.
-        guard value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-            text.append(value)
-            text.append("\"")
-            return
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(value.utf8.count + 8)
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case UInt8(ascii: "\r"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case UInt8(ascii: "\t"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            default: bytes.append(byte)
+    /// RFC 8259 string escaping: quotes, backslash and control characters. The
+    /// runs between them (most strings are one run) are copied whole.
+    static func appendString(_ value: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { utf8 in
+            var run = 0
+            for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                bytes.append(contentsOf: utf8[run..<index])
+                run = index + 1
+                appendEscaped(byte, to: &bytes)
             }
+            bytes.append(contentsOf: utf8[run...])
         }
-        text.append(String(decoding: bytes, as: UTF8.self))
-        text.append("\"")
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscaped(_ byte: UInt8, to bytes: inout [UInt8]) {
+        let backslash = UInt8(ascii: "\\")
+        switch byte {
+        case UInt8(ascii: "\n"): bytes += [backslash, UInt8(ascii: "n")]
+        case UInt8(ascii: "\r"): bytes += [backslash, UInt8(ascii: "r")]
+        case UInt8(ascii: "\t"): bytes += [backslash, UInt8(ascii: "t")]
+        case 0..<0x20:
+            let hex = { (digit: UInt8) in digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10 }
+            bytes += [backslash, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex(byte >> 4), hex(byte & 0xF)]
+        default: bytes += [backslash, byte]
+        }
     }
 }

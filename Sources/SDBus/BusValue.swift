@@ -6,8 +6,22 @@ import Glibc
 
 /// A property value as the objects served here answer it: appended to a reply
 /// (or a PropertiesChanged) in its D-Bus type.
-package enum BusValue: Equatable, Sendable {
+@usableFromInline package enum BusValue: Equatable, Sendable {
     case u32(UInt32), u64(UInt64), i64(Int64), boolean(Bool), string(String), strings([String]), objectPath(String), objectPaths([String])
+
+    /// Its D-Bus type, as a variant holding it is written.
+    package var signature: StaticString {
+        switch self {
+        case .u32: "u"
+        case .u64: "t"
+        case .i64: "x"
+        case .boolean: "b"
+        case .string: "s"
+        case .strings: "as"
+        case .objectPath: "o"
+        case .objectPaths: "ao"
+        }
+    }
 
     package func append(to reply: OpaquePointer?) -> Int32 {
         switch self {
@@ -37,5 +51,19 @@ package enum BusValue: Equatable, Sendable {
             result = text.withCString { sd_bus_message_append_basic(reply, CChar(type.asciiValue!), $0) }
         }
         return result < 0 ? result : sd_bus_message_close_container(reply)
+    }
+}
+
+/// Properties whose values follow a value of `Values`: each one's name, D-Bus type and value.
+@usableFromInline package typealias PropertyTable<Values> = [(name: String, signature: String, value: @Sendable (Values) -> BusValue)]
+
+/// The properties of `table` whose values differ between `before` and `now`, with their
+/// values now: what PropertiesChanged carries.
+@inlinable package func changedProperties<Values>(
+    in table: PropertyTable<Values>, from before: Values, to now: Values
+) -> [(name: String, value: BusValue)] {
+    table.compactMap { property in
+        let value = property.value(now)
+        return value == property.value(before) ? nil : (property.name, value)
     }
 }

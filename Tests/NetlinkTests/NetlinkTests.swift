@@ -1,3 +1,4 @@
+import Glibc
 import IPAddresses
 import NamespaceTesting
 import SystemCalls
@@ -110,5 +111,51 @@ struct NetlinkTests {
         #expect(IPAddress("fe80::1")?.isIPv6LinkLocal == true)
         #expect(IPAddress("10.1.0.256") == nil)
         #expect(IPAddress("fe80::1%eth0") == nil)
+    }
+
+    /// reachd formats addresses itself; glibc's `inet_ntop` is what the text must match,
+    /// byte for byte: every pattern of zero words (where "::" goes, ties, the ends),
+    /// the embedded IPv4 forms, the widths of each number, and random addresses.
+    @Test("addresses print as inet_ntop prints them")
+    func ipAddressMatchesInetNtop() {
+        func glibc(_ bytes: [UInt8]) -> String {
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            let family = bytes.count == 4 ? AF_INET : AF_INET6
+            _ = bytes.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &text, socklen_t(text.count)) }
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        var generator = SystemRandomNumberGenerator()
+        var cases: [[UInt8]] = []
+        for byte in [0, 1, 9, 10, 99, 100, 199, 255] as [UInt8] {
+            cases.append([byte, 255 - byte, byte, 0])
+        }
+        let words: [UInt16] = [0x1, 0xf, 0x10, 0xab, 0x100, 0xfff, 0x1000, 0xffff, 0x2001]
+        for zeros in 0..<256 {
+            for value in words {
+                cases.append(
+                    (0..<8).flatMap { index -> [UInt8] in
+                        let word = zeros & (1 << index) != 0 ? 0 : value
+                        return [UInt8(word >> 8), UInt8(word & 0xff)]
+                    })
+            }
+        }
+        for prefix in [
+            [UInt8](repeating: 0, count: 12), [UInt8](repeating: 0, count: 10) + [0xff, 0xff],
+            [UInt8](repeating: 0, count: 10) + [0xff, 0xfe], [0, 0x64, 0xff, 0x9b] + [UInt8](repeating: 0, count: 8)
+        ] {
+            for last in [[0, 0, 0, 1], [0, 0, 1, 0], [192, 0, 2, 1], [0, 0, 0, 0], [1, 0, 0, 0]] as [[UInt8]] {
+                cases.append(prefix + last)
+            }
+        }
+        for _ in 0..<20_000 {
+            var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            // Zero some words, so that runs of them are common.
+            for index in 0..<8 where Bool.random(using: &generator) { (bytes[2 * index], bytes[2 * index + 1]) = (0, 0) }
+            cases.append(bytes)
+            cases.append(Array(bytes.prefix(4)))
+        }
+        let wrong = cases.filter { IPAddress(bytes: $0)?.description != glibc($0) }
+        #expect(wrong.isEmpty, "\(wrong.prefix(5).map { "\(IPAddress(bytes: $0)!) vs \(glibc($0))" })")
+        #expect(cases.count > 22_000)
     }
 }
