@@ -26,7 +26,7 @@ extension NetworkManagerObject {
 
         /// The properties whose values differ from `other`'s, with their values: PropertiesChanged's.
         func changed(since other: ManagerValues) -> [(name: String, value: BusValue)] {
-            changedProperties(in: Self.table, from: other, to: self)
+            changedProperties(Self.table.map(\.name), from: Self.table.map { $0.value(other) }, to: Self.table.map { $0.value(self) })
         }
     }
 

@@ -81,10 +81,10 @@ extension ReachabilityObject {
             ("BetterWayOut", "s", { .string($0.betterWayOut) })
         ]
 
-        /// The properties whose values differ from `other`'s, with their values: PropertiesChanged's.
-        func changed(since other: Properties) -> [(name: String, value: BusValue)] {
-            changedProperties(in: Self.table, from: other, to: self)
-        }
+        static let names = table.map(\.name)
+
+        /// Each property's value, in the table's order.
+        var values: [BusValue] { Self.table.map { $0.value(self) } }
     }
 
     static let interface = BusInterface<ReachabilityObject>(

@@ -6,7 +6,7 @@ import Glibc
 
 /// A property value as the objects served here answer it: appended to a reply
 /// (or a PropertiesChanged) in its D-Bus type.
-@usableFromInline package enum BusValue: Equatable, Sendable {
+package enum BusValue: Equatable, Sendable {
     case u32(UInt32), u64(UInt64), i64(Int64), boolean(Bool), string(String), strings([String]), objectPath(String), objectPaths([String])
 
     /// Its D-Bus type, as a variant holding it is written.
@@ -55,15 +55,10 @@ import Glibc
 }
 
 /// Properties whose values follow a value of `Values`: each one's name, D-Bus type and value.
-@usableFromInline package typealias PropertyTable<Values> = [(name: String, signature: String, value: @Sendable (Values) -> BusValue)]
+package typealias PropertyTable<Values> = [(name: String, signature: String, value: @Sendable (Values) -> BusValue)]
 
-/// The properties of `table` whose values differ between `before` and `now`, with their
-/// values now: what PropertiesChanged carries.
-@inlinable package func changedProperties<Values>(
-    in table: PropertyTable<Values>, from before: Values, to now: Values
-) -> [(name: String, value: BusValue)] {
-    table.compactMap { property in
-        let value = property.value(now)
-        return value == property.value(before) ? nil : (property.name, value)
-    }
+/// The properties of `names` whose values (in the same order) differ between `before` and
+/// `now`, with their values now: what PropertiesChanged carries.
+package func changedProperties(_ names: [String], from before: [BusValue], to now: [BusValue]) -> [(name: String, value: BusValue)] {
+    zip(names, zip(before, now)).compactMap { name, values in values.0 == values.1 ? nil : (name, values.1) }
 }
