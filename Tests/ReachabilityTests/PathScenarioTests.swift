@@ -125,10 +125,12 @@ struct PathScenarioTests {
         try await withNamespaces("tentative", "router") { ns in
             try ns[0].ip("link add name eth0 type veth peer name up0 netns \(ns[1].name)")
             try ns[0].sysctl("net.ipv6.conf.eth0.accept_dad=1")
+            // 30 probes a second apart: the address stays tentative for 30 s, long enough to look
+            // on a loaded machine (one probe, the default, ended before a CI run looked).
+            try ns[0].sysctl("net.ipv6.conf.eth0.dad_transmits=30")
             try ns[0].ip("link set dev eth0 up")
             try ns[1].ip("link set dev up0 up")
             try ns[0].waitUntilOperational("eth0")
-            // DAD on a live link takes a second or more: long enough to look.
             try ns[0].ip("addr add 2001:db8:1::2/64 dev eth0")
             try ns[0].ip("-6 route add default via 2001:db8:1::1 dev eth0")
             let path = try path(ns[0])
