@@ -43,8 +43,11 @@ struct HelperRunsTests {
         let (outcome, elapsed, ticks) = try runOnLoop(["exec >&- 2>&- </dev/null; exec sleep 20"], within: .milliseconds(600), exitWatch)
         #expect(outcome.timedOut && outcome.status == 128 + SIGKILL, "\(outcome)")
         #expect(elapsed < .seconds(5), "finished \(elapsed) after it started: the deadline held")
-        // The loop was not frozen: its 20 ms timer kept firing until the deadline (≈ 30 times).
-        #expect(ticks >= 10, "\(ticks) ticks")
+        // The loop was not frozen: a loop blocked on the child until the kill would fire its
+        // 20 ms timer at most once (the pending expiry, handled with the exit) before the outcome,
+        // since the timer re-arms only when it runs. Unloaded it fires about 30 times; a loaded
+        // test run has been seen to schedule it only 4 times in the 600 ms, hence the count of 2.
+        #expect(ticks >= 2, "\(ticks) ticks")
     }
 
     @Test(
