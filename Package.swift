@@ -148,7 +148,7 @@ let package = Package(
                 "IPAddresses",
                 "DaemonDecisions", "NetworkManagerSurface", "ReachabilityCore", "ReachabilityBus", "ReachabilityContract", "SDBus",
                 "ReachdMetrics",
-                "SystemCalls", "CSystemd",
+                "SystemCalls", "CLinuxShim", "CSystemd",
                 "TOML", "ProgramSupport", "TrustHelperMessages"
             ]
         ),

@@ -1,9 +1,12 @@
+import CLinuxShim
 import FoundationEssentials
 import ProgramSupport
 import ReachabilityBus
 import ReachabilityContract
 import ReachabilityCore
 import SDBus
+import SystemCalls
+import TOML
 
 #if canImport(Glibc)
 import Glibc
@@ -74,10 +77,33 @@ package struct Reachd {
         try loop.onSignal(SIGINT) { loop.exit(0) }
         loop.enableWatchdog()
         daemon.publishCurrentPath()
+        let settled = try loop.timer { Self.releaseStartupPages(log: log) }
+        settled.arm(after: Self.startupSettles)
         let code = try loop.run()
         // The socket file goes, and the bus name is released, only now.
-        withExtendedLifetime((privateSocket, onBus)) {}
+        withExtendedLifetime((privateSocket, onBus, settled)) {}
         return code
+    }
+
+    /// How long after the first path start-up's one-off work is over: the first trust
+    /// round and probes under way, the first clients served.
+    static let startupSettles = Duration.seconds(10)
+
+    /// Start-up touches pages of the binary that idle never touches again — the option and
+    /// configuration parsers, the first dumps, the Swift runtime's first conformance lookups,
+    /// which read every conformance record — and the kernel maps each one's cached neighbours
+    /// with it. Once start-up settled they leave the resident set; what runs afterwards maps
+    /// its own back from the page cache at its first touch (docs/development.md, "Idle memory").
+    static func releaseStartupPages(log: Log) {
+        do {
+            let smaps = try SmallFile.read("/proc/self/smaps", limit: 16 << 20)
+            let released = try ProgramPages.releaseUnmodified(smaps: String(decoding: smaps, as: UTF8.self))
+            // Reading smaps (some 150 KB) grew the heap; what it left free goes back too.
+            malloc_trim(0)
+            log.debug("start-up settled: \(released) KiB of the program's own pages left the resident set")
+        } catch {
+            log.debug("start-up settled; its pages stay resident: \(error)")
+        }
     }
 
     /// The well-known name on the chosen bus. `auto` goes without a bus when

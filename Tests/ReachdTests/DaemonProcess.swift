@@ -64,9 +64,16 @@ final class DaemonProcess: @unchecked Sendable {
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
     /// reachd's resident memory (VmRSS), in kB.
-    var residentKilobytes: Int {
+    var residentKilobytes: Int { status("VmRSS") }
+    /// The part of it that is anonymous (RssAnon), in kB: what a leak grows. The file
+    /// pages come and go with the page cache and the start-up release.
+    var anonymousKilobytes: Int { status("RssAnon") }
+    /// The part of it mapped from files (RssFile), in kB.
+    var residentFileKilobytes: Int { status("RssFile") }
+
+    private func status(_ field: String) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("\(field):") } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 

@@ -712,6 +712,16 @@ inside systemctl start reachd.service
 sleep 60
 reachd_cold=$(idle reachd)
 printf '  info  idle 60 s, %-17s %s\n' "reachd, cold:" "$reachd_cold"
+# reachd lets go of its start-up's pages once start-up settled; a change maps back what
+# handling it runs (docs/development.md, "Idle memory"): the figure of a host whose
+# network has moved since reachd started.
+inside ip route del default via 10.77.0.1
+eventually 10 "the default route deleted: unreachable" status_is unreachable
+inside ip route replace default via 10.77.0.1
+eventually 10 "the default route back: wired" status_is wired
+sleep 10
+reachd_changed=$(idle reachd)
+printf '  info  idle 10 s, %-17s %s\n' "reachd, after a change:" "$reachd_changed"
 # Issue 22's goal (BENCHMARKS.md §11): said, not checked.
 goal() {
     local rss anon verdict
@@ -722,6 +732,7 @@ goal() {
 }
 goal "after the install" "$reachd_idle"
 goal "cold" "$reachd_cold"
+goal "after a change" "$reachd_changed"
 inside systemctl stop NetworkManager.service systemd-networkd.service systemd-networkd.socket
 rm "$root/etc/systemd/network/50-eth0.network"
 good_config

@@ -1,6 +1,7 @@
 #ifndef REACHD_CLINUXSHIM_H
 #define REACHD_CLINUXSHIM_H
 
+#include <malloc.h>
 #include <poll.h>
 #include <stdint.h>
 #include <sys/types.h>
