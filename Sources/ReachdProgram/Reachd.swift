@@ -77,7 +77,13 @@ package struct Reachd {
         try loop.onSignal(SIGINT) { loop.exit(0) }
         loop.enableWatchdog()
         daemon.publishCurrentPath()
-        let settled = try loop.timer { Self.releaseStartupPages(log: log) }
+        let settled = try loop.timer {
+            do {
+                log.debug("start-up settled: \(try Self.releaseStartupPages()) KiB of the program's own pages left the resident set")
+            } catch {
+                log.debug("start-up settled; its pages stay resident: \(error)")
+            }
+        }
         settled.arm(after: Self.startupSettles)
         let code = try loop.run()
         // The socket file goes, and the bus name is released, only now.
@@ -94,16 +100,13 @@ package struct Reachd {
     /// which read every conformance record — and the kernel maps each one's cached neighbours
     /// with it. Once start-up settled they leave the resident set; what runs afterwards maps
     /// its own back from the page cache at its first touch (docs/development.md, "Idle memory").
-    static func releaseStartupPages(log: Log) {
-        do {
-            let smaps = try SmallFile.read("/proc/self/smaps", limit: 16 << 20)
-            let released = try ProgramPages.releaseUnmodified(smaps: String(decoding: smaps, as: UTF8.self))
-            // Reading smaps (some 150 KB) grew the heap; what it left free goes back too.
-            malloc_trim(0)
-            log.debug("start-up settled: \(released) KiB of the program's own pages left the resident set")
-        } catch {
-            log.debug("start-up settled; its pages stay resident: \(error)")
-        }
+    /// Returns how much left, KiB.
+    static func releaseStartupPages() throws -> Int {
+        let smaps = try SmallFile.read("/proc/self/smaps", limit: 16 << 20)
+        let released = try ProgramPages.releaseUnmodified(smaps: String(decoding: smaps, as: UTF8.self))
+        // Reading smaps (some 150 KB) grew the heap; what it left free goes back too.
+        malloc_trim(0)
+        return released
     }
 
     /// The well-known name on the chosen bus. `auto` goes without a bus when

@@ -14,7 +14,7 @@ import Glibc
 /// from there at its next touch (a minor fault), identical, since the file is.
 package enum ProgramPages {
     /// A mapping of the executable whose resident pages are all the file's own.
-    package struct Mapping: Equatable, Sendable {
+    package struct Mapping: Sendable {
         package let start: UInt
         package let end: UInt
         /// Resident when it was read, KiB.

@@ -27,6 +27,17 @@ struct EventLoopWatchTests {
         return entry.revents & Int16(POLLERR) == 0
     }
 
+    /// Whether the read end is closed within a second: a program another suite is starting
+    /// holds every descriptor from its fork until its exec closes the close-on-exec ones
+    /// (seen once in a full run); a watch that kept the end would keep it for good.
+    static func isReadEndClosedSoon(_ write: OwnedDescriptor) -> Bool {
+        for _ in 0..<100 {
+            if !isReadEndOpen(write) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
     @Test("the descriptor stays open while its watch holds it, though its owner let it go; it closes when the watch goes")
     func descriptorOutlivesNoWatch() throws {
         let loop = try EventLoop()
@@ -35,7 +46,7 @@ struct EventLoopWatchTests {
         read = nil
         #expect(Self.isReadEndOpen(write), "the watch holds it")
         watch = nil
-        #expect(!Self.isReadEndOpen(write), "closed once the watch went")
+        #expect(Self.isReadEndClosedSoon(write), "closed once the watch went")
         withExtendedLifetime(watch) {}
 
         // Cancelled rather than let go: the same.
@@ -44,7 +55,7 @@ struct EventLoopWatchTests {
         again = nil
         #expect(Self.isReadEndOpen(againWrite))
         cancelled.cancel()
-        #expect(!Self.isReadEndOpen(againWrite))
+        #expect(Self.isReadEndClosedSoon(againWrite))
     }
 
     @Test("a watch let go from its own callback is called no more; another on the same loop still is")

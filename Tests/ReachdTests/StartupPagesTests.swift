@@ -24,9 +24,10 @@ struct StartupPagesTests {
             let after = daemon.residentFileKilobytes
             #expect(after < before, "RssFile \(before) → \(after) KiB (\(line))")
             _ = try namespace.ip("route del default")
-            let object = ["io.reachd.Reachability1", "/io/reachd/Reachability1", "io.reachd.Reachability1"]
             #expect(
-                await eventually { (try? daemon.busctl(["get-property"] + object + ["Status"]).output)?.contains("unreachable") == true })
+                await eventually {
+                    (try? daemon.busctl(["get-property"] + DaemonServingTests.object + ["Status"]).output)?.contains("unreachable") == true
+                })
             print("start-up pages: RssFile \(before) → \(after) KiB; \(line)")
         }
     }
