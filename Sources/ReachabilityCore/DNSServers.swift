@@ -106,7 +106,7 @@ package final class ResolvConfWatch {
     package init(path: String) throws(SystemCallError) {
         self.path = path
         watch = try FileChangeWatch()
-        watch.watch(DNSServers.files(resolvConf: path))
+        watch.follow(DNSServers.files(resolvConf: path))
         servers = DNSServers.read(resolvConf: path)
     }
 
@@ -115,9 +115,8 @@ package final class ResolvConfWatch {
     /// After the descriptor was readable: true when the servers changed.
     package func update() -> Bool {
         guard watch.drain() else { return false }
-        // The symlink may point elsewhere now.
-        watch.removeAll()
-        watch.watch(DNSServers.files(resolvConf: path))
+        // The symlink may point elsewhere now, or a directory was made again.
+        watch.follow(DNSServers.files(resolvConf: path))
         let fresh = DNSServers.read(resolvConf: path)
         guard fresh != servers else { return false }
         servers = fresh

@@ -37,7 +37,10 @@ final class NetworkdCaptivePortal {
         if let fresh {
             let created = try FileChangeWatch()
             loopWatch = try loop.onReadable(created.fileDescriptor.rawValue, of: created) { [unowned self] in
-                if created.drain(), read() { onChange() }
+                guard created.drain() else { return }
+                // The directory may have been made again (networkd restarted): watch it anew.
+                if let directory, let interfaceIndex { created.follow(["\(directory)/\(interfaceIndex)"]) }
+                if read() { onChange() }
             }
             (watch, directory) = (created, fresh)
         }
@@ -46,12 +49,14 @@ final class NetworkdCaptivePortal {
         follow(followed)
     }
 
-    /// Follows link `index`'s state file (nil: no link).
+    /// Follows link `index`'s state file (nil: no link). With no link the last one's
+    /// name stays watched: its directory's watch is kept for the next link, so a path
+    /// that goes and comes back makes no inotify call on its way to subscribers
+    /// (`FileChangeWatch.follow`), and what is read then is nothing.
     func follow(_ index: Int32?) {
         guard index != interfaceIndex else { return }
         interfaceIndex = index
-        watch?.removeAll()
-        if let index, let directory { watch?.watch(["\(directory)/\(index)"]) }
+        if let index, let directory { watch?.follow(["\(directory)/\(index)"]) }
         _ = read()
     }
 

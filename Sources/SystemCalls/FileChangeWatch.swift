@@ -6,11 +6,13 @@ import Glibc
 /// that hold them, so a file replaced by rename (as resolvconf, NetworkManager and
 /// systemd-resolved replace /etc/resolv.conf or its symlink's target) is seen as
 /// surely as one rewritten in place. Poll `fileDescriptor`; `drain()` says whether
-/// anything happened to a watched name since.
+/// anything happened to a followed name since.
 package final class FileChangeWatch {
     package let fileDescriptor: FileDescriptor
     /// Watch descriptor → the names watched in that directory.
     private var names: [Int32: Set<String>] = [:]
+    /// Directory → its watch descriptor.
+    private var directories: [String: Int32] = [:]
 
     package init() throws(SystemCallError) {
         let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -20,24 +22,35 @@ package final class FileChangeWatch {
 
     deinit { try? fileDescriptor.close() }
 
-    /// Watches the files at `paths` (each through its directory; one that does not
-    /// exist yet is seen when it appears, its directory must exist).
-    package func watch(_ paths: [String]) {
+    /// Watches exactly the files at `paths` from now on, each through its directory;
+    /// one that does not exist yet is seen when it appears (its directory must exist).
+    /// A directory watched before keeps its watch, so following another file of the
+    /// same directory makes no system call: letting an inotify watch go waits for
+    /// the kernel's RCU grace period, and reachd follows another link's file on the
+    /// way to publishing a path (docs/development.md, "How a kernel change travels").
+    package func follow(_ paths: [String]) {
+        var wanted: [String: Set<String>] = [:]
         for path in paths {
             let slash = path.lastIndex(of: "/") ?? path.startIndex
             let directory = slash == path.startIndex ? "/" : String(path[..<slash])
-            let name = String(path[path.index(after: slash)...])
-            let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB)
-            let descriptor = inotify_add_watch(fileDescriptor.rawValue, directory, mask)
-            guard descriptor >= 0 else { continue }
-            names[descriptor, default: []].insert(name)
+            wanted[directory, default: []].insert(String(path[path.index(after: slash)...]))
+        }
+        for (directory, descriptor) in directories where wanted[directory] == nil {
+            inotify_rm_watch(fileDescriptor.rawValue, descriptor)
+            (directories[directory], names[descriptor]) = (nil, nil)
+        }
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB)
+        for (directory, files) in wanted {
+            guard let descriptor = directories[directory] ?? addWatch(directory, mask: mask) else { continue }
+            names[descriptor] = files
         }
     }
 
-    /// Forgets every watch (before watching another set of files).
-    package func removeAll() {
-        for descriptor in names.keys { inotify_rm_watch(fileDescriptor.rawValue, descriptor) }
-        names = [:]
+    private func addWatch(_ directory: String, mask: UInt32) -> Int32? {
+        let descriptor = inotify_add_watch(fileDescriptor.rawValue, directory, mask)
+        guard descriptor >= 0 else { return nil }
+        directories[directory] = descriptor
+        return descriptor
     }
 
     /// Reads every queued event; true when one concerned a watched name (or the
@@ -58,6 +71,13 @@ package final class FileChangeWatch {
                 let nameBytes = buffer[(offset + header)..<min(count, offset + header + length)].prefix { $0 != 0 }
                 let name = String(decoding: nameBytes, as: UTF8.self)
                 if mask & UInt32(IN_Q_OVERFLOW) != 0 || names[descriptor]?.contains(name) == true { changed = true }
+                // The directory went (removed, or its file system unmounted): its watch with it.
+                // The next `follow` watches it again if it is back.
+                if mask & UInt32(IN_IGNORED) != 0, names[descriptor] != nil {
+                    names[descriptor] = nil
+                    directories = directories.filter { $0.value != descriptor }
+                    changed = true
+                }
                 offset += header + length
             }
         }

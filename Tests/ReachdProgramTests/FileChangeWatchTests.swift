@@ -1,0 +1,69 @@
+import Foundation
+import SystemCalls
+import Testing
+
+/// What `FileChangeWatch.follow` asks of the kernel: a directory watched before keeps
+/// its watch (reachd follows another link's networkd file on the way to publishing a
+/// path, and letting a watch go waits for an RCU grace period: docs/development.md,
+/// "How a kernel change travels"), only the followed names count, and a directory
+/// removed and made again is watched again.
+@Suite("FileChangeWatch: another file of the same directory is followed without a system call")
+struct FileChangeWatchTests {
+    /// The watch descriptors the kernel holds for the inotify instance, from fdinfo.
+    static func kernelWatches(_ watch: FileChangeWatch) throws -> [String] {
+        let info = try String(contentsOfFile: "/proc/self/fdinfo/\(watch.fileDescriptor.rawValue)", encoding: .utf8)
+        return info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.map { String($0.split(separator: " ")[1]) }
+    }
+
+    static func scratch() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("file-change-watch-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test("following b after a in one directory keeps its one watch; a no longer counts, b does; nothing followed lets it go")
+    func sameDirectory() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b) = (directory.appendingPathComponent("a").path, directory.appendingPathComponent("b").path)
+        let watch = try FileChangeWatch()
+        watch.follow([a])
+        let first = try Self.kernelWatches(watch)
+        #expect(first.count == 1)
+        try Data("1".utf8).write(to: URL(fileURLWithPath: a))
+        #expect(watch.drain())
+
+        watch.follow([b])
+        #expect(try Self.kernelWatches(watch) == first, "the directory's watch was replaced")
+        try Data("2".utf8).write(to: URL(fileURLWithPath: a))
+        #expect(!watch.drain(), "a is no longer followed")
+        try Data("2".utf8).write(to: URL(fileURLWithPath: b))
+        #expect(watch.drain())
+
+        watch.follow([])
+        #expect(try Self.kernelWatches(watch).isEmpty)
+        try Data("3".utf8).write(to: URL(fileURLWithPath: b))
+        #expect(!watch.drain())
+    }
+
+    @Test("a directory removed is a change; made again, the next follow watches it and its files count again")
+    func directoryMadeAgain() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let links = directory.appendingPathComponent("links")
+        let file = links.appendingPathComponent("2").path
+        try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
+        let watch = try FileChangeWatch()
+        watch.follow([file])
+        #expect(try Self.kernelWatches(watch).count == 1)
+
+        try FileManager.default.removeItem(at: links)
+        #expect(watch.drain(), "the followed directory went")
+        #expect(try Self.kernelWatches(watch).isEmpty)
+        try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
+        watch.follow([file])
+        #expect(try Self.kernelWatches(watch).count == 1)
+        try Data("CAPTIVE_PORTAL=https://portal.example/\n".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(watch.drain())
+    }
+}
