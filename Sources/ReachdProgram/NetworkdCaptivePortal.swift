@@ -9,7 +9,11 @@ import TOML
 /// Only the path's link is followed (inotify on that one name), so the state files
 /// of a container host's other links cost nothing. networkd replaces the file by
 /// rename; one that appears later (networkd started after reachd) is seen when the
-/// path's link next changes.
+/// path's link next changes or comes back.
+///
+/// With no path, the last link's file stays followed and its URI known, so a path that
+/// goes and comes back by the same link makes no system call here on its way to
+/// subscribers (docs/development.md, "How a kernel change travels").
 final class NetworkdCaptivePortal {
     /// Where networkd writes its link state.
     static let defaultDirectory = "/run/systemd/netif/links"
@@ -21,14 +25,22 @@ final class NetworkdCaptivePortal {
     private var watch: FileChangeWatch?
     private var loopWatch: EventLoop.Watch?
     private var directory: String?
-    private var interfaceIndex: Int32?
+    /// The path's link (nil: no path).
+    private var pathIndex: Int32?
+    /// The link whose state file is followed: the path's, or the last one's.
+    private var followedIndex: Int32?
+    /// Whether inotify watches the followed file's directory (it may not exist yet).
+    private var isWatched = false
     /// The URI networkd recorded for the followed link.
-    private(set) var uri: String?
+    private var recorded: String?
 
     init(loop: EventLoop, onChange: @escaping () -> Void) {
         self.loop = loop
         self.onChange = onChange
     }
+
+    /// The URI networkd recorded for the path's link.
+    var uri: String? { pathIndex != nil && pathIndex == followedIndex ? recorded : nil }
 
     /// Reads link state from `directory` (nil: not at all), at start and on reload.
     func configure(directory fresh: String?) throws {
@@ -39,35 +51,38 @@ final class NetworkdCaptivePortal {
             loopWatch = try loop.onReadable(created.fileDescriptor.rawValue, of: created) { [unowned self] in
                 guard created.drain() else { return }
                 // The directory may have been made again (networkd restarted): watch it anew.
-                if let directory, let interfaceIndex { created.follow(["\(directory)/\(interfaceIndex)"]) }
-                if read() { onChange() }
+                followFile()
+                if read(), pathIndex == followedIndex { onChange() }
             }
             (watch, directory) = (created, fresh)
         }
-        let followed = interfaceIndex
-        interfaceIndex = nil
-        follow(followed)
+        let path = pathIndex
+        (followedIndex, recorded) = (nil, nil)
+        follow(path)
     }
 
-    /// Follows link `index`'s state file (nil: no link). With no link the last one's
-    /// name stays watched: its directory's watch is kept for the next link, so a path
-    /// that goes and comes back makes no inotify call on its way to subscribers
-    /// (`FileChangeWatch.follow`), and what is read then is nothing.
+    /// Follows link `index`'s state file (nil: no link).
     func follow(_ index: Int32?) {
-        guard index != interfaceIndex else { return }
-        interfaceIndex = index
-        if let index, let directory { watch?.follow(["\(directory)/\(index)"]) }
+        pathIndex = index
+        guard let index, index != followedIndex || !isWatched else { return }
+        followedIndex = index
+        followFile()
         _ = read()
+    }
+
+    private func followFile() {
+        guard let watch, let directory, let followedIndex else { return isWatched = false }
+        isWatched = watch.follow(["\(directory)/\(followedIndex)"])
     }
 
     /// Re-reads the followed file; true when the URI changed.
     private func read() -> Bool {
         var fresh: String?
-        if let directory, let interfaceIndex, let bytes = try? SmallFile.read("\(directory)/\(interfaceIndex)", limit: Self.sizeLimit) {
+        if let directory, let followedIndex, let bytes = try? SmallFile.read("\(directory)/\(followedIndex)", limit: Self.sizeLimit) {
             fresh = Self.captivePortal(in: bytes)
         }
-        guard fresh != uri else { return false }
-        uri = fresh
+        guard fresh != recorded else { return false }
+        recorded = fresh
         return true
     }
 

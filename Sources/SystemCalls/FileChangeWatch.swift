@@ -28,7 +28,9 @@ package final class FileChangeWatch {
     /// same directory makes no system call: letting an inotify watch go waits for
     /// the kernel's RCU grace period, and reachd follows another link's file on the
     /// way to publishing a path (docs/development.md, "How a kernel change travels").
-    package func follow(_ paths: [String]) {
+    /// - Returns: whether every file's directory is watched.
+    @discardableResult
+    package func follow(_ paths: [String]) -> Bool {
         var wanted: [String: Set<String>] = [:]
         for path in paths {
             let slash = path.lastIndex(of: "/") ?? path.startIndex
@@ -40,10 +42,15 @@ package final class FileChangeWatch {
             (directories[directory], names[descriptor]) = (nil, nil)
         }
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB)
+        var watchedAll = true
         for (directory, files) in wanted {
-            guard let descriptor = directories[directory] ?? addWatch(directory, mask: mask) else { continue }
+            guard let descriptor = directories[directory] ?? addWatch(directory, mask: mask) else {
+                watchedAll = false
+                continue
+            }
             names[descriptor] = files
         }
+        return watchedAll
     }
 
     private func addWatch(_ directory: String, mask: UInt32) -> Int32? {
