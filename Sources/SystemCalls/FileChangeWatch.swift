@@ -37,19 +37,22 @@ package final class FileChangeWatch {
             let directory = slash == path.startIndex ? "/" : String(path[..<slash])
             wanted[directory, default: []].insert(String(path[path.index(after: slash)...]))
         }
-        for (directory, descriptor) in directories where wanted[directory] == nil {
-            inotify_rm_watch(fileDescriptor.rawValue, descriptor)
-            (directories[directory], names[descriptor]) = (nil, nil)
-        }
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB)
         var watchedAll = true
+        var followed: [Int32: Set<String>] = [:]
         for (directory, files) in wanted {
             guard let descriptor = directories[directory] ?? addWatch(directory, mask: mask) else {
                 watchedAll = false
                 continue
             }
-            names[descriptor] = files
+            // Two names of one directory (through a symlink) are one watch: the kernel says so.
+            followed[descriptor, default: []].formUnion(files)
         }
+        for (directory, descriptor) in directories where wanted[directory] == nil {
+            directories[directory] = nil
+            if followed[descriptor] == nil { inotify_rm_watch(fileDescriptor.rawValue, descriptor) }
+        }
+        names = followed
         return watchedAll
     }
 

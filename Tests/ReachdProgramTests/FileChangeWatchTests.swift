@@ -46,6 +46,30 @@ struct FileChangeWatchTests {
         #expect(!watch.drain())
     }
 
+    @Test("one directory under two names (a symlink) is one watch: both names' files count, and letting one name go keeps it")
+    func directoryUnderTwoNames() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let real = directory.appendingPathComponent("real")
+        let alias = directory.appendingPathComponent("alias")
+        try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: alias, withDestinationURL: real)
+        let watch = try FileChangeWatch()
+        watch.follow([real.appendingPathComponent("a").path, alias.appendingPathComponent("b").path])
+        #expect(try Self.kernelWatches(watch).count == 1)
+        try Data("1".utf8).write(to: real.appendingPathComponent("a"))
+        #expect(watch.drain())
+        try Data("1".utf8).write(to: real.appendingPathComponent("b"))
+        #expect(watch.drain())
+
+        watch.follow([real.appendingPathComponent("a").path])
+        #expect(try Self.kernelWatches(watch).count == 1, "the other name's going let the directory go")
+        try Data("2".utf8).write(to: real.appendingPathComponent("a"))
+        #expect(watch.drain())
+        try Data("2".utf8).write(to: real.appendingPathComponent("b"))
+        #expect(!watch.drain(), "b is no longer followed")
+    }
+
     @Test("a directory removed is a change; made again, the next follow watches it and its files count again")
     func directoryMadeAgain() throws {
         let directory = try Self.scratch()
