@@ -242,7 +242,7 @@ let package = Package(
             dependencies: [
                 "IPAddresses",
                 "ReachdProgram", "ReachabilityBus", "SDBus", "ReachabilityCore", "ReachdMetrics", "Netlink", "SystemCalls",
-                "EmbeddedKernel",
+                "EmbeddedKernel", "NamespaceTesting",
                 "TestTraits"
             ]),
         .testTarget(

@@ -56,9 +56,8 @@ final class NetworkdCaptivePortal {
             }
             (watch, directory) = (created, fresh)
         }
-        let path = pathIndex
         (followedIndex, recorded) = (nil, nil)
-        follow(path)
+        follow(pathIndex)
     }
 
     /// Follows link `index`'s state file (nil: no link).

@@ -1,4 +1,5 @@
 import Foundation
+import NamespaceTesting
 import SystemCalls
 import Testing
 
@@ -15,79 +16,73 @@ struct FileChangeWatchTests {
         return info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.map { String($0.split(separator: " ")[1]) }
     }
 
-    static func scratch() throws -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("file-change-watch-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory
-    }
-
     @Test("following b after a in one directory keeps its one watch; a no longer counts, b does; nothing followed lets it go")
-    func sameDirectory() throws {
-        let directory = try Self.scratch()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let (a, b) = (directory.appendingPathComponent("a").path, directory.appendingPathComponent("b").path)
-        let watch = try FileChangeWatch()
-        watch.follow([a])
-        let first = try Self.kernelWatches(watch)
-        #expect(first.count == 1)
-        try Data("1".utf8).write(to: URL(fileURLWithPath: a))
-        #expect(watch.drain())
+    func sameDirectory() async throws {
+        try await withScratch { directory in
+            let (a, b) = (directory.appendingPathComponent("a").path, directory.appendingPathComponent("b").path)
+            let watch = try FileChangeWatch()
+            watch.follow([a])
+            let first = try Self.kernelWatches(watch)
+            #expect(first.count == 1)
+            try Data("1".utf8).write(to: URL(fileURLWithPath: a))
+            #expect(watch.drain())
 
-        watch.follow([b])
-        #expect(try Self.kernelWatches(watch) == first, "the directory's watch was replaced")
-        try Data("2".utf8).write(to: URL(fileURLWithPath: a))
-        #expect(!watch.drain(), "a is no longer followed")
-        try Data("2".utf8).write(to: URL(fileURLWithPath: b))
-        #expect(watch.drain())
+            watch.follow([b])
+            #expect(try Self.kernelWatches(watch) == first, "the directory's watch was replaced")
+            try Data("2".utf8).write(to: URL(fileURLWithPath: a))
+            #expect(!watch.drain(), "a is no longer followed")
+            try Data("2".utf8).write(to: URL(fileURLWithPath: b))
+            #expect(watch.drain())
 
-        watch.follow([])
-        #expect(try Self.kernelWatches(watch).isEmpty)
-        try Data("3".utf8).write(to: URL(fileURLWithPath: b))
-        #expect(!watch.drain())
+            watch.follow([])
+            #expect(try Self.kernelWatches(watch).isEmpty)
+            try Data("3".utf8).write(to: URL(fileURLWithPath: b))
+            #expect(!watch.drain())
+        }
     }
 
     @Test("one directory under two names (a symlink) is one watch: both names' files count, and letting one name go keeps it")
-    func directoryUnderTwoNames() throws {
-        let directory = try Self.scratch()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let real = directory.appendingPathComponent("real")
-        let alias = directory.appendingPathComponent("alias")
-        try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(at: alias, withDestinationURL: real)
-        let watch = try FileChangeWatch()
-        watch.follow([real.appendingPathComponent("a").path, alias.appendingPathComponent("b").path])
-        #expect(try Self.kernelWatches(watch).count == 1)
-        try Data("1".utf8).write(to: real.appendingPathComponent("a"))
-        #expect(watch.drain())
-        try Data("1".utf8).write(to: real.appendingPathComponent("b"))
-        #expect(watch.drain())
+    func directoryUnderTwoNames() async throws {
+        try await withScratch { directory in
+            let real = directory.appendingPathComponent("real")
+            let alias = directory.appendingPathComponent("alias")
+            try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(at: alias, withDestinationURL: real)
+            let watch = try FileChangeWatch()
+            watch.follow([real.appendingPathComponent("a").path, alias.appendingPathComponent("b").path])
+            #expect(try Self.kernelWatches(watch).count == 1)
+            try Data("1".utf8).write(to: real.appendingPathComponent("a"))
+            #expect(watch.drain())
+            try Data("1".utf8).write(to: real.appendingPathComponent("b"))
+            #expect(watch.drain())
 
-        watch.follow([real.appendingPathComponent("a").path])
-        #expect(try Self.kernelWatches(watch).count == 1, "the other name's going let the directory go")
-        try Data("2".utf8).write(to: real.appendingPathComponent("a"))
-        #expect(watch.drain())
-        try Data("2".utf8).write(to: real.appendingPathComponent("b"))
-        #expect(!watch.drain(), "b is no longer followed")
+            watch.follow([real.appendingPathComponent("a").path])
+            #expect(try Self.kernelWatches(watch).count == 1, "the other name's going let the directory go")
+            try Data("2".utf8).write(to: real.appendingPathComponent("a"))
+            #expect(watch.drain())
+            try Data("2".utf8).write(to: real.appendingPathComponent("b"))
+            #expect(!watch.drain(), "b is no longer followed")
+        }
     }
 
     @Test("a directory removed is a change; made again, the next follow watches it and its files count again")
-    func directoryMadeAgain() throws {
-        let directory = try Self.scratch()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let links = directory.appendingPathComponent("links")
-        let file = links.appendingPathComponent("2").path
-        try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
-        let watch = try FileChangeWatch()
-        watch.follow([file])
-        #expect(try Self.kernelWatches(watch).count == 1)
+    func directoryMadeAgain() async throws {
+        try await withScratch { directory in
+            let links = directory.appendingPathComponent("links")
+            let file = links.appendingPathComponent("2").path
+            try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
+            let watch = try FileChangeWatch()
+            watch.follow([file])
+            #expect(try Self.kernelWatches(watch).count == 1)
 
-        try FileManager.default.removeItem(at: links)
-        #expect(watch.drain(), "the followed directory went")
-        #expect(try Self.kernelWatches(watch).isEmpty)
-        try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
-        watch.follow([file])
-        #expect(try Self.kernelWatches(watch).count == 1)
-        try Data("CAPTIVE_PORTAL=https://portal.example/\n".utf8).write(to: URL(fileURLWithPath: file))
-        #expect(watch.drain())
+            try FileManager.default.removeItem(at: links)
+            #expect(watch.drain(), "the followed directory went")
+            #expect(try Self.kernelWatches(watch).isEmpty)
+            try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
+            watch.follow([file])
+            #expect(try Self.kernelWatches(watch).count == 1)
+            try Data("CAPTIVE_PORTAL=https://portal.example/\n".utf8).write(to: URL(fileURLWithPath: file))
+            #expect(watch.drain())
+        }
     }
 }
