@@ -35,7 +35,7 @@ include release/release.mk
 # `make fuzz`: each parser's libFuzzer target for FUZZ_SECONDS (0: no limit) or
 # FUZZ_RUNS executions (-1: no limit), whichever ends first; FUZZ_TARGETS picks some.
 FUZZ_BUILD   = .build-fuzz
-FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spool resolv-conf capport
+FUZZ_TARGETS ?= toml config pin certificates netlink helper-messages report-spool resolv-conf capport documents
 FUZZ_SECONDS ?= 15
 FUZZ_RUNS    ?= -1
 
@@ -156,7 +156,7 @@ fuzz-build: deps
 fuzz: fuzz-build
 	@for target in $(FUZZ_TARGETS); do \
 	  dictionary=FuzzTesting/Dictionaries/$$target.dict; \
-	  case $$target in toml) ;; config|pin) ;; helper-messages|report-spool) dictionary=FuzzTesting/Dictionaries/json.dict ;; *) dictionary= ;; esac; \
+	  case $$target in toml) ;; config|pin) ;; helper-messages|report-spool|documents) dictionary=FuzzTesting/Dictionaries/json.dict ;; *) dictionary= ;; esac; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$target $(FUZZ_BUILD)/artifacts; \
 	  echo "fuzz: $$target"; \
 	  REACHD_FUZZ_TARGET=$$target SWIFT_BACKTRACE=enable=no $(FUZZ_BUILD)/release/reachd-fuzz \

@@ -158,6 +158,37 @@ seed("capport", "refused.json", '{"captive": true, "seconds-remaining": -1, "ven
 seed("capport", "uspot.json", '{"captive":false,"user-portal-url":"https://10.0.0.1/hotspot","can-extend-session":false,"seconds-remaining":3599.5}')
 
 
+# --- path and interface documents, as reachd writes them (docs/reachctl.md) ------------------
+eth0 = {"name": "eth0", "index": 2, "kind": "ethernet"}
+eth0_state = dict(eth0, operstate="up", up=True, carrier=True, addresses=["192.0.2.10/24"], connectivity=None)
+route = {"destination": "198.41.0.4", "status": "wired", "reason": None, "interface": "eth0", "gateway": "192.0.2.1",
+         "source": "192.0.2.10", "nat64": None}
+path = {"status": "wired", "reason": None, "interface": eth0, "gateway": "192.0.2.1", "ipv4": True, "ipv6": False,
+        "expensive": False, "vpn": None, "interfaces": [eth0_state], "trust": "ok", "connectivity": "full", "portal": None,
+        "initial": False, "since": "2026-11-22T10:00:00Z", "source": "daemon", "destination": None, "routes": [route],
+        "dns": None, "capport": None, "ipv4-via": "native", "clat": None, "nat64": None, "better-way-out": None}
+seed("documents", "path.json", json.dumps(path, separators=(",", ":"), ensure_ascii=False))
+seed("documents", "path-full.json", json.dumps(dict(
+    path, vpn={"name": "tun0", "index": 9, "kind": "tunnel"}, clat={"name": "clat", "index": 7, "kind": "tunnel"},
+    connectivity="portal", portal="https://portal.example/login", destination="quote\" back\\slash \u0001 tab\t é😀",
+    interfaces=[eth0_state, {"name": "wlan0", "index": 3, "kind": "wifi", "operstate": "dormant", "up": True, "carrier": False,
+                             "addresses": [], "connectivity": None}],
+    routes=[route, dict(route, destination="2001:db8::1", status="unreachable", reason="no-route", interface=None,
+                        gateway=None, source=None, nat64="64:ff9b::/96")],
+    dns={"source": "resolv.conf", "servers": ["192.0.2.53", "2001:db8::53"], "usable": ["192.0.2.53"]},
+    capport={"api": "https://portal.example/api", "source": "networkd", "interface": "eth0", "captive": True,
+             "user-portal-url": "https://portal.example/login", "venue-info-url": None, "expires": "2026-11-22T11:00:00Z",
+             "bytes-remaining": 9007199254740993, "can-extend-session": False, "error": None},
+    nat64={"prefix": "64:ff9b::/96", "source": "router-advertisement", "interface": "eth0", "lifetime": 1800},
+    **{"ipv4-via": "clat"}), separators=(",", ":")))
+seed("documents", "unreachable.json", json.dumps(dict(path, status="unreachable", reason="no-carrier", interface=None,
+                                                      interfaces=[]), separators=(",", ":")))
+change = dict(eth0_state, master="br0", available=True, removed=False, initial=False)
+del change["connectivity"]
+seed("documents", "interface.json", json.dumps(change, separators=(",", ":")))
+seed("documents", "interfaces.json", json.dumps([change, dict(change, name="veth1", index=40, kind="veth")], separators=(",", ":")))
+
+
 def nduseropt(option, ifindex=2, router=socket.inet_pton(socket.AF_INET6, "fe80::1")):
     """An RTM_NEWNDUSEROPT message as the kernel sends it: struct nduseroptmsg, the option, NDUSEROPT_SRCADDR."""
     body = struct.pack("=BxHiBBxxI", socket.AF_INET6, len(option), ifindex, 134, 0, 0) + option + struct.pack("=HH", 20, 1) + router

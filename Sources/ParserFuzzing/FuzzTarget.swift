@@ -30,6 +30,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case resolvConf = "resolv-conf"
     /// A captive-portal API's answer (RFC 8908): whoever runs the network's portal.
     case capport
+    /// A path or interface document as a client reads it (the daemon's, or whoever
+    /// speaks for it): read as Foundation's `JSONDecoder` reads it, to the same value.
+    case documents
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -58,7 +61,23 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             Self.resolvConf(bytes)
         case .capport:
             Self.capport(bytes)
+        case .documents:
+            Self.documents(bytes)
         }
+    }
+
+    /// The project's reader and `JSONDecoder` agree on every input: both refuse it, or both read the same value.
+    private static func documents(_ bytes: [UInt8]) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        func agree<T: Decodable & Equatable>(_ ours: T?, _ type: T.Type) {
+            let foundation = try? JSONDecoder().decode(type, from: Data(bytes))
+            if ours != foundation {
+                fatalError("the reader made \(String(describing: ours)) of what JSONDecoder made \(String(describing: foundation)) of")
+            }
+        }
+        agree(try? Path(json: text), Path.self)
+        agree(try? InterfaceChange(json: text), InterfaceChange.self)
+        agree(try? InterfaceChange.decodeArray(text), [InterfaceChange].self)
     }
 
     /// A document that parses encodes as reachd-trust hands it to reachd, and parses back to itself.

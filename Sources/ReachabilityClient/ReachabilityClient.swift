@@ -84,7 +84,7 @@ public final class ReachabilityClient: Sendable {
 
     static func decode(_ document: String) throws(Failure) -> Path {
         do {
-            return try JSONDecoder().decode(Path.self, from: Data(document.utf8))
+            return try Path(json: document)
         } catch {
             throw Failure(description: "the daemon's path document does not parse: \(error)")
         }

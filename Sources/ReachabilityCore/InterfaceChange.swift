@@ -82,12 +82,12 @@ public struct InterfaceChange: Codable, Sendable, Equatable {
 
     /// Reads an entry written by `jsonString()`.
     public init(json: String) throws {
-        self = try JSONDecoder().decode(InterfaceChange.self, from: Data(json.utf8))
+        self = try JSONReader.decode(InterfaceChange.self, from: json)
     }
 
     /// Reads an inventory written by `jsonArray(_:)`.
     public static func decodeArray(_ json: String) throws -> [InterfaceChange] {
-        try JSONDecoder().decode([InterfaceChange].self, from: Data(json.utf8))
+        try JSONReader.decode([InterfaceChange].self, from: json)
     }
 
     private static func write(_ entry: InterfaceChange, to object: inout JSONWriter.ObjectWriter) {

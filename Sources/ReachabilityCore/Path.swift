@@ -329,7 +329,7 @@ public struct Path: Codable, Sendable, Equatable {
 
     /// Reads a document written by `jsonString()` (or by reachd).
     public init(json: String) throws {
-        self = try JSONDecoder().decode(Path.self, from: Data(json.utf8))
+        self = try JSONReader.decode(Path.self, from: json)
     }
 }
 
