@@ -51,11 +51,15 @@ public struct CaptivePortalAPIDocument: Codable, Equatable, Sendable {
         self.canExtendSession = canExtendSession
     }
 
-    /// Parses a document's bytes; throws why it is not one.
+    /// Parses a document's bytes; throws why it is not one. JSON is UTF-8 (RFC 8259
+    /// §8.1; a byte-order mark before it is let through), read by the project's reader:
+    /// `JSONDecoder` traps on 513 bytes a portal could send (BENCHMARKS.md §26).
     public static func parse(_ bytes: [UInt8]) throws(Invalid) -> CaptivePortalAPIDocument {
         guard bytes.count <= sizeLimit else { throw Invalid("the document is larger than \(sizeLimit) bytes") }
+        let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
+        guard let json = String(validating: text, as: UTF8.self) else { throw Invalid("not UTF-8") }
         do {
-            return try JSONDecoder().decode(CaptivePortalAPIDocument.self, from: Data(bytes))
+            return try JSONReader.decode(CaptivePortalAPIDocument.self, from: json)
         } catch let invalid as Invalid {
             throw invalid
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {

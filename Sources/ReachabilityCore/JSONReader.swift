@@ -6,11 +6,15 @@
 /// This reader is the grammar of RFC 8259 and the `Decoder` protocol, nothing
 /// else: the values' own `init(from:)` stay where what a document means is
 /// decided. It decodes what `JSONDecoder` decodes, to the same values, and
-/// refuses what it refuses (ReachabilityCoreTests' comparison, the `document`
-/// fuzz target); a number is read as the type asks for it, as there.
-enum JSONReader {
-    /// The deepest nesting read, as `JSONDecoder`'s.
-    static let depthLimit = 512
+/// refuses what it refuses (DocumentReaderTests' comparison, the `documents`
+/// fuzz target); a number is read as the type asks for it, as there. One
+/// difference, on purpose: it nests 64 deep, not 512.
+package enum JSONReader {
+    /// The deepest nesting read. `JSONDecoder` reads 512 levels, and traps (SIGILL)
+    /// on a document that ends 513 `[` deep (BENCHMARKS.md §26); a recursive reader
+    /// 512 deep can outgrow a small thread's stack. Nothing reachd writes, and no
+    /// captive-portal answer, nests past 4; the TOML reader's bound is 64 too.
+    package static let depthLimit = 64
 
     static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
         var parser = Parser(bytes: Array(text.utf8))
@@ -146,7 +150,7 @@ enum JSONReader {
             }
         }
 
-        /// A string from its opening quote to the one that ends it.
+        /// A string from its opening quote to the one that ends it; escapes are read later.
         private mutating func string() throws -> Value {
             position += 1
             let start = position
@@ -158,7 +162,16 @@ enum JSONReader {
                     return .string(start..<position, escaped: escaped)
                 case UInt8(ascii: "\\"):
                     escaped = true
-                    position += 2
+                    guard position + 1 < bytes.count, bytes[position + 1] == UInt8(ascii: "u") else {
+                        position += 2
+                        continue
+                    }
+                    // A `\u` takes the four bytes after it, checked when read, but never a quote:
+                    // JSONDecoder's scan is so.
+                    guard position + 6 <= bytes.count, !bytes[position + 2..<position + 6].contains(UInt8(ascii: "\"")) else {
+                        throw invalid("a \\u escape cut short")
+                    }
+                    position += 6
                 default:
                     position += 1
                 }

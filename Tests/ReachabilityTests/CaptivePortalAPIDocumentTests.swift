@@ -71,6 +71,18 @@ struct CaptivePortalAPIDocumentTests {
         #expect(throws: CaptivePortalAPIDocument.Invalid("the document is larger than 65536 bytes")) { try Self.parse(large) }
     }
 
+    @Test("UTF-8 only, a byte-order mark let through; 513 brackets, on which JSONDecoder traps, are refused")
+    func encodingAndDepth() throws {
+        let document = Array(#"{"captive": false}"#.utf8)
+        #expect(try CaptivePortalAPIDocument.parse([0xEF, 0xBB, 0xBF] + document) == CaptivePortalAPIDocument(captive: false))
+        #expect(throws: CaptivePortalAPIDocument.Invalid("not UTF-8")) {
+            try CaptivePortalAPIDocument.parse(Array(#"{"captive": false, "x": ""#.utf8) + [0xFF] + Array(#""}"#.utf8))
+        }
+        #expect(throws: CaptivePortalAPIDocument.Invalid("not a JSON object")) {
+            try CaptivePortalAPIDocument.parse(Array(repeating: UInt8(ascii: "["), count: 513))
+        }
+    }
+
     @Test("negative or absurd remaining values are dropped; while captive there is no session to count")
     func remaining() throws {
         #expect(
