@@ -107,8 +107,8 @@ package enum JSONReader {
             var members: [(key: Value, value: Value)] = []
             while true {
                 skipSpace()
-                if position < bytes.count, bytes[position] == UInt8(ascii: "}"), members.isEmpty || bytes[position - 1] != UInt8(ascii: "{")
-                {
+                // An empty object, or a comma before the brace.
+                if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
                     position += 1
                     return .object(members)
                 }
@@ -310,8 +310,7 @@ package enum JSONReader {
         /// (`2`, `2.0`, `0.2e1`), exactly: decimal digits, not through a `Double`.
         static func integer<T: FixedWidthInteger>(_ range: Range<Int>, in bytes: [UInt8], as type: T.Type) -> T? {
             guard let number = number(range, in: bytes) else { return nil }
-            var (digits, exponent) = (number.digits, number.exponent)
-            while let first = digits.first, first == UInt8(ascii: "0") { digits.removeFirst() }
+            var (digits, exponent) = (Array(number.digits.drop { $0 == UInt8(ascii: "0") }), number.exponent)
             while exponent < 0, digits.last == UInt8(ascii: "0") {
                 digits.removeLast()
                 exponent += 1
