@@ -80,12 +80,12 @@ public struct InterfaceChange: Codable, Sendable, Equatable {
         return writer.text
     }
 
-    /// Reads an entry written by `jsonString()`.
+    /// Reads an entry written by `jsonString()`; as `Path(json:)`, at most 64 levels deep.
     public init(json: String) throws {
         self = try JSONReader.decode(InterfaceChange.self, from: json)
     }
 
-    /// Reads an inventory written by `jsonArray(_:)`.
+    /// Reads an inventory written by `jsonArray(_:)`; as `Path(json:)`, at most 64 levels deep.
     public static func decodeArray(_ json: String) throws -> [InterfaceChange] {
         try JSONReader.decode([InterfaceChange].self, from: json)
     }
