@@ -48,9 +48,14 @@ extension JSONReader {
         }
 
         func decode(_ type: String.Type) throws -> String {
-            guard case let .string(range, escaped) = value else { throw mismatch(type) }
+            guard case let .string(text) = value else { throw mismatch(type) }
+            return try checked { () throws(Content.Invalid) in try Content.string(text, in: bytes) }
+        }
+
+        /// What `Content` reads, its failure said where in the document it was.
+        func checked<R>(_ read: () throws(Content.Invalid) -> R) throws -> R {
             do {
-                return try Content.string(range, escaped: escaped, in: bytes)
+                return try read()
             } catch {
                 throw DecodingError.dataCorrupted(.init(codingPath: codingPath, debugDescription: "Invalid string: \(error.description)."))
             }
@@ -91,26 +96,29 @@ extension JSONReader {
     }
 
     struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        /// Each key's text in the document (nil: as it is written there, no escapes).
-        private let keys: [String?]
-        private let members: [(key: Value, value: Value)]
+        /// Each key with escapes, read; nil where the key is the document's bytes as they are.
+        private let escapedKeys: [String?]
+        private let members: [(key: Text, value: Value)]
         private let bytes: [UInt8]
         let codingPath: [any CodingKey]
 
-        /// Every key is checked when the object is read, as `JSONDecoder` checks them.
-        init(_ members: [(key: Value, value: Value)], of object: ValueDecoder) throws {
+        /// Every key is checked when the object is read, as `JSONDecoder` checks them;
+        /// only a key with escapes is made a `String` for it.
+        init(_ members: [(key: Text, value: Value)], of object: ValueDecoder) throws {
             (self.members, bytes, codingPath) = (members, object.bytes, object.codingPath)
-            keys = try members.map { member in
-                let key = try ValueDecoder(value: member.key, bytes: object.bytes, containerPath: object.codingPath).decode(String.self)
-                guard case .string(_, escaped: true) = member.key else { return nil }
-                return key
+            escapedKeys = try members.map { member in
+                try object.checked { () throws(Content.Invalid) -> String? in
+                    guard member.key.escaped else {
+                        try Content.checkPlain(member.key, in: object.bytes)
+                        return nil
+                    }
+                    return try Content.string(member.key, in: object.bytes)
+                }
             }
         }
 
         private func name(_ index: Int) -> String {
-            if let key = keys[index] { return key }
-            guard case let .string(range, _) = members[index].key else { return "" }
-            return String(decoding: bytes[range], as: UTF8.self)
+            escapedKeys[index] ?? String(decoding: bytes[members[index].key.range], as: UTF8.self)
         }
 
         var allKeys: [Key] {
@@ -123,11 +131,9 @@ extension JSONReader {
         private func member(_ key: Key) -> Value? {
             let wanted = key.stringValue
             for (index, member) in members.enumerated() {
-                if let decoded = keys[index] {
-                    if decoded == wanted { return member.value }
-                } else if case let .string(range, _) = member.key, range.count == wanted.utf8.count,
-                    wanted.utf8.elementsEqual(bytes[range])
-                {
+                if let escaped = escapedKeys[index] {
+                    if escaped == wanted { return member.value }
+                } else if member.key.range.count == wanted.utf8.count, wanted.utf8.elementsEqual(bytes[member.key.range]) {
                     return member.value
                 }
             }

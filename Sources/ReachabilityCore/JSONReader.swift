@@ -28,12 +28,11 @@ package enum JSONReader {
     enum Value {
         case null
         case bool(Bool)
-        /// The bytes between the quotes; `escaped` when a backslash is among them.
-        case string(Range<Int>, escaped: Bool)
+        case string(Text)
         /// `-` or a digit, then digits, signs, points and exponents, unchecked.
         case number(Range<Int>)
         case array([Value])
-        case object([(key: Value, value: Value)])
+        case object([(key: Text, value: Value)])
 
         var kind: String {
             switch self {
@@ -45,6 +44,12 @@ package enum JSONReader {
             case .object: "an object"
             }
         }
+    }
+
+    /// A string's bytes between its quotes; `escaped` when a backslash is among them.
+    struct Text {
+        let range: Range<Int>
+        let escaped: Bool
     }
 
     struct Parser {
@@ -76,7 +81,7 @@ package enum JSONReader {
             switch bytes[position] {
             case UInt8(ascii: "{"): return try nested { try $0.object() }
             case UInt8(ascii: "["): return try nested { try $0.array() }
-            case UInt8(ascii: "\""): return try string()
+            case UInt8(ascii: "\""): return .string(try text())
             case UInt8(ascii: "t"): return try literal("true", .bool(true))
             case UInt8(ascii: "f"): return try literal("false", .bool(false))
             case UInt8(ascii: "n"): return try literal("null", .null)
@@ -101,57 +106,56 @@ package enum JSONReader {
             return value
         }
 
-        /// An object from after its brace. A comma before the closing brace is let
-        /// through, as `JSONDecoder` lets it through; an empty member is not.
+        /// An object from after its brace.
         private mutating func object() throws -> Value {
-            var members: [(key: Value, value: Value)] = []
-            while true {
-                skipSpace()
-                // An empty object, or a comma before the brace.
-                if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
-                    position += 1
-                    return .object(members)
+            var members: [(key: Text, value: Value)] = []
+            try list(closing: UInt8(ascii: "}")) { parser in
+                guard parser.position < parser.bytes.count, parser.bytes[parser.position] == UInt8(ascii: "\"") else {
+                    throw parser.invalid("a key that is not a string")
                 }
-                guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw invalid("a key that is not a string") }
-                let key = try string()
-                skipSpace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw invalid("no colon after a key") }
-                position += 1
-                members.append((key, try value()))
-                skipSpace()
-                guard position < bytes.count else { throw invalid("an object that does not end") }
-                position += 1
-                switch bytes[position - 1] {
-                case UInt8(ascii: ","): continue
-                case UInt8(ascii: "}"): return .object(members)
-                default: throw invalid("no comma or end after a member")
+                let key = try parser.text()
+                parser.skipSpace()
+                guard parser.position < parser.bytes.count, parser.bytes[parser.position] == UInt8(ascii: ":") else {
+                    throw parser.invalid("no colon after a key")
                 }
+                parser.position += 1
+                members.append((key, try parser.value()))
             }
+            return .object(members)
         }
 
-        /// An array from after its bracket; a comma before the closing bracket as in an object.
+        /// An array from after its bracket.
         private mutating func array() throws -> Value {
             var elements: [Value] = []
+            try list(closing: UInt8(ascii: "]")) { elements.append(try $0.value()) }
+            return .array(elements)
+        }
+
+        /// The elements of an object or an array, separated by commas, up to and past
+        /// `closing`. A comma before it is let through, as `JSONDecoder` lets it
+        /// through; an empty element is not.
+        private mutating func list(closing: UInt8, _ element: (inout Parser) throws -> Void) throws {
             while true {
                 skipSpace()
-                if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
+                // Empty, or a comma before the end.
+                if position < bytes.count, bytes[position] == closing {
                     position += 1
-                    return .array(elements)
+                    return
                 }
-                elements.append(try value())
+                try element(&self)
                 skipSpace()
-                guard position < bytes.count else { throw invalid("an array that does not end") }
+                guard position < bytes.count else { throw invalid("an object or array that does not end") }
                 position += 1
                 switch bytes[position - 1] {
                 case UInt8(ascii: ","): continue
-                case UInt8(ascii: "]"): return .array(elements)
+                case closing: return
                 default: throw invalid("no comma or end after an element")
                 }
             }
         }
 
         /// A string from its opening quote to the one that ends it; escapes are read later.
-        private mutating func string() throws -> Value {
+        private mutating func text() throws -> Text {
             position += 1
             let start = position
             var escaped = false
@@ -159,7 +163,7 @@ package enum JSONReader {
                 switch bytes[position] {
                 case UInt8(ascii: "\""):
                     defer { position += 1 }
-                    return .string(start..<position, escaped: escaped)
+                    return Text(range: start..<position, escaped: escaped)
                 case UInt8(ascii: "\\"):
                     escaped = true
                     guard position + 1 < bytes.count, bytes[position + 1] == UInt8(ascii: "u") else {
@@ -201,36 +205,42 @@ package enum JSONReader {
             let description: String
         }
 
-        static func string(_ range: Range<Int>, escaped: Bool, in bytes: [UInt8]) throws(Invalid) -> String {
-            guard escaped else {
-                guard !bytes[range].contains(where: { $0 < 0x20 }) else { throw Invalid(description: "a control character in a string") }
-                return String(decoding: bytes[range], as: UTF8.self)
+        static func string(_ text: Text, in bytes: [UInt8]) throws(Invalid) -> String {
+            guard text.escaped else {
+                try checkPlain(text, in: bytes)
+                return String(decoding: bytes[text.range], as: UTF8.self)
             }
-            var text: [UInt8] = []
-            text.reserveCapacity(range.count)
+            let range = text.range
+            var string: [UInt8] = []
+            string.reserveCapacity(range.count)
             var position = range.lowerBound
             while position < range.upperBound {
                 let byte = bytes[position]
                 position += 1
                 guard byte == UInt8(ascii: "\\") else {
                     guard byte >= 0x20 else { throw Invalid(description: "a control character in a string") }
-                    text.append(byte)
+                    string.append(byte)
                     continue
                 }
                 let escape = bytes[position]
                 position += 1
                 switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(escape)
-                case UInt8(ascii: "b"): text.append(0x08)
-                case UInt8(ascii: "f"): text.append(0x0C)
-                case UInt8(ascii: "n"): text.append(0x0A)
-                case UInt8(ascii: "r"): text.append(0x0D)
-                case UInt8(ascii: "t"): text.append(0x09)
-                case UInt8(ascii: "u"): text.append(contentsOf: String(try unicodeEscape(bytes, &position, end: range.upperBound)).utf8)
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): string.append(escape)
+                case UInt8(ascii: "b"): string.append(0x08)
+                case UInt8(ascii: "f"): string.append(0x0C)
+                case UInt8(ascii: "n"): string.append(0x0A)
+                case UInt8(ascii: "r"): string.append(0x0D)
+                case UInt8(ascii: "t"): string.append(0x09)
+                case UInt8(ascii: "u"): string.append(contentsOf: String(try unicodeEscape(bytes, &position, end: range.upperBound)).utf8)
                 default: throw Invalid(description: "an unknown escape")
                 }
             }
-            return String(decoding: text, as: UTF8.self)
+            return String(decoding: string, as: UTF8.self)
+        }
+
+        /// Text without escapes is the string as it is written, unless a control character is in it.
+        static func checkPlain(_ text: Text, in bytes: [UInt8]) throws(Invalid) {
+            guard !bytes[text.range].contains(where: { $0 < 0x20 }) else { throw Invalid(description: "a control character in a string") }
         }
 
         /// `\uXXXX` after its `\u`, with the low half that must follow a high surrogate.

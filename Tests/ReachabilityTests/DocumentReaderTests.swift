@@ -142,7 +142,7 @@ struct DocumentReaderTests {
     /// Seeded, so a failure names the document that made it.
     @Test("20,000 documents mutated byte by byte: each read, or refused, as JSONDecoder does")
     func mutations() {
-        var generator = SplitMix64(seed: 20_261_129)
+        var generator = SeededGenerator(seed: 20_261_129)
         let alphabet = Array("{}[]\":,\\ -+.0123456789eEtrufalsn\u{1F}aé".utf8)
         var disagreements: [String] = []
         for round in 0..<20_000 {
@@ -168,18 +168,5 @@ struct DocumentReaderTests {
             }
         }
         #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing document can be made again.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

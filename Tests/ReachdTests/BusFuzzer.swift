@@ -1,5 +1,6 @@
 import Foundation
 import NamespaceTesting
+import TestTraits
 
 #if canImport(Glibc)
 import Glibc
@@ -56,18 +57,6 @@ final class BusFuzzer {
         }
     }
 
-    /// A deterministic generator (SplitMix64): a failure is replayed from its seed.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// What was sent, by kind.
     struct Tally: CustomStringConvertible {
         var messages = 0
@@ -84,7 +73,7 @@ final class BusFuzzer {
     let isBus: Bool
     let surface: Surface
     private(set) var tally = Tally()
-    private var random: Seeded
+    private var random: SeededGenerator
     private var serial: UInt32 = 1
     /// Connections that never read, kept open to the end of the run.
     private var silent: [RawClient] = []
@@ -93,7 +82,7 @@ final class BusFuzzer {
         self.socket = socket
         self.isBus = isBus
         self.surface = surface
-        random = Seeded(state: seed)
+        random = SeededGenerator(seed: seed)
     }
 
     /// Sends `count` messages (give or take a flood's), calling `checkpoint` with the count every `every`.
