@@ -1,5 +1,6 @@
 import CLinuxShim
 import CSystemd
+import CSystemdShim
 import ReachabilityContract
 import SDBus
 import SystemCalls
@@ -89,6 +90,24 @@ package final class PrivateSocket {
         }
     }
 
+    /// Waits for the next peer and serves it the broker stub alone: no object, no
+    /// admission, no limits. reachability-bench's bare relay publishes through it,
+    /// to measure the floor under reachd's own path (BENCHMARKS.md §27); reachd
+    /// serves every peer through `serve`.
+    package func acceptBarePeer() throws -> BusConnection {
+        var readable = pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
+        while true {
+            let peer = reachd_accept(descriptor.rawValue)
+            if peer >= 0 {
+                let connection = try BusConnection.serve(acceptedSocket: peer)
+                try connection.serveBrokerStub()
+                return connection
+            }
+            guard errno == EAGAIN || errno == EINTR else { throw SystemCallError("accepting on \(path)") }
+            _ = poll(&readable, 1, -1)
+        }
+    }
+
     /// The peer's user (SO_PEERCRED); one no user has when the kernel does not say.
     static func peerUID(_ socket: Int32) -> uid_t {
         var uid = uid_t.max
@@ -101,5 +120,15 @@ package final class PrivateSocket {
             partial += "/" + component
             if mkdir(partial, 0o755) != 0 && errno != EEXIST { throw SystemCallError("creating \(partial)") }
         }
+    }
+}
+
+extension BusConnection {
+    /// Answers what a client sends a bus broker (`Hello`, `AddMatch`, …) on a
+    /// peer-to-peer connection, so that clients written for a bus work unchanged.
+    func serveBrokerStub() throws(BusError) {
+        var broker: OpaquePointer?
+        try check(reachd_bus_add_broker(bus, &broker), "serving the broker stub")
+        slots.append(broker!)
     }
 }

@@ -97,11 +97,7 @@ package final class ReachabilityObject {
     /// clients need). It holds the current state: only changes from now on are sent.
     package func serve(on connection: BusConnection) throws(BusError) {
         try Self.interface.serve(self, at: ReachabilityContract.path, on: connection)
-        if connection.isPeerToPeer {
-            var broker: OpaquePointer?
-            try check(reachd_bus_add_broker(connection.bus, &broker), "serving the broker stub")
-            connection.slots.append(broker!)
-        }
+        if connection.isPeerToPeer { try connection.serveBrokerStub() }
         let subscriber = Subscriber(connection: connection, holding: state)
         subscribers.append(subscriber)
         if !connection.isPeerToPeer {

@@ -21,9 +21,29 @@ import SystemCalls
 /// what it adds. Apart (they need a dbus-daemon and `[compat] networkmanager`):
 /// GLib's `notify::connectivity` and Qt's `reachabilityChanged`, read from the
 /// NetworkManager-compatible surface by the real toolkits (Tests/ToolkitClients) through a pipe.
+/// Apart too, the floor under the daemon's stages: the bare relay (`BareRelay`).
 struct SubscriberLatencyBenchmark {
     static let stages = ["raw listener", "ip monitor", "in-process monitor", "reachd StatusChanged", "ReachabilityClient", "reachctl watch"]
     static let toolkitStages = ["GLib (NM surface)", "Qt (NM surface)"]
+    static let bareRelay = "bare relay"
+    /// The stages that need reachd running: without them it is not started, so that
+    /// it does not take a core from the others.
+    static let daemonStages = Set(["reachd StatusChanged", "ReachabilityClient", "reachctl watch"] + toolkitStages)
+
+    /// The changes measured, and the kernel's message that carries each: what the raw
+    /// listener matches and what the bare relay relays.
+    enum Change: String, CaseIterable {
+        case routeDelete = "route delete", linkDown = "link down", addressDelete = "address delete"
+        static let local = IPAddress("10.1.0.2")!
+
+        func carried(eth0: Int32) -> (RtnetlinkMessage) -> Bool {
+            switch self {
+            case .routeDelete: { if case let .route(change) = $0 { change.removed && change.destinationPrefixLength == 0 } else { false } }
+            case .linkDown: { if case let .link(link) = $0 { link.index == eth0 && !link.isUp } else { false } }
+            case .addressDelete: { if case let .addressRemoved(address) = $0 { address.address == Self.local } else { false } }
+            }
+        }
+    }
     let repetitions: Int
     let reachd: String
     let reachctl: String
@@ -49,18 +69,23 @@ struct SubscriberLatencyBenchmark {
         let config = site.scratch.appendingPathComponent("compat.toml")
         try "[compat]\nnetworkmanager = true\n".write(to: config, atomically: true, encoding: .utf8)
         // At its default log level: what operators run.
-        let (daemon, socket) = try site.startDaemon(
-            reachd, logLevel: "info", bus: systemBus?.address ?? "none",
-            config: toolkits ? config.path : "/nonexistent")
-        defer { stopProcess(daemon) }
+        let daemon =
+            watching.isDisjoint(with: Self.daemonStages)
+            ? nil
+            : try site.startDaemon(
+                reachd, logLevel: "info", bus: systemBus?.address ?? "none", config: toolkits ? config.path : "/nonexistent")
+        defer { daemon.map { stopProcess($0.daemon) } }
+        let socket = daemon?.socket ?? ""
         let client = ReachabilityClient(endpoint: .address("unix:path=\(socket)"))
         // reachctl watch would watch on its own if no daemon answered yet.
-        for _ in 0..<400 where (try? client.blocking.currentPath()) == nil { usleep(25_000) }
+        for _ in 0..<400 where daemon != nil && (try? client.blocking.currentPath()) == nil { usleep(25_000) }
         // Only what is watched runs: on two cores an idle listener still wakes for every change.
         let signal = watching.contains("reachd StatusChanged") ? try SignalSubscriber(socket: socket) : nil
         let clientWaiter = watching.contains("ReachabilityClient") ? PathWaiter() : nil
         let token = clientWaiter.map { waiter in client.onChange(queue: DispatchQueue(label: "bench.client")) { waiter.received($0) } }
         defer { token.map(client.cancel) }
+        let relay = watching.contains(Self.bareRelay) ? try startBareRelay(site) : nil
+        defer { relay?.process.stop() }
         let watch =
             watching.contains("reachctl watch")
             ? try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket]) : nil
@@ -104,23 +129,22 @@ struct SubscriberLatencyBenchmark {
         let raw = watching.contains("raw listener") ? RawListener(try namespace.perform { try RtnetlinkSubscription() }) : nil
         let (monitor, monitorWaiter) = watching.contains("in-process monitor") ? try PathWaiter.monitor(host) : (nil, nil)
         defer { monitor?.stop() }
-        let gateway = IPAddress("10.1.0.1")!, local = IPAddress("10.1.0.2")!, any = IPAddress("0.0.0.0")!
+        let gateway = IPAddress("10.1.0.1")!, local = Change.local, any = IPAddress("0.0.0.0")!
         let options = try MonitorOptions(networkNamespace: host.path)
         usleep(300_000) // ip monitor has no first line to wait for: time to subscribe
 
         var samples: [String: [String: [Double]]] = [:]
         // `ipLine` is `ip monitor`'s line for the change: a line that trails a restore
         // (IPv6's own messages after the link comes up) must not stand for it.
-        func measure(
-            _ name: String, carriedBy message: @escaping (RtnetlinkMessage) -> Bool, ipLine: @escaping @Sendable (String) -> Bool,
-            _ change: () throws -> Void
-        ) throws {
+        func measure(_ measured: Change, ipLine: @escaping @Sendable (String) -> Bool, _ change: () throws -> Void) throws {
+            let name = measured.rawValue
             let unreachable: @Sendable (Path) -> Bool = { $0.status == .unreachable }
             var stages: [(name: String, arm: () -> Void, wait: () -> UInt64?)] = []
-            if let raw { stages.append(("raw listener", { raw.arm(message) }, raw.wait)) }
+            if let raw { stages.append(("raw listener", { raw.arm(measured.carried(eth0: eth0)) }, raw.wait)) }
             if let ipMonitor { stages.append(("ip monitor", { ipMonitor.arm(ipLine) }, ipMonitor.wait)) }
             if let monitorWaiter { stages.append(("in-process monitor", { monitorWaiter.arm(unreachable) }, { monitorWaiter.wait() })) }
             if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
+            if let relay { stages.append((Self.bareRelay, { relay.signal.arm("unreachable") }, relay.signal.wait)) }
             if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
             if let watch { stages.append(("reachctl watch", { watch.arm { $0.contains("\"status\":\"unreachable\"") } }, watch.wait)) }
             if let glib {
@@ -165,40 +189,39 @@ struct SubscriberLatencyBenchmark {
             }
             raw?.discard()
         }
-        let processes =
-            [("reachd", daemon.processIdentifier)]
-            + [("reachctl watch", watch?.pid), ("ip monitor", ipMonitor?.pid)].compactMap { name, pid in pid.map { (name, $0) } }
+        let processes = [("reachd", daemon?.daemon.processIdentifier), ("reachctl watch", watch?.pid), ("ip monitor", ipMonitor?.pid)]
+            .compactMap { name, pid in pid.map { (name, $0) } }
         let cpuBefore = processes.map { cpuNanoseconds(of: $0.1) }
         for _ in 0..<repetitions {
-            try measure(
-                "route delete",
-                carriedBy: {
-                    if case let .route(change) = $0 { change.removed && change.destinationPrefixLength == 0 } else { false }
-                },
-                ipLine: { $0.hasPrefix("Deleted default") }
-            ) { try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0) }
+            try measure(.routeDelete, ipLine: { $0.hasPrefix("Deleted default") }) {
+                try control.route(add: false, destination: any, prefixLength: 0, gateway: gateway, interface: eth0)
+            }
             try restore()
-            try measure(
-                "link down",
-                carriedBy: {
-                    if case let .link(link) = $0 { link.index == eth0 && !link.isUp } else { false }
-                },
-                ipLine: { $0.contains(": eth0") && $0.contains(": <") && !$0.contains(",UP") && !$0.contains("<UP") }
-            ) { try control.setLink(eth0, up: false) }
+            try measure(.linkDown, ipLine: { $0.contains(": eth0") && $0.contains(": <") && !$0.contains(",UP") && !$0.contains("<UP") }) {
+                try control.setLink(eth0, up: false)
+            }
             try restore()
-            try measure(
-                "address delete",
-                carriedBy: {
-                    if case let .addressRemoved(address) = $0 { address.address == local } else { false }
-                },
-                ipLine: { $0.hasPrefix("Deleted") && $0.contains(" 10.1.0.2/") }
-            ) { try control.address(add: false, local, prefixLength: 24, interface: eth0) }
+            try measure(.addressDelete, ipLine: { $0.hasPrefix("Deleted") && $0.contains(" 10.1.0.2/") }) {
+                try control.address(add: false, local, prefixLength: 24, interface: eth0)
+            }
             try restore()
         }
         // Each repetition: three changes and three restores (one to three requests each).
         let changes = Double(repetitions * 6)
         let cpu = zip(processes, cpuBefore).map { ($0.0, Double(cpuNanoseconds(of: $0.1) - $1) / 1e3 / changes) }
-        return Result(changes: ["route delete", "link down", "address delete"].map { ($0, samples[$0] ?? [:]) }, cpuMicroseconds: cpu)
+        return Result(changes: Change.allCases.map { ($0.rawValue, samples[$0.rawValue] ?? [:]) }, cpuMicroseconds: cpu)
+    }
+
+    /// This program again, as the bare relay in the host's namespace, and its bare client.
+    private func startBareRelay(_ site: BenchSite) throws -> (process: LineReader, signal: SignalSubscriber) {
+        let socket = site.scratch.appendingPathComponent("relay").path
+        let program = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let process = try LineReader(["ip", "netns", "exec", site.host.name, program, BareRelay.flag, socket])
+        guard process.firstLine(timeout: 10) == "ready" else {
+            process.stop()
+            throw BenchmarkError("the bare relay did not start")
+        }
+        return (process, try SignalSubscriber(socket: socket))
     }
 }
 

@@ -14,6 +14,12 @@ var settings = [
     "watch-changes": 200, "only-capport": 0, "only-window": 0, "removals": 5_000
 ]
 var arguments = CommandLine.arguments.dropFirst()
+if arguments.first == BareRelay.flag, let socket = arguments.dropFirst().first {
+    do { try BareRelay.run(socket: socket) } catch {
+        print("reachability-bench: the bare relay: \(error)")
+        exit(1)
+    }
+}
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
         let value = arguments.popFirst().flatMap({ Int($0) })
@@ -247,8 +253,10 @@ func runSubscriberLatencyBenchmark() throws {
         for stage in ["reachd StatusChanged"] + SubscriberLatencyBenchmark.toolkitStages { print(row(stage, stages[stage] ?? [])) }
     }
     // The goals, each subscriber beside its reference alone.
+    // And the floor under them: the bare relay (a second process, a socket and sd-bus, nothing else) beside the same references.
     for (subscriber, reference) in [
-        ("reachctl watch", "ip monitor"), ("ReachabilityClient", "ip monitor"), ("reachd StatusChanged", "raw listener")
+        ("reachctl watch", "ip monitor"), ("ReachabilityClient", "ip monitor"), ("reachd StatusChanged", "raw listener"),
+        (SubscriberLatencyBenchmark.bareRelay, "raw listener"), (SubscriberLatencyBenchmark.bareRelay, "ip monitor")
     ] {
         benchmark.watching = [subscriber, reference]
         let pair = try benchmark.run()

@@ -1,0 +1,51 @@
+import Foundation
+import Netlink
+import ReachabilityBus
+import ReachabilityContract
+import ReachabilityCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The floor under any daemon's path on this machine: a process of its own that
+/// reads the kernel's message and at once relays it as one `StatusChanged` (carrying
+/// a path document of reachd's size) over a unix socket to a bare sd-bus client.
+/// No evaluation, no route lookup, no state, no event loop: between the raw listener
+/// and this stage there are only a second process, a socket and sd-bus
+/// (BENCHMARKS.md §27).
+enum BareRelay {
+    static let flag = "--bare-relay"
+
+    /// Runs in the benchmark's namespace (`ip netns exec … reachability-bench
+    /// --bare-relay SOCKET`); prints `ready` once it listens, then serves one peer
+    /// until it goes.
+    static func run(socket path: String) throws -> Never {
+        let subscription = try RtnetlinkSubscription()
+        guard let eth0 = try RtnetlinkQuery().links().first(where: { $0.name == "eth0" })?.index else {
+            throw BenchmarkError("the bare relay's namespace has no eth0")
+        }
+        let carried = SubscriberLatencyBenchmark.Change.allCases.map { $0.carried(eth0: eth0) }
+        let document = try ReachabilityMonitor.path(options: MonitorOptions()).jsonString()
+        let socket = try PrivateSocket(path: path)
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        let connection = try socket.acceptBarePeer()
+        var descriptors = [
+            pollfd(fd: subscription.fileDescriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: connection.fileDescriptor, events: 0, revents: 0)
+        ]
+        while connection.isOpen {
+            while try connection.process() {}
+            descriptors[1].events = connection.pollRequest.events
+            guard poll(&descriptors, 2, -1) > 0 else { continue }
+            _ = try subscription.drain { message in
+                // Never before Hello's reply: the client would drop the connection.
+                if connection.mayBeSentUnasked, carried.contains(where: { $0(message) }) {
+                    connection.emit(.statusChanged, "unreachable", document)
+                }
+                return false
+            }
+        }
+        exit(0)
+    }
+}
