@@ -21,11 +21,14 @@ import SystemCalls
 /// what it adds. Apart (they need a dbus-daemon and `[compat] networkmanager`):
 /// GLib's `notify::connectivity` and Qt's `reachabilityChanged`, read from the
 /// NetworkManager-compatible surface by the real toolkits (Tests/ToolkitClients) through a pipe.
-/// Apart too, the floor under the daemon's stages: the bare relay (`BareRelay`).
+/// Apart too, the floor under the daemon's stages: the bare relay (`BareRelay`); and
+/// `reachctl watch --json --direct` through a pipe, the monitor in reachctl's own process,
+/// which reads the kernel as `ip monitor` does and prints a line as it does.
 struct SubscriberLatencyBenchmark {
     static let stages = ["raw listener", "ip monitor", "in-process monitor", "reachd StatusChanged", "ReachabilityClient", "reachctl watch"]
     static let toolkitStages = ["GLib (NM surface)", "Qt (NM surface)"]
     static let bareRelay = "bare relay"
+    static let direct = "reachctl watch --direct"
     /// The stages that need reachd running: without them it is not started, so that
     /// it does not take a core from the others.
     static let daemonStages = Set(["reachd StatusChanged", "ReachabilityClient", "reachctl watch"] + toolkitStages)
@@ -95,6 +98,11 @@ struct SubscriberLatencyBenchmark {
                 throw BenchmarkError("reachctl watch is not following reachd")
             }
         }
+        let direct =
+            watching.contains(Self.direct)
+            ? try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--direct"]) : nil
+        defer { direct?.stop() }
+        if let direct, direct.firstLine(timeout: 10) == nil { throw BenchmarkError("reachctl watch --direct printed nothing") }
         func toolkit(_ stage: String, _ script: String) throws -> LineReader? {
             guard let systemBus, watching.contains(stage) else { return nil }
             // The toolkits pick their backend once, at start: only after reachd owns NetworkManager's name.
@@ -146,7 +154,10 @@ struct SubscriberLatencyBenchmark {
             if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
             if let relay { stages.append((Self.bareRelay, { relay.signal.arm("unreachable") }, relay.signal.wait)) }
             if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
-            if let watch { stages.append(("reachctl watch", { watch.arm { $0.contains("\"status\":\"unreachable\"") } }, watch.wait)) }
+            for (stage, reader) in [("reachctl watch", watch), (Self.direct, direct)] {
+                guard let reader else { continue }
+                stages.append((stage, { reader.arm { $0.contains("\"status\":\"unreachable\"") } }, reader.wait))
+            }
             if let glib {
                 stages.append(
                     (
@@ -189,8 +200,11 @@ struct SubscriberLatencyBenchmark {
             }
             raw?.discard()
         }
-        let processes = [("reachd", daemon?.daemon.processIdentifier), ("reachctl watch", watch?.pid), ("ip monitor", ipMonitor?.pid)]
-            .compactMap { name, pid in pid.map { (name, $0) } }
+        let processes = [
+            ("reachd", daemon?.daemon.processIdentifier), ("reachctl watch", watch?.pid), (Self.direct, direct?.pid),
+            ("ip monitor", ipMonitor?.pid)
+        ]
+        .compactMap { name, pid in pid.map { (name, $0) } }
         let cpuBefore = processes.map { cpuNanoseconds(of: $0.1) }
         for _ in 0..<repetitions {
             try measure(.routeDelete, ipLine: { $0.hasPrefix("Deleted default") }) {

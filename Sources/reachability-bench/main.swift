@@ -252,9 +252,10 @@ func runSubscriberLatencyBenchmark() throws {
         print("   \(change)")
         for stage in ["reachd StatusChanged"] + SubscriberLatencyBenchmark.toolkitStages { print(row(stage, stages[stage] ?? [])) }
     }
-    // The goals, each subscriber beside its reference alone.
-    // And the floor under them: the bare relay (a second process, a socket and sd-bus, nothing else) beside the same references.
+    // The goals, each subscriber beside its reference alone: reachctl's own monitor, then through the daemon;
+    // and the floor under the daemon's: a second process, a socket and sd-bus, nothing else (BENCHMARKS.md §27).
     for (subscriber, reference) in [
+        (SubscriberLatencyBenchmark.direct, "ip monitor"),
         ("reachctl watch", "ip monitor"), ("ReachabilityClient", "ip monitor"), ("reachd StatusChanged", "raw listener"),
         (SubscriberLatencyBenchmark.bareRelay, "raw listener"), (SubscriberLatencyBenchmark.bareRelay, "ip monitor")
     ] {
