@@ -131,15 +131,18 @@ struct PublishConvergenceTests {
                 #expect(await eventually { watchers.allSatisfy { !$0.lines.isEmpty } })
                 let paused = watchers.filter { $0.name.hasSuffix("paused") }
 
-                /// Every subscriber's last path is the daemon's, within 1 s of the
-                /// kernel going quiet (of being resumed, for the paused ones).
+                /// Every subscriber's last path is the daemon's, within 5 s of the
+                /// kernel going quiet (of being resumed, for the paused ones). A lost
+                /// change never converges; a paused debug `reachctl watch` draining a
+                /// burst on a loaded machine once took just over 1 s (nothing was stale
+                /// when the message was written).
                 func expectConverged(_ kind: String, sourceLocation: SourceLocation = #_sourceLocation) async {
                     guard let want = describe() else {
                         Issue.record("\(kind): Describe() did not answer", sourceLocation: sourceLocation)
                         return
                     }
                     func holds(_ path: Path?) -> Bool { path.map { $0.isSamePath(as: want) } ?? false }
-                    let converged = await eventually(.seconds(1)) {
+                    let converged = await eventually(.seconds(5)) {
                         watchers.allSatisfy { holds($0.last) }
                             && inProcess.allSatisfy { holds($0.fromStream.path) && holds($0.fromCallback.path) }
                     }
