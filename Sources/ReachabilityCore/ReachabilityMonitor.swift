@@ -64,6 +64,7 @@ public final class ReachabilityMonitor: Sendable {
         var current: Path?
         var queue = DispatchQueue(label: "io.reachd.ReachabilityMonitor.callbacks")
         var handler: (@Sendable (Path) -> Void)?
+        var inlineHandler: (@Sendable (Path) -> Void)?
         var handlerHasInitial = false
         var notificationsHaveInitial = false
         var streams = PathStreams()
@@ -170,12 +171,38 @@ public final class ReachabilityMonitor: Sendable {
         }
     }
 
+    /// Starts watching, handing each published path to `handler` on the thread that
+    /// publishes it, before any stream or queue sees it: the first path (marked `initial`)
+    /// on the thread calling this, every change after it on the monitor's own thread.
+    ///
+    /// For a consumer whose whole work is a `write(2)`: `reachctl watch --direct` prints
+    /// from here, because the hop to another thread was most of what it added to
+    /// `ip monitor`'s latency (BENCHMARKS.md §28). The handler holds up the monitor while it
+    /// runs; a handler that blocks delays every later path, and the kernel's messages
+    /// overrun meanwhile (the monitor reads the state again after). As with `start()`, a
+    /// running monitor is left as it is: the handler is not installed.
+    package func start(deliveringInline handler: @escaping @Sendable (Path) -> Void) throws {
+        let installed = shared.withLock { shared in
+            guard shared.loop == nil else { return false }
+            shared.inlineHandler = handler
+            return true
+        }
+        guard installed else { return }
+        do {
+            try start()
+        } catch {
+            shared.withLock { $0.inlineHandler = nil }
+            throw error
+        }
+    }
+
     /// Stops watching: no more deliveries, `paths` streams finish, `currentPath` becomes nil.
     public func stop() {
         let (loop, streams, interfaceStreams) = shared.withLock { shared in
             let loop = shared.loop
             shared.loop = nil
             shared.current = nil
+            shared.inlineHandler = nil
             let streams = shared.streams.removeAll()
             let interfaceStreams = Array(shared.interfaceStreams.values)
             shared.interfaceStreams.removeAll()
@@ -329,26 +356,41 @@ public final class ReachabilityMonitor: Sendable {
 
     func countResolution() { shared.withLock { $0.statistics.resolutions += 1 } }
 
+    /// The handler of ``start(deliveringInline:)``, and whether its next path is its first.
+    private struct Inline {
+        let handler: @Sendable (Path) -> Void
+        let initial: Bool
+    }
+
     /// Publishes `candidate` if it differs from the current path.
     func publish(_ candidate: Path, statistics engineStatistics: PathEngine.Statistics) {
         let deliveries = shared.withLock {
-            shared -> (Path, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [PathStreams.Delivery])? in
+            shared -> (
+                Path, Inline?, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [PathStreams.Delivery]
+            )? in
             shared.statistics.messages = engineStatistics.messages
             shared.statistics.overruns = engineStatistics.overruns
             shared.statistics.dumps = engineStatistics.dumps
             guard shared.loop != nil, let path = candidate.succeeding(shared.current) else { return nil }
+            let inline = shared.inlineHandler.map { Inline(handler: $0, initial: shared.current == nil) }
             shared.current = path
             shared.statistics.published += 1
             let handlerInitial = !shared.handlerHasInitial
             shared.handlerHasInitial = true
             let notificationInitial = !shared.notificationsHaveInitial
             shared.notificationsHaveInitial = true
-            return (path, shared.queue, shared.handler, handlerInitial, notificationInitial, shared.streams.deliveries())
+            return (
+                path, inline, shared.queue, shared.handler, handlerInitial, notificationInitial,
+                shared.streams.deliveries()
+            )
         }
-        guard let (path, queue, handler, handlerInitial, notificationInitial, streams) = deliveries else { return }
+        guard let (path, inline, queue, handler, handlerInitial, notificationInitial, streams) = deliveries else {
+            return
+        }
         let initialPath = {
             var copy = path; copy.initial = true; return copy
         }()
+        if let inline { inline.handler(inline.initial ? initialPath : path) }
         for stream in streams { stream.send(path) }
         let observer = Self.publishObserver.withLock { $0 }
         // Waking the callback queue for nobody costs a thread hop per change.

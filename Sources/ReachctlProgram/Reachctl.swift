@@ -147,10 +147,12 @@ struct CommonOptions: ParsableArguments {
         return try readHere { try ReachabilityMonitor.interfaces(options: $0) }
     }
 
-    private func startMonitor() throws -> ReachabilityMonitor {
+    /// A monitor here, started; with `inline`, each path is handed to it on the monitor's
+    /// own thread instead of to streams.
+    func startMonitor(inline: (@Sendable (Path) -> Void)? = nil) throws -> ReachabilityMonitor {
         let monitor = ReachabilityMonitor(options: try monitorOptions())
         do {
-            try monitor.start()
+            if let inline { try monitor.start(deliveringInline: inline) } else { try monitor.start() }
         } catch {
             throw fail("watching the network state", error)
         }

@@ -29,6 +29,21 @@ struct WatchCommand: AsyncParsableCommand {
             }
             return
         }
+        if common.direct {
+            // Printed from the monitor's own thread: no hop to a task between the kernel and the line.
+            let json = common.json
+            let monitor = try common.startMonitor { path in
+                write(line: json ? path.jsonString() : PathText.line(path))
+            }
+            let (stopped, stopping) = AsyncStream.makeStream(of: Never.self)
+            let stop = SignalStop(signals: [SIGINT, SIGTERM]) {
+                monitor.stop()
+                stopping.finish()
+            }
+            defer { withExtendedLifetime(stop) {} }
+            for await _ in stopped {}
+            return
+        }
         if common.json, let documents = common.pathDocuments() {
             let stop = SignalStop(signals: [SIGINT, SIGTERM]) { Glibc.exit(0) }
             defer { withExtendedLifetime(stop) {} }

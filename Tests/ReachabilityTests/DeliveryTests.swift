@@ -4,6 +4,7 @@ import IPAddresses
 import NamespaceTesting
 import Netlink
 import Reachability
+import Synchronization
 import SystemCalls
 import TestTraits
 import Testing
@@ -92,5 +93,39 @@ struct DeliveryTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(recorder.paths.map(\.initial) == [true, false])
         #expect(recorder.paths.map(\.reason) == [nil, .noCarrier])
+    }
+
+    @Test("inline delivery: the first path on the starting thread, each change on the monitor's own, none after stop")
+    func inlineDelivery() async throws {
+        let kernel = EmbeddedKernel()
+        kernel.addUplink()
+        let monitor = ReachabilityMonitor(options: kernel.options())
+        let inline = Recorder()
+        let threads = Mutex<[pthread_t]>([])
+        let starter = pthread_self()
+        try monitor.start(deliveringInline: { path in
+            threads.withLock { $0.append(pthread_self()) }
+            inline.record(path)
+        })
+        #expect(inline.paths.map(\.status) == [.wired], "the first path is handed over before start returns")
+        let stream = monitor.paths // streams are still fed
+        var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next()?.status == .wired)
+        kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
+        #expect(await iterator.next()?.reason == .noRoute)
+        kernel.addRoute(EmbeddedKernel.uplinkRoute4)
+        #expect(await eventually { inline.paths.count >= 3 }, "\(inline.paths)")
+        monitor.stop()
+        kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
+        try monitor.start() // without a handler: the old one is not called again
+        defer { monitor.stop() }
+        try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
+        try await Task.sleep(for: .milliseconds(100))
+
+        #expect(inline.paths.map(\.status) == [.wired, .unreachable, .wired])
+        #expect(inline.paths.map(\.initial) == [true, false, false])
+        let called = threads.withLock { $0 }
+        #expect(pthread_equal(called[0], starter) != 0)
+        #expect(called.dropFirst().allSatisfy { pthread_equal($0, called[1]) != 0 && pthread_equal($0, starter) == 0 })
     }
 }

@@ -70,13 +70,17 @@ struct ReachctlTests {
         #expect(result.output.isEmpty)
     }
 
-    @Test("watch --json: the current path, then one line per change, exit 0 on SIGTERM", .needsNamespaces)
-    func watch() async throws {
+    /// Without a daemon, `watch` computes the path here and keeps looking for one; `--direct`
+    /// never looks, and prints from the monitor's own thread.
+    @Test(
+        "watch --json: the current path, then one line per change, exit 0 on SIGTERM", .needsNamespaces,
+        arguments: [[], ["--direct"]])
+    func watch(flags: [String]) async throws {
         try await withNamespaces("ctlwatch", "router") { ns in
             try ns[0].addUplink(router: ns[1])
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["ip", "netns", "exec", ns[0].name, Self.reachctl, "watch", "--json"]
+            process.arguments = ["ip", "netns", "exec", ns[0].name, Self.reachctl, "watch", "--json"] + flags
             let output = Pipe()
             process.standardOutput = output
             let lines = Mutex<[String]>([])
@@ -133,6 +137,7 @@ struct ReachctlTests {
             #expect(all.map { $0["initial"] as? Bool } == [true] + Array(repeating: false, count: all.count - 1))
             #expect(Set(lines.withLock { $0 }).count == all.count, "no document is repeated")
             #expect(all[lost]["reason"] as? String == "no-carrier")
+            #expect(all.allSatisfy { $0["source"] as? String == "direct" })
         }
     }
 }

@@ -131,19 +131,21 @@ struct PublishConvergenceTests {
                 #expect(await eventually { watchers.allSatisfy { !$0.lines.isEmpty } })
                 let paused = watchers.filter { $0.name.hasSuffix("paused") }
 
-                /// Every subscriber's last path is the daemon's, within 5 s of the
-                /// kernel going quiet (of being resumed, for the paused ones). A lost
-                /// change never converges; a paused debug `reachctl watch` draining a
-                /// burst on a loaded machine once took just over 1 s (nothing was stale
-                /// when the message was written).
+                /// Every subscriber's last path is the one `Describe()` answers, within 5 s of the
+                /// kernel going quiet (of being resumed, for the paused ones). Describe() is asked
+                /// again at every look: a loaded machine's debug reachd may still be working
+                /// through a burst's messages when this starts (in CI it once answered a path of
+                /// the burst's middle, which every subscriber had rightly left by the end). A lost
+                /// change never converges.
                 func expectConverged(_ kind: String, sourceLocation: SourceLocation = #_sourceLocation) async {
-                    guard let want = describe() else {
-                        Issue.record("\(kind): Describe() did not answer", sourceLocation: sourceLocation)
-                        return
+                    var want: Path?
+                    func holds(_ path: Path?) -> Bool {
+                        guard let path, let want else { return false }
+                        return path.isSamePath(as: want)
                     }
-                    func holds(_ path: Path?) -> Bool { path.map { $0.isSamePath(as: want) } ?? false }
                     let converged = await eventually(.seconds(5)) {
-                        watchers.allSatisfy { holds($0.last) }
+                        want = describe()
+                        return watchers.allSatisfy { holds($0.last) }
                             && inProcess.allSatisfy { holds($0.fromStream.path) && holds($0.fromCallback.path) }
                     }
                     let stale =
@@ -153,7 +155,8 @@ struct PublishConvergenceTests {
                                 .filter { !holds($0.1) }.map { "client \(index) \($0.0): \(PathSummary.of($0.1))" }
                         }
                     #expect(
-                        converged, "\(kind): stale subscribers \(stale); daemon \(PathSummary(want)); \(daemon.log.suffix(1500))",
+                        converged,
+                        "\(kind): stale subscribers \(stale); daemon \(PathSummary.of(want)); \(daemon.log.suffix(1500))",
                         sourceLocation: sourceLocation)
                 }
 
