@@ -15,9 +15,20 @@ public func eventually(
 }
 
 /// Replaces `file` as resolvconf and NetworkManager do: a new file renamed over it.
+///
+/// The new file is opened close-on-exec, which Foundation's `write` does not do: a
+/// process another test forks meanwhile would hold it open, and its last close, long
+/// after the rename, would be one more `IN_CLOSE_WRITE` under the file's new name — a
+/// change nobody made, seen by whatever watches the directory then (CI saw one).
 public func replaceAtomically(_ file: URL, with text: String) throws {
     let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).new")
-    try text.write(to: temporary, atomically: false, encoding: .utf8)
+    let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno)!) }
+    let bytes = Array(text.utf8)
+    let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    let failure = errno
+    close(descriptor)
+    guard written == bytes.count else { throw POSIXError(.init(rawValue: written < 0 ? failure : EIO)!) }
     guard rename(temporary.path, file.path) == 0 else { throw POSIXError(.init(rawValue: errno)!) }
 }
 

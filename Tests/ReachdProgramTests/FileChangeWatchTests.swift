@@ -16,11 +16,13 @@ import Glibc
 struct FileChangeWatchTests {
     /// Replaces the file at `path` as networkd does: written beside it, then renamed over it.
     /// A file written in place is seen at its last close, and a process that another test
-    /// forks at that moment holds it open until it execs: its `IN_CLOSE_WRITE` could come
-    /// after the drain that looked for it, and count in the next (each seen once, in
-    /// whole-suite runs on a loaded machine). A rename is seen in the call itself.
+    /// forks at that moment holds it open: its `IN_CLOSE_WRITE` could come after the drain
+    /// that looked for it, and count in the next (each seen once, in whole-suite runs on a
+    /// loaded machine). A rename is seen in the call itself; and the new file is opened
+    /// close-on-exec (`replaceAtomically`), as Foundation's `Data.write(options: .atomic)`
+    /// does not: a forked child's late close of it was seen too, under the renamed name.
     static func replace(_ path: String, with text: String) throws {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try replaceAtomically(URL(fileURLWithPath: path), with: text)
     }
 
     /// The watch descriptors the kernel holds for the inotify instance, from fdinfo.
