@@ -15,21 +15,25 @@ public func eventually(
 }
 
 /// Replaces `file` as resolvconf and NetworkManager do: a new file renamed over it.
-///
-/// The new file is opened close-on-exec, which Foundation's `write` does not do: a
-/// process another test forks meanwhile would hold it open, and its last close, long
-/// after the rename, would be one more `IN_CLOSE_WRITE` under the file's new name — a
-/// change nobody made, seen by whatever watches the directory then (CI saw one).
 public func replaceAtomically(_ file: URL, with text: String) throws {
     let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).new")
-    let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    try write(text, to: temporary)
+    guard rename(temporary.path, file.path) == 0 else { throw POSIXError(.init(rawValue: errno)!) }
+}
+
+/// Writes `text` to `file`, created or truncated, through a descriptor opened close-on-exec,
+/// which Foundation's `write` does not do: a process that another test spawns meanwhile
+/// could then hold the file open for as long as it runs (CI saw more than 5 s), and its
+/// last close would be an `IN_CLOSE_WRITE` long after the write — a change nobody made
+/// then, or a change that does not come in time, for whatever watches the file.
+public func write(_ text: String, to file: URL) throws {
+    let descriptor = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno)!) }
     let bytes = Array(text.utf8)
-    let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
     let failure = errno
     close(descriptor)
     guard written == bytes.count else { throw POSIXError(.init(rawValue: written < 0 ? failure : EIO)!) }
-    guard rename(temporary.path, file.path) == 0 else { throw POSIXError(.init(rawValue: errno)!) }
 }
 
 /// A scratch directory removed afterwards.

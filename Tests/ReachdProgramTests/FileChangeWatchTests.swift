@@ -19,8 +19,8 @@ struct FileChangeWatchTests {
     /// forks at that moment holds it open: its `IN_CLOSE_WRITE` could come after the drain
     /// that looked for it, and count in the next (each seen once, in whole-suite runs on a
     /// loaded machine). A rename is seen in the call itself; and the new file is opened
-    /// close-on-exec (`replaceAtomically`), as Foundation's `Data.write(options: .atomic)`
-    /// does not: a forked child's late close of it was seen too, under the renamed name.
+    /// close-on-exec (`write(_:to:)`), as Foundation's `Data.write(options: .atomic)`
+    /// does not: a spawned child's late close of it was seen too, under the renamed name.
     static func replace(_ path: String, with text: String) throws {
         try replaceAtomically(URL(fileURLWithPath: path), with: text)
     }
@@ -108,8 +108,8 @@ struct FileChangeWatchTests {
             try Self.replace(file, with: "1")
             let watch = try FileChangeWatch()
             watch.follow([file])
-            try Data("2".utf8).write(to: URL(fileURLWithPath: file))
-            // Seen at the file's last close, which a process forked meanwhile by another test can delay (`replace`).
+            try write("2", to: URL(fileURLWithPath: file))
+            // Seen at the file's last close, which a process spawned meanwhile by another test could delay (`write`).
             var readable = pollfd(fd: watch.fileDescriptor.rawValue, events: Int16(POLLIN), revents: 0)
             #expect(poll(&readable, 1, 5_000) == 1)
             #expect(watch.drain())
