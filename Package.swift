@@ -204,7 +204,10 @@ let package = Package(
 
         // Test support: network namespaces the tests create and always remove.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
-        .target(name: "NamespaceTesting", dependencies: ["Netlink", "CTestSupport"], path: "Tests/NamespaceTesting"),
+        .target(
+            name: "NamespaceTesting",
+            dependencies: ["Netlink", "CTestSupport", .product(name: "SystemPackage", package: "swift-system")],
+            path: "Tests/NamespaceTesting"),
         // A network namespace without a kernel: links, addresses and routes a test sets, their events as the
         // kernel's datagrams, its FIB's answers, a virtual clock: the monitor's decisions tested as any user.
         .target(

@@ -1,4 +1,5 @@
 import Foundation
+import SystemPackage
 
 /// Polls `condition` until it holds, checking once more after the deadline: a
 /// starved task (the suites run in parallel on 2 cores) may wake only after it.
@@ -27,13 +28,10 @@ public func replaceAtomically(_ file: URL, with text: String) throws {
 /// last close would be an `IN_CLOSE_WRITE` long after the write — a change nobody made
 /// then, or a change that does not come in time, for whatever watches the file.
 public func write(_ text: String, to file: URL) throws {
-    let descriptor = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-    guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno)!) }
-    let bytes = Array(text.utf8)
-    let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
-    let failure = errno
-    close(descriptor)
-    guard written == bytes.count else { throw POSIXError(.init(rawValue: written < 0 ? failure : EIO)!) }
+    let descriptor = try FileDescriptor.open(
+        FilePath(file.path), .writeOnly, options: [.create, .truncate, .closeOnExec],
+        permissions: [.ownerReadWrite, .groupRead, .otherRead])
+    try descriptor.closeAfter { _ = try descriptor.writeAll(text.utf8) }
 }
 
 /// A scratch directory removed afterwards.
