@@ -1,11 +1,15 @@
+import FoundationEssentials
+
 /// Writes JSON directly, keys in the order given. Path documents are written on
 /// every change (a flap storm writes thousands): Foundation's JSONEncoder spent
 /// four times the CPU of the whole monitor loop there, and sorts the keys. The
 /// text is gathered as UTF-8 bytes and made a `String` once: appending to a
 /// `String` piece by piece cost a third of the daemon's instructions per change
-/// (BENCHMARKS.md §23).
+/// (BENCHMARKS.md §23). Keys and literals are static text copied whole, numbers
+/// written digit by digit: a document is on the path from the kernel's message
+/// to `reachctl watch --direct`'s line (BENCHMARKS.md §29).
 struct JSONWriter {
-    private var bytes: [UInt8] = []
+    private(set) var bytes: [UInt8] = []
 
     init() { bytes.reserveCapacity(2048) }
 
@@ -19,6 +23,9 @@ struct JSONWriter {
     mutating func array<Element>(_ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
         ObjectWriter.writeArray(elements, into: &bytes, body)
     }
+
+    /// Ends the text with a newline: a line of `reachctl watch --json`.
+    mutating func newline() { bytes.append(UInt8(ascii: "\n")) }
 
     struct ObjectWriter {
         private var bytes: [UInt8]
@@ -47,39 +54,51 @@ struct JSONWriter {
 
         private init(bytes: [UInt8]) { self.bytes = bytes }
 
-        private mutating func key(_ key: String) {
+        /// Keys are the documents' own names, written in the source: nothing in them to escape.
+        private mutating func key(_ key: StaticString) {
             if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            JSONWriter.appendString(key, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
+            JSONWriter.append(key, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
             bytes.append(UInt8(ascii: ":"))
         }
 
-        mutating func string(_ name: String, _ value: String?) {
+        mutating func string(_ name: StaticString, _ value: String?) {
             key(name)
-            if let value { JSONWriter.appendString(value, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+            if let value { JSONWriter.appendString(value, to: &bytes) } else { JSONWriter.append("null", to: &bytes) }
         }
 
-        mutating func bool(_ name: String, _ value: Bool) {
+        /// An ISO 8601 time in UTC, as `UTCTimestamp.format` writes it, or null.
+        mutating func timestamp(_ name: StaticString, _ value: Date?) {
             key(name)
-            bytes.append(contentsOf: (value ? "true" : "false").utf8)
+            guard let value else { return JSONWriter.append("null", to: &bytes) }
+            bytes.append(UInt8(ascii: "\""))
+            UTCTimestamp.append(value, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
         }
 
-        mutating func int(_ name: String, _ value: Int) {
+        mutating func bool(_ name: StaticString, _ value: Bool) {
             key(name)
-            bytes.append(contentsOf: String(value).utf8)
+            JSONWriter.append(value ? "true" : "false", to: &bytes)
         }
 
-        mutating func optionalBool(_ name: String, _ value: Bool?) {
+        mutating func int(_ name: StaticString, _ value: Int) {
             key(name)
-            bytes.append(contentsOf: (value.map { $0 ? "true" : "false" } ?? "null").utf8)
+            JSONWriter.appendDecimal(value, to: &bytes)
         }
 
-        mutating func optionalInt(_ name: String, _ value: Int?) {
+        mutating func optionalBool(_ name: StaticString, _ value: Bool?) {
             key(name)
-            bytes.append(contentsOf: (value.map { String($0) } ?? "null").utf8)
+            JSONWriter.append(value.map { $0 ? "true" : "false" } ?? "null", to: &bytes)
         }
 
-        mutating func strings(_ name: String, _ values: [String]) {
+        mutating func optionalInt(_ name: StaticString, _ value: Int?) {
+            key(name)
+            if let value { JSONWriter.appendDecimal(value, to: &bytes) } else { JSONWriter.append("null", to: &bytes) }
+        }
+
+        mutating func strings(_ name: StaticString, _ values: [String]) {
             key(name)
             bytes.append(UInt8(ascii: "["))
             for (index, value) in values.enumerated() {
@@ -90,16 +109,32 @@ struct JSONWriter {
         }
 
         /// A nested object, or null.
-        mutating func object(_ name: String, _ present: Bool, _ body: (inout ObjectWriter) -> Void) {
+        mutating func object(_ name: StaticString, _ present: Bool, _ body: (inout ObjectWriter) -> Void) {
             key(name)
-            if present { Self.write(into: &bytes, body) } else { bytes.append(contentsOf: "null".utf8) }
+            if present { Self.write(into: &bytes, body) } else { JSONWriter.append("null", to: &bytes) }
         }
 
         /// An array of objects.
-        mutating func array<Element>(_ name: String, _ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
+        mutating func array<Element>(_ name: StaticString, _ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
             key(name)
             Self.writeArray(elements, into: &bytes, body)
         }
+    }
+
+    static func append(_ text: StaticString, to bytes: inout [UInt8]) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// `value` in decimal, without a `String` in between.
+    static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let start = bytes.count
+        var magnitude = value.magnitude
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        bytes[start...].reverse()
     }
 
     /// RFC 8259 string escaping: quotes, backslash and control characters. The
@@ -109,12 +144,14 @@ struct JSONWriter {
         var value = value
         value.withUTF8 { utf8 in
             var run = 0
-            for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                bytes.append(contentsOf: utf8[run..<index])
+            for index in utf8.indices {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: utf8.extracting(run..<index))
                 run = index + 1
                 appendEscaped(byte, to: &bytes)
             }
-            bytes.append(contentsOf: utf8[run...])
+            bytes.append(contentsOf: utf8.extracting(run...))
         }
         bytes.append(UInt8(ascii: "\""))
     }

@@ -276,7 +276,17 @@ public struct Path: Codable, Sendable, Equatable {
 
     /// The document as one line of JSON, keys in the documented order (docs/reachctl.md). The same
     /// document as `Codable` encodes, written directly.
-    public func jsonString() -> String {
+    public func jsonString() -> String { json().text }
+
+    /// `jsonString()` and a newline, as UTF-8: a line of `reachctl watch --json`, written
+    /// without a `String` in between.
+    package func jsonLine() -> [UInt8] {
+        var writer = json()
+        writer.newline()
+        return writer.bytes
+    }
+
+    private func json() -> JSONWriter {
         var writer = JSONWriter()
         writer.object { document in
             document.string("status", status.rawValue)
@@ -301,7 +311,7 @@ public struct Path: Codable, Sendable, Equatable {
             document.string("connectivity", connectivity.rawValue)
             document.string("portal", portal)
             document.bool("initial", initial)
-            document.string("since", UTCTimestamp.format(since))
+            document.timestamp("since", since)
             document.string("source", source.rawValue)
             document.string("destination", destination)
             document.array("routes", routes) { entry, route in
@@ -324,7 +334,7 @@ public struct Path: Codable, Sendable, Equatable {
             document.object("nat64", nat64 != nil) { nat64!.write(&$0) }
             document.string("better-way-out", betterWayOut)
         }
-        return writer.text
+        return writer
     }
 
     /// Reads a document written by `jsonString()` (or by reachd). It reads what

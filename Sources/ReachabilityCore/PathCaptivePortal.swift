@@ -110,7 +110,7 @@ extension Path {
             object.optionalBool("captive", captive)
             object.string("user-portal-url", userPortalURL)
             object.string("venue-info-url", venueInfoURL)
-            object.string("expires", expires.map(UTCTimestamp.format))
+            object.timestamp("expires", expires)
             object.optionalInt("bytes-remaining", bytesRemaining.map(Int.init))
             object.optionalBool("can-extend-session", canExtendSession)
             object.string("error", error)

@@ -10,12 +10,37 @@ import Glibc
 /// the cost of the rest of the field, so the one form reachd writes is done by hand.
 package enum UTCTimestamp {
     package static func format(_ date: Date) -> String {
+        var bytes: [UInt8] = []
+        append(date, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `format(date)`'s text to `bytes`, digit by digit (a document's `since`).
+    static func append(_ date: Date, to bytes: inout [UInt8]) {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var fields = tm()
-        guard gmtime_r(&seconds, &fields) != nil else { return date.formatted(.iso8601) }
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return
-            "\(fields.tm_year + 1900)-\(two(fields.tm_mon + 1))-\(two(fields.tm_mday))T\(two(fields.tm_hour)):\(two(fields.tm_min)):\(two(fields.tm_sec))Z"
+        guard gmtime_r(&seconds, &fields) != nil else { return bytes.append(contentsOf: date.formatted(.iso8601).utf8) }
+        func digits(_ value: Int32, _ count: Int) {
+            var divisor: Int32 = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        let year = fields.tm_year + 1900
+        if (0...9999).contains(year) { digits(year, 4) } else { JSONWriter.appendDecimal(Int(year), to: &bytes) }
+        bytes.append(UInt8(ascii: "-"))
+        digits(fields.tm_mon + 1, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(fields.tm_mday, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(fields.tm_hour, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(fields.tm_min, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(fields.tm_sec, 2)
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     /// The form `format` writes; any other ISO 8601 form through FoundationEssentials.

@@ -33,7 +33,7 @@ struct WatchCommand: AsyncParsableCommand {
             // Printed from the monitor's own thread: no hop to a task between the kernel and the line.
             let json = common.json
             let monitor = try common.startMonitor { path in
-                write(line: json ? path.jsonString() : PathText.line(path))
+                if json { write(utf8Line: path.jsonLine()) } else { write(line: PathText.line(path)) }
             }
             let (stopped, stopping) = AsyncStream.makeStream(of: Never.self)
             let stop = SignalStop(signals: [SIGINT, SIGTERM]) {
@@ -54,7 +54,7 @@ struct WatchCommand: AsyncParsableCommand {
         let stop = SignalStop(signals: [SIGINT, SIGTERM], stopPaths)
         defer { withExtendedLifetime(stop) {} }
         for await path in paths {
-            write(line: common.json ? path.jsonString() : PathText.line(path))
+            if common.json { write(utf8Line: path.jsonLine()) } else { write(line: PathText.line(path)) }
         }
     }
 }

@@ -28,3 +28,9 @@ public func fail(reading file: String, _ error: any Error) -> ExitCode {
 public func write(line: String, to descriptor: Int32 = STDOUT_FILENO) {
     _ = try? FileDescriptor(rawValue: descriptor).writeAll((line + "\n").utf8)
 }
+
+/// Writes `line`, UTF-8 that already ends with its newline (`Path.jsonLine()`), with
+/// one write as `write(line:to:)` does, without making it a `String` first.
+public func write(utf8Line line: [UInt8], to descriptor: Int32 = STDOUT_FILENO) {
+    _ = try? FileDescriptor(rawValue: descriptor).writeAll(line)
+}

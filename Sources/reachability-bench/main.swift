@@ -4,14 +4,15 @@ import NamespaceTesting
 // reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N]
 //                    [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N]
 //                    [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N (0: 200, 1,000, 2,000 and 5,000)]
-//                    [--only-watches 1] [--watch-changes N] [--only-capport 1] [--only-window 1] [--removals N]
+//                    [--only-watches 1] [--watch-changes N] [--only-capport 1] [--only-window 1] [--removals N] [--only-direct 1]
 // Needs root: every scenario runs in network namespaces it creates and removes.
 
 var settings = [
     "repetitions": 200, "routes": 1_000_000, "changes": 10_000, "flaps": 5_000, "hosts": 50, "rounds": 10, "only-trust": 0,
     "only-daemon": 0, "only-metrics": 0, "only-connectivity": 0, "only-soak": 0, "scrapes": 1000, "idle-seconds": 600,
     "soak-changes": 100_000, "only-subscribers": 0, "only-pods": 0, "pod-seconds": 10, "pod-interfaces": 0, "only-watches": 0,
-    "watch-changes": 200, "only-capport": 0, "only-window": 0, "removals": 5_000
+    "watch-changes": 200, "only-capport": 0, "only-window": 0, "removals": 5_000,
+    "only-direct": 0
 ]
 var arguments = CommandLine.arguments.dropFirst()
 if arguments.first == BareRelay.flag, let socket = arguments.dropFirst().first {
@@ -25,7 +26,7 @@ while let flag = arguments.popFirst() {
         let value = arguments.popFirst().flatMap({ Int($0) })
     else {
         print(
-            "usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N] [--only-watches 1] [--watch-changes N] [--only-capport 1] [--only-window 1] [--removals N]"
+            "usage: reachability-bench [--repetitions N] [--routes N] [--changes N] [--flaps N] [--hosts N] [--rounds N] [--idle-seconds N] [--only-trust 1] [--only-daemon 1] [--only-metrics 1] [--only-connectivity 1] [--only-soak 1] [--scrapes N] [--soak-changes N] [--only-subscribers 1] [--only-pods 1] [--pod-seconds N] [--pod-interfaces N] [--only-watches 1] [--watch-changes N] [--only-capport 1] [--only-window 1] [--removals N] [--only-direct 1]"
         )
         exit(2)
     }
@@ -53,6 +54,10 @@ do {
     }
     if settings["only-subscribers"] == 1 {
         try runSubscriberLatencyBenchmark()
+        exit(0)
+    }
+    if settings["only-direct"] == 1 {
+        try runDirectLatencyBenchmark()
         exit(0)
     }
     if settings["only-pods"] == 1 {
@@ -259,15 +264,28 @@ func runSubscriberLatencyBenchmark() throws {
         ("reachctl watch", "ip monitor"), ("ReachabilityClient", "ip monitor"), ("reachd StatusChanged", "raw listener"),
         (SubscriberLatencyBenchmark.bareRelay, "raw listener"), (SubscriberLatencyBenchmark.bareRelay, "ip monitor")
     ] {
-        benchmark.watching = [subscriber, reference]
-        let pair = try benchmark.run()
-        print("   \(subscriber) beside \(reference) alone:")
-        for (change, stages) in pair.changes {
-            let a = stages[subscriber] ?? [], b = stages[reference] ?? []
-            print(
-                "     \(change.padding(toLength: 15, withPad: " ", startingAt: 0)) \(format(percentile(a, 50)))/\(format(percentile(a, 99))) vs \(format(percentile(b, 50)))/\(format(percentile(b, 99))) ms p50/p99: Δp50 \(format(percentile(a, 50) - percentile(b, 50))) ms, p99 \(format(percentile(a, 99) / percentile(b, 99), 2))×"
-            )
-        }
+        try printPair(&benchmark, subscriber, beside: reference)
+    }
+}
+
+/// Section 10's first pair alone (issue 44's three latencies): `reachctl watch --direct` beside `ip monitor`.
+@MainActor
+func runDirectLatencyBenchmark() throws {
+    var benchmark = SubscriberLatencyBenchmark(repetitions: settings["repetitions"]!, reachd: reachd, reachctl: reachctl)
+    try printPair(&benchmark, SubscriberLatencyBenchmark.direct, beside: "ip monitor")
+}
+
+/// One subscriber and its reference, nothing else watching.
+@MainActor
+func printPair(_ benchmark: inout SubscriberLatencyBenchmark, _ subscriber: String, beside reference: String) throws {
+    benchmark.watching = [subscriber, reference]
+    let pair = try benchmark.run()
+    print("   \(subscriber) beside \(reference) alone:")
+    for (change, stages) in pair.changes {
+        let a = stages[subscriber] ?? [], b = stages[reference] ?? []
+        print(
+            "     \(change.padding(toLength: 15, withPad: " ", startingAt: 0)) \(format(percentile(a, 50)))/\(format(percentile(a, 99))) vs \(format(percentile(b, 50)))/\(format(percentile(b, 99))) ms p50/p99: Δp50 \(format(percentile(a, 50) - percentile(b, 50))) ms, p99 \(format(percentile(a, 99) / percentile(b, 99), 2))×"
+        )
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Reachability
+import ReachabilityCore
 import Testing
 
 @Suite("Path document")
@@ -61,12 +62,18 @@ struct PathDocumentTests {
         tricky.interfaces[0].addresses.append("line\nbreak")
         tricky.connectivity = .portal
         tricky.portal = "http://192.0.2.1/login?next=/\"x\""
+        // Numbers are written digit by digit: none, one, many, and the sign.
+        for index in [0, 7, 1_234_567_890, -42, Int.max] {
+            tricky.interfaces.append(
+                .init(name: "if\(index)", index: index, kind: .veth, operstate: "up", up: true, carrier: true, addresses: []))
+        }
         let written = try JSONSerialization.jsonObject(with: Data(tricky.jsonString().utf8)) as! NSDictionary
         let encoder = JSONEncoder()
         let encoded = try JSONSerialization.jsonObject(with: encoder.encode(tricky)) as! NSDictionary
         #expect(written == encoded)
         #expect(tricky.jsonString().hasPrefix("{\"status\":\"wired\",\"reason\":null,\"interface\":{"))
         #expect(try Path(json: tricky.jsonString()) == tricky)
+        #expect(tricky.jsonLine() == Array((tricky.jsonString() + "\n").utf8), "reachctl watch's line: the same bytes and a newline")
     }
 
     @Test("round-trips")
