@@ -23,11 +23,13 @@ import SystemCalls
 /// NetworkManager-compatible surface by the real toolkits (Tests/ToolkitClients) through a pipe.
 /// Apart too, the floor under the daemon's stages: the bare relay (`BareRelay`); and
 /// `reachctl watch --json --direct` through a pipe, the monitor in reachctl's own process,
-/// which reads the kernel as `ip monitor` does and prints a line as it does.
+/// which reads the kernel as `ip monitor` does and prints a line as it does, and the floor
+/// under it, the bare line (`BareLine`).
 struct SubscriberLatencyBenchmark {
     static let stages = ["raw listener", "ip monitor", "in-process monitor", "reachd StatusChanged", "ReachabilityClient", "reachctl watch"]
     static let toolkitStages = ["GLib (NM surface)", "Qt (NM surface)"]
     static let bareRelay = "bare relay"
+    static let bareLine = "bare line"
     static let direct = "reachctl watch --direct"
     /// The stages that need reachd running: without them it is not started, so that
     /// it does not take a core from the others.
@@ -103,6 +105,8 @@ struct SubscriberLatencyBenchmark {
             ? try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--direct"]) : nil
         defer { direct?.stop() }
         if let direct, direct.firstLine(timeout: 10) == nil { throw BenchmarkError("reachctl watch --direct printed nothing") }
+        let bareLine = watching.contains(Self.bareLine) ? try startBareLine(site) : nil
+        defer { bareLine?.stop() }
         func toolkit(_ stage: String, _ script: String) throws -> LineReader? {
             guard let systemBus, watching.contains(stage) else { return nil }
             // The toolkits pick their backend once, at start: only after reachd owns NetworkManager's name.
@@ -154,7 +158,7 @@ struct SubscriberLatencyBenchmark {
             if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
             if let relay { stages.append((Self.bareRelay, { relay.signal.arm("unreachable") }, relay.signal.wait)) }
             if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
-            for (stage, reader) in [("reachctl watch", watch), (Self.direct, direct)] {
+            for (stage, reader) in [("reachctl watch", watch), (Self.direct, direct), (Self.bareLine, bareLine)] {
                 guard let reader else { continue }
                 stages.append((stage, { reader.arm { $0.contains("\"status\":\"unreachable\"") } }, reader.wait))
             }
@@ -224,6 +228,17 @@ struct SubscriberLatencyBenchmark {
         let changes = Double(repetitions * 6)
         let cpu = zip(processes, cpuBefore).map { ($0.0, Double(cpuNanoseconds(of: $0.1) - $1) / 1e3 / changes) }
         return Result(changes: Change.allCases.map { ($0.rawValue, samples[$0.rawValue] ?? [:]) }, cpuMicroseconds: cpu)
+    }
+
+    /// This program again, as the bare line in the host's namespace.
+    private func startBareLine(_ site: BenchSite) throws -> LineReader {
+        let program = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let process = try LineReader(["ip", "netns", "exec", site.host.name, program, BareLine.flag])
+        guard process.firstLine(timeout: 10) == "ready" else {
+            process.stop()
+            throw BenchmarkError("the bare line did not start")
+        }
+        return process
     }
 
     /// This program again, as the bare relay in the host's namespace, and its bare client.

@@ -21,6 +21,12 @@ if arguments.first == BareRelay.flag, let socket = arguments.dropFirst().first {
         exit(1)
     }
 }
+if arguments.first == BareLine.flag {
+    do { try BareLine.run() } catch {
+        print("reachability-bench: the bare line: \(error)")
+        exit(1)
+    }
+}
 while let flag = arguments.popFirst() {
     guard flag.hasPrefix("--"), let key = settings.keys.first(where: { $0 == flag.dropFirst(2) }),
         let value = arguments.popFirst().flatMap({ Int($0) })
@@ -260,7 +266,7 @@ func runSubscriberLatencyBenchmark() throws {
     // The goals, each subscriber beside its reference alone: reachctl's own monitor, then through the daemon;
     // and the floor under the daemon's: a second process, a socket and sd-bus, nothing else (BENCHMARKS.md §27).
     for (subscriber, reference) in [
-        (SubscriberLatencyBenchmark.direct, "ip monitor"),
+        (SubscriberLatencyBenchmark.direct, "ip monitor"), (SubscriberLatencyBenchmark.bareLine, "ip monitor"),
         ("reachctl watch", "ip monitor"), ("ReachabilityClient", "ip monitor"), ("reachd StatusChanged", "raw listener"),
         (SubscriberLatencyBenchmark.bareRelay, "raw listener"), (SubscriberLatencyBenchmark.bareRelay, "ip monitor")
     ] {
@@ -268,11 +274,13 @@ func runSubscriberLatencyBenchmark() throws {
     }
 }
 
-/// Section 10's first pair alone (issue 44's three latencies): `reachctl watch --direct` beside `ip monitor`.
+/// Section 10's first pairs alone (issue 44's three latencies): `reachctl watch --direct` beside `ip monitor`,
+/// then the floor under it, the bare line, beside `ip monitor`.
 @MainActor
 func runDirectLatencyBenchmark() throws {
     var benchmark = SubscriberLatencyBenchmark(repetitions: settings["repetitions"]!, reachd: reachd, reachctl: reachctl)
     try printPair(&benchmark, SubscriberLatencyBenchmark.direct, beside: "ip monitor")
+    try printPair(&benchmark, SubscriberLatencyBenchmark.bareLine, beside: "ip monitor")
 }
 
 /// One subscriber and its reference, nothing else watching.

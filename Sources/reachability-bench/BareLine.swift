@@ -1,0 +1,39 @@
+import Foundation
+import Netlink
+import ReachabilityCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The floor under `reachctl watch --direct`'s line on this machine: a process of its
+/// own, subscribed to the kernel as reachctl is, that writes a path document of
+/// reachctl's size (made once, at start) with one `write(2)` on the kernel's message
+/// that carries the change, as reachctl's monitor writes its line. No evaluation, no
+/// route lookup, no state: beside `ip monitor`, what is left is being a second
+/// listener that writes a larger line (BENCHMARKS.md §29).
+enum BareLine {
+    static let flag = "--bare-line"
+
+    /// Runs in the benchmark's namespace (`ip netns exec … reachability-bench
+    /// --bare-line`); prints `ready`, then a line per change until it is stopped.
+    static func run() throws -> Never {
+        let subscription = try RtnetlinkSubscription()
+        guard let eth0 = try RtnetlinkQuery().links().first(where: { $0.name == "eth0" })?.index else {
+            throw BenchmarkError("the bare line's namespace has no eth0")
+        }
+        let carried = SubscriberLatencyBenchmark.Change.allCases.map { $0.carried(eth0: eth0) }
+        var path = try ReachabilityMonitor.path(options: MonitorOptions())
+        path.status = .unreachable
+        let line = path.jsonLine()
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        var descriptor = [pollfd(fd: subscription.fileDescriptor, events: Int16(POLLIN), revents: 0)]
+        while true {
+            guard poll(&descriptor, 1, -1) > 0 else { continue }
+            _ = try subscription.drain { message in
+                if carried.contains(where: { $0(message) }) { _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) } }
+                return false
+            }
+        }
+    }
+}
