@@ -105,7 +105,7 @@ struct SubscriberLatencyBenchmark {
             ? try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--direct"]) : nil
         defer { direct?.stop() }
         if let direct, direct.firstLine(timeout: 10) == nil { throw BenchmarkError("reachctl watch --direct printed nothing") }
-        let bareLine = watching.contains(Self.bareLine) ? try startBareLine(site) : nil
+        let bareLine = watching.contains(Self.bareLine) ? try startThisProgram(in: site, [BareLine.flag], as: "the bare line") : nil
         defer { bareLine?.stop() }
         func toolkit(_ stage: String, _ script: String) throws -> LineReader? {
             guard let systemBus, watching.contains(stage) else { return nil }
@@ -230,27 +230,22 @@ struct SubscriberLatencyBenchmark {
         return Result(changes: Change.allCases.map { ($0.rawValue, samples[$0.rawValue] ?? [:]) }, cpuMicroseconds: cpu)
     }
 
-    /// This program again, as the bare line in the host's namespace.
-    private func startBareLine(_ site: BenchSite) throws -> LineReader {
-        let program = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let process = try LineReader(["ip", "netns", "exec", site.host.name, program, BareLine.flag])
-        guard process.firstLine(timeout: 10) == "ready" else {
-            process.stop()
-            throw BenchmarkError("the bare line did not start")
-        }
-        return process
-    }
-
     /// This program again, as the bare relay in the host's namespace, and its bare client.
     private func startBareRelay(_ site: BenchSite) throws -> (process: LineReader, signal: SignalSubscriber) {
         let socket = site.scratch.appendingPathComponent("relay").path
+        let process = try startThisProgram(in: site, [BareRelay.flag, socket], as: "the bare relay")
+        return (process, try SignalSubscriber(socket: socket))
+    }
+
+    /// This program again in the host's namespace with `arguments`, once it has said `ready`.
+    private func startThisProgram(in site: BenchSite, _ arguments: [String], as name: String) throws -> LineReader {
         let program = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let process = try LineReader(["ip", "netns", "exec", site.host.name, program, BareRelay.flag, socket])
+        let process = try LineReader(["ip", "netns", "exec", site.host.name, program] + arguments)
         guard process.firstLine(timeout: 10) == "ready" else {
             process.stop()
-            throw BenchmarkError("the bare relay did not start")
+            throw BenchmarkError("\(name) did not start")
         }
-        return (process, try SignalSubscriber(socket: socket))
+        return process
     }
 }
 
