@@ -125,15 +125,15 @@ struct JSONWriter {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    /// `value` in decimal, without a `String` in between.
-    static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+    /// `value` in decimal, at least `minimumDigits` of them (zeros first), without a `String` in between.
+    static func appendDecimal(_ value: Int, minimumDigits: Int = 1, to bytes: inout [UInt8]) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         let start = bytes.count
         var magnitude = value.magnitude
         repeat {
             bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
             magnitude /= 10
-        } while magnitude > 0
+        } while magnitude > 0 || bytes.count - start < minimumDigits
         bytes[start...].reverse()
     }
 

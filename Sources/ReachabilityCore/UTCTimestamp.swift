@@ -20,16 +20,8 @@ package enum UTCTimestamp {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var fields = tm()
         guard gmtime_r(&seconds, &fields) != nil else { return bytes.append(contentsOf: date.formatted(.iso8601).utf8) }
-        func digits(_ value: Int32, _ count: Int) {
-            var divisor: Int32 = 1
-            for _ in 1..<count { divisor *= 10 }
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / divisor % 10))
-                divisor /= 10
-            }
-        }
-        let year = fields.tm_year + 1900
-        if (0...9999).contains(year) { digits(year, 4) } else { JSONWriter.appendDecimal(Int(year), to: &bytes) }
+        func digits(_ value: Int32, _ count: Int) { JSONWriter.appendDecimal(Int(value), minimumDigits: count, to: &bytes) }
+        digits(fields.tm_year + 1900, 4)
         bytes.append(UInt8(ascii: "-"))
         digits(fields.tm_mon + 1, 2)
         bytes.append(UInt8(ascii: "-"))

@@ -31,6 +31,8 @@ struct SubscriberLatencyBenchmark {
     static let bareRelay = "bare relay"
     static let bareLine = "bare line"
     static let direct = "reachctl watch --direct"
+    /// Issue 44's three latencies, each stage beside its reference alone: `--direct`, and the floor under it.
+    static let directPairs = [(direct, "ip monitor"), (bareLine, "ip monitor")]
     /// The stages that need reachd running: without them it is not started, so that
     /// it does not take a core from the others.
     static let daemonStages = Set(["reachd StatusChanged", "ReachabilityClient", "reachctl watch"] + toolkitStages)

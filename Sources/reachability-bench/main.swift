@@ -15,15 +15,14 @@ var settings = [
     "only-direct": 0
 ]
 var arguments = CommandLine.arguments.dropFirst()
-if arguments.first == BareRelay.flag, let socket = arguments.dropFirst().first {
-    do { try BareRelay.run(socket: socket) } catch {
-        print("reachability-bench: the bare relay: \(error)")
-        exit(1)
-    }
-}
-if arguments.first == BareLine.flag {
-    do { try BareLine.run() } catch {
-        print("reachability-bench: the bare line: \(error)")
+// This program again, as a helper that a run of it started in the benchmark's namespace.
+if let helper = arguments.first, [BareRelay.flag, BareLine.flag].contains(helper) {
+    do {
+        if helper == BareLine.flag { try BareLine.run() }
+        guard let socket = arguments.dropFirst().first else { throw BenchmarkError("\(BareRelay.flag) needs a socket path") }
+        try BareRelay.run(socket: socket)
+    } catch {
+        print("reachability-bench \(helper): \(error)")
         exit(1)
     }
 }
@@ -265,8 +264,7 @@ func runSubscriberLatencyBenchmark() throws {
     }
     // The goals, each subscriber beside its reference alone: reachctl's own monitor, then through the daemon;
     // and the floor under the daemon's: a second process, a socket and sd-bus, nothing else (BENCHMARKS.md §27).
-    for (subscriber, reference) in [
-        (SubscriberLatencyBenchmark.direct, "ip monitor"), (SubscriberLatencyBenchmark.bareLine, "ip monitor"),
+    for (subscriber, reference) in SubscriberLatencyBenchmark.directPairs + [
         ("reachctl watch", "ip monitor"), ("ReachabilityClient", "ip monitor"), ("reachd StatusChanged", "raw listener"),
         (SubscriberLatencyBenchmark.bareRelay, "raw listener"), (SubscriberLatencyBenchmark.bareRelay, "ip monitor")
     ] {
@@ -279,8 +277,9 @@ func runSubscriberLatencyBenchmark() throws {
 @MainActor
 func runDirectLatencyBenchmark() throws {
     var benchmark = SubscriberLatencyBenchmark(repetitions: settings["repetitions"]!, reachd: reachd, reachctl: reachctl)
-    try printPair(&benchmark, SubscriberLatencyBenchmark.direct, beside: "ip monitor")
-    try printPair(&benchmark, SubscriberLatencyBenchmark.bareLine, beside: "ip monitor")
+    for (subscriber, reference) in SubscriberLatencyBenchmark.directPairs {
+        try printPair(&benchmark, subscriber, beside: reference)
+    }
 }
 
 /// One subscriber and its reference, nothing else watching.
