@@ -28,6 +28,16 @@ package final class PathEngine {
     /// A pod's veth, which only ever gets link-local and multicast routes, is never here.
     private var routedInterfaces: Set<Int32> = []
     private var pathIsUsable = false
+    /// The path's interfaces whose IPv4 routes the last events took away without a message
+    /// (`takesIPv4Routes`), until an evaluation has looked.
+    private var flushing: Set<Int32> = []
+
+    /// The last evaluation of the watched path found a route through an interface whose IPv4
+    /// routes were being flushed: a link announced down, or an IPv4 address announced gone,
+    /// keeps its routes for a moment, and the flush sends nothing (BENCHMARKS.md §30). Looked
+    /// at once, a host with two uplinks would stay `unreachable`: the path is looked at again
+    /// (`recheckDelays`). Where the first look already finds them gone, it costs nothing more.
+    package private(set) var sawRoutesBeingFlushed = false
     /// The addresses the last watched evaluation asked about: only routes that cover one matter.
     private var watched: [IPAddress]
     /// The configured resolvers, judged with every default path (nil: DNS is not
@@ -146,6 +156,7 @@ package final class PathEngine {
         /// the route (IPv6 unlinks first), and `RTM_GETROUTE` takes no lock, so a
         /// lookup made at once can still find the route. Nothing else is sent
         /// afterwards: without a second look the stale answer would stand.
+        /// (Routes flushed without a message: `sawRoutesBeingFlushed`.)
         package var recheck = false
         /// Interfaces changed: `takeInterfaceChanges()` has something (only while `tracksInterfaces`).
         package var interfacesChanged = false
@@ -175,7 +186,6 @@ package final class PathEngine {
                 { message in
                     statistics.messages += 1
                     if announce(message) { outcome.evaluate = true }
-                    let urgent = isUrgent(message)
                     let before: Link? =
                         switch message {
                         case let .link(link): state.links[link.index]
@@ -188,6 +198,7 @@ package final class PathEngine {
                         break
                     case let .interface(index):
                         touched.insert(index)
+                        if pathInterfaces.contains(index), takesIPv4Routes(message, before: before) { flushing.insert(index) }
                         if tracksInterfaces {
                             if let seen = state.links[index] ?? before {
                                 pendingInterfaces[index] = seen
@@ -208,7 +219,7 @@ package final class PathEngine {
                         outcome.evaluate = true
                         if change.removed, change.family == .v4 { outcome.recheck = true }
                     }
-                    return urgent
+                    return isUrgent(message, before: before)
                 })
             {
             case .drained, .paused:
@@ -365,22 +376,38 @@ package final class PathEngine {
         options.configuredNAT64 ?? announcedNAT64.values.lazy.flatMap(\.values).first?.prefix ?? discoveredNAT64?.prefix
     }
 
-    /// The path's own interface going down, losing carrier or vanishing — or, while
-    /// there is no path, a link becoming usable — is the news itself: the path is
-    /// evaluated at once rather than after the burst that follows (taking a link down
-    /// sends ~200 µs of IPv6 teardown messages after the link message). Other links'
-    /// flapping coalesces as any burst does.
-    private func isUrgent(_ message: RtnetlinkMessage) -> Bool {
+    /// The path's own interface going down, losing carrier, vanishing or losing its last
+    /// usable address of a family — or, while there is no path, a link becoming usable —
+    /// is the news itself: the path is evaluated at once rather than after the burst that
+    /// follows (taking a link down sends ~200 µs of IPv6 teardown messages after the link
+    /// message; an IPv4 address, its routes' removals). `before` is the link as it was
+    /// before the message was applied. Other links' flapping coalesces as any burst does.
+    private func isUrgent(_ message: RtnetlinkMessage, before: Link?) -> Bool {
         switch message {
         case let .link(link):
-            guard let before = state.links[link.index],
-                before.isUp != link.isUp || before.hasCarrier != link.hasCarrier
-            else { return false }
+            guard let before, before.isUp != link.isUp || before.hasCarrier != link.hasCarrier else { return false }
             return pathInterfaces.contains(link.index) || (!pathIsUsable && link.isUp && link.hasCarrier)
         case let .linkRemoved(index):
             return pathInterfaces.contains(index)
+        case let .addressRemoved(removed):
+            // Only the last one: a burst of removals costs one evaluation, not one each.
+            return pathIsUsable && pathInterfaces.contains(removed.interfaceIndex) && removed.isUsableForGlobalTraffic
+                && !state.addresses(of: removed.interfaceIndex).contains {
+                    $0.address.family == removed.address.family && $0.isUsableForGlobalTraffic
+                }
         default:
             return false
+        }
+    }
+
+    /// Whether a change (already applied) takes IPv4 routes through its interface away without
+    /// a route message: the link went down, or lost an IPv4 address (the kernel flushes the
+    /// routes that depended on it) — announced before the flush (`sawRoutesBeingFlushed`).
+    private func takesIPv4Routes(_ message: RtnetlinkMessage, before: Link?) -> Bool {
+        switch message {
+        case let .link(link): before?.isUp == true && !link.isUp
+        case let .addressRemoved(removed): removed.address.family == .v4
+        default: false
         }
     }
 
@@ -393,6 +420,8 @@ package final class PathEngine {
         }
         pathInterfaces = interfaces
         pathIsUsable = path.status.isReachable
+        sawRoutesBeingFlushed = !flushing.isDisjoint(with: evaluator.lookedUpInterfaces)
+        flushing = []
         watched = addresses + [options.probeAddresses.v4, options.probeAddresses.v6]
         return path
     }

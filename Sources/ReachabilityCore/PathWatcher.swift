@@ -4,7 +4,8 @@
 /// when the one timer it was asked to arm expires.
 ///
 /// What it decides: read every queued event; evaluate the path only when an event
-/// could change it; look again after an IPv4 route removal (`PathEngine.recheckDelays`);
+/// could change it; look again after an IPv4 route removal, or a look that found routes being
+/// flushed (`PathEngine.recheckDelays`);
 /// after a failed re-read of the state, retry every second with the path `unknown`;
 /// hand over the interfaces that changed. Whether a path is news is `Path.succeeding(_:)`.
 package final class PathWatcher {
@@ -45,11 +46,7 @@ package final class PathWatcher {
     /// The engine's socket is readable.
     package func readable() {
         let outcome = engine.processEvents()
-        if outcome.recheck {
-            let now = engine.clock.now()
-            rechecks = PathEngine.recheckDelays.map { now + $0 }
-            armTimer()
-        }
+        if outcome.recheck { lookAgainSoon() }
         let wasSynchronized = engine.isSynchronized
         resynchronizeIfNeeded()
         // The path first: it is what most subscribers wait for.
@@ -70,6 +67,7 @@ package final class PathWatcher {
     /// looked at again when its lifetime ends, whether or not the kernel says anything.
     package func evaluateNow() {
         offer(evaluate(engine))
+        if engine.sawRoutesBeingFlushed { lookAgainSoon() }
         if let expiry = engine.nextNAT64Expiry(), !rechecks.contains(expiry) {
             rechecks.append(expiry)
             rechecks.sort()
@@ -118,6 +116,13 @@ package final class PathWatcher {
         log("netlink: re-reading the state failed (\(error)); retrying in 1 s")
         rechecks.append(engine.clock.now() + .seconds(1))
         rechecks.sort()
+        armTimer()
+    }
+
+    /// Evaluates again after each of `PathEngine.recheckDelays` from now.
+    private func lookAgainSoon() {
+        let now = engine.clock.now()
+        rechecks = PathEngine.recheckDelays.map { now + $0 }
         armTimer()
     }
 

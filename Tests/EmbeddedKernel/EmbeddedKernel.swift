@@ -13,7 +13,7 @@ import SystemCalls
 ///
 /// It behaves as this project's kernels were seen to (docs/development.md, "Kernel
 /// behaviour the monitor survives") where a decision depends on it: taking a link
-/// down removes its IPv4 routes without a message; an IPv4 route removal can be
+/// down, or taking its last IPv4 address away, removes its IPv4 routes without a message; an IPv4 route removal can be
 /// announced before lookups stop finding it (`deleteRoute(_:unlinkedAfter:)`); an
 /// overrun is reported once and the queue is emptied. Its FIB is the main table
 /// only — longest prefix, then lowest metric; policy rules, ECMP and the kernel's
@@ -83,6 +83,15 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         var dumps = 0
 
         var listeners: [EmbeddedKernelSubscription] { subscriptions.compactMap(\.subscription) }
+
+        /// Takes a link's IPv4 routes away without a message, as the kernel flushes them
+        /// (`fib_disable_ip`): at once, or found by lookups until `unlinked`.
+        @discardableResult
+        mutating func flushIPv4Routes(through index: Int32, unlinked: ContinuousClock.Instant?) -> [Route] {
+            let flushed = routes.keys.filter { $0.outputInterface == index && $0.destination.family == .v4 }
+            for route in flushed { routes[route] = unlinked.map { .some($0) } }
+            return flushed
+        }
     }
 
     private struct Weak {
@@ -131,27 +140,27 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
 
     // MARK: Changes, each announced as the kernel announces it
 
-    /// Adds a link, or changes one (`ip link add`, `ip link set`).
-    package func setLink(_ link: Link) {
+    /// Adds a link, or changes one (`ip link add`, `ip link set`). Taking it down takes its
+    /// IPv4 routes away unannounced, `routesUnlinkedAfter` the link's message.
+    package func setLink(_ link: Link, routesUnlinkedAfter delay: Duration = .zero) {
+        let unlinked = delay > .zero ? clock.now + delay : nil
         state.withLock { state in
             let before = state.links[link.index]
             state.links[link.index] = link
-            if before?.isUp == true, !link.isUp {
-                state.routes = state.routes.filter { $0.key.outputInterface != link.index || $0.key.destination.family != .v4 }
-            }
+            if before?.isUp == true, !link.isUp { state.flushIPv4Routes(through: link.index, unlinked: unlinked) }
         }
         send([.link(link)])
     }
 
     /// Changes a link's state: administratively up or down, with or without carrier.
-    package func setLink(_ index: Int32, up: Bool? = nil, carrier: Bool? = nil) {
+    package func setLink(_ index: Int32, up: Bool? = nil, carrier: Bool? = nil, routesUnlinkedAfter delay: Duration = .zero) {
         guard var link = state.withLock({ $0.links[index] }) else { preconditionFailure("no link \(index)") }
         if let up { link.flags = up ? link.flags.union(.up) : link.flags.subtracting([.up, .running, .lowerUp]) }
         if let carrier {
             link.flags = carrier ? link.flags.union([.running, .lowerUp]) : link.flags.subtracting([.running, .lowerUp])
         }
         link.operationalState = !link.isUp ? .down : link.flags.contains(.lowerUp) ? .up : .lowerLayerDown
-        setLink(link)
+        setLink(link, routesUnlinkedAfter: delay)
     }
 
     /// Deletes a link (`ip link del`): its addresses and routes go with it, unannounced.
@@ -169,9 +178,27 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         send([.address(address)])
     }
 
-    package func removeAddress(_ address: InterfaceAddress) {
-        state.withLock { $0.addresses[address.key] = nil }
+    /// Removes an address (`ip address del`). A link's last IPv4 address takes the link's IPv4
+    /// routes away, `routesUnlinkedAfter` the address's message: its prefix route's removal is
+    /// announced next, the others' (a default route through it) never.
+    package func removeAddress(_ address: InterfaceAddress, routesUnlinkedAfter delay: Duration = .zero) {
+        let unlinked = delay > .zero ? clock.now + delay : nil
+        let prefixRoutes = state.withLock { state -> [Route] in
+            state.addresses[address.key] = nil
+            let index = address.interfaceIndex
+            guard address.address.family == .v4,
+                !state.addresses.values.contains(where: { $0.interfaceIndex == index && $0.address.family == .v4 })
+            else { return [] }
+            return state.flushIPv4Routes(through: index, unlinked: unlinked).filter {
+                $0.gateway == nil && $0.prefixLength == address.prefixLength && $0.covers(address.address)
+            }
+        }
         send([.addressRemoved(address)])
+        for route in prefixRoutes {
+            var change = route.change
+            change.removed = true
+            send([.route(change)])
+        }
     }
 
     package func addRoute(_ route: Route) {
@@ -238,10 +265,9 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
             state.lookups += 1
             let links = state.links
             let candidates = state.routes.filter { route, unlinked in
-                unlinked.map { $0 > now } ?? true
-                    && route.covers(destination)
-                    && (outputInterface == nil || route.outputInterface == outputInterface)
-                    && (!route.isUnicast || links[route.outputInterface]?.isUp == true)
+                // One being taken away is found until it is gone, whatever its link says by then.
+                let standing = unlinked.map { $0 > now } ?? (!route.isUnicast || links[route.outputInterface]?.isUp == true)
+                return standing && route.covers(destination) && (outputInterface == nil || route.outputInterface == outputInterface)
             }.keys
             guard let best = candidates.min(by: { ($1.prefixLength, $0.metric) < ($0.prefixLength, $1.metric) }) else {
                 // A plain lookup through an interface invents an on-link route; a FIB match does not.

@@ -88,6 +88,69 @@ import Testing
         #expect(offer.queued == 50, "evaluated with the whole burst still queued")
     }
 
+    /// A second uplink behind `uplinkHost()`'s IPv4 one: `eth1`, index 3, default route at metric 100.
+    static func twoUplinks() throws -> (EmbeddedKernel, EmbeddedPathWatcher) {
+        let kernel = EmbeddedKernel()
+        kernel.addLoopback()
+        kernel.addUplink()
+        kernel.addUplink("eth1", index: 3, subnet: "198.51.100", metric: 100)
+        return (kernel, try EmbeddedPathWatcher(kernel: kernel))
+    }
+
+    /// The path's last IPv4 address going is acted on before what is queued behind it, and
+    /// looked at again: the kernel announces it before it flushes the routes through the
+    /// link, so the look at once can still find them (here for 1 ms).
+    @Test func thePathsLastIPv4AddressGoingIsUrgentAndLookedAtAgainIfItsRoutesWereStillThere() throws {
+        let (kernel, watcher) = try Self.twoUplinks()
+        let second = InterfaceAddress(interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("192.0.2.3")!, prefixLength: 24)
+        kernel.addAddress(second)
+        watcher.read()
+        kernel.removeAddress(second)
+        kernel.addRoute(EmbeddedKernel.Route(IPAddress("10.9.0.0")!, prefixLength: 16, outputInterface: 3))
+        watcher.read()
+        #expect(watcher.offers.last?.queued == 0, "another address is left: the burst is read whole first")
+        #expect(watcher.timerDeadline != nil, "eth0 still answers, and routes from that address may be going: looked at again")
+        watcher.advance(by: .seconds(1))
+        #expect(watcher.path?.interface?.name == "eth0")
+
+        kernel.removeAddress(
+            InterfaceAddress(interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("192.0.2.2")!, prefixLength: 24),
+            routesUnlinkedAfter: .milliseconds(1))
+        watcher.read()
+        let offer = try #require(watcher.offers.first { $0.path.status == .unreachable })
+        #expect(offer.queued == 1, "evaluated with the prefix route's removal still queued")
+        #expect(watcher.path?.reason == .noAddress, "at once the kernel still answers with eth0's route")
+        watcher.advance(by: .microseconds(250))
+        #expect(watcher.path?.status == .unreachable, "0.25 ms: not flushed yet")
+        watcher.advance(by: .microseconds(4_750))
+        #expect(watcher.path?.status == .wired, "5 ms: the flush is seen")
+        #expect(watcher.path?.interface?.name == "eth1")
+    }
+
+    /// A link going down is announced before its IPv4 routes are flushed: a look that still
+    /// finds them is followed by others; one that finds them gone, by none.
+    @Test func thePathsLinkGoingDownIsLookedAtAgainIfItsRoutesWereStillThere() throws {
+        let (kernel, watcher) = try Self.twoUplinks()
+        kernel.setLink(EmbeddedKernel.uplink, up: false, routesUnlinkedAfter: .milliseconds(1))
+        watcher.read()
+        #expect(watcher.path?.reason == .linkDown, "at once the kernel still answers with eth0's route")
+        watcher.advance(by: .milliseconds(5))
+        #expect(watcher.path?.interface?.name == "eth1")
+        watcher.advance(by: .seconds(1))
+        #expect(watcher.timerDeadline == nil)
+
+        kernel.setLink(EmbeddedKernel.uplink, up: true, carrier: true)
+        kernel.addRoute(EmbeddedKernel.uplinkRoute4)
+        watcher.read()
+        #expect(watcher.path?.interface?.name == "eth0")
+        let evaluations = watcher.engine.statistics.evaluations
+        kernel.setLink(EmbeddedKernel.uplink, up: false)
+        watcher.read()
+        #expect(watcher.path?.interface?.name == "eth1", "flushed before the look")
+        #expect(watcher.timerDeadline == nil, "so no look again")
+        #expect(watcher.engine.statistics.evaluations == evaluations + 1)
+    }
+
     /// A burst is read whole and evaluated once.
     @Test func aBurstIsEvaluatedOnce() throws {
         let (kernel, watcher) = try Self.uplinkHost()

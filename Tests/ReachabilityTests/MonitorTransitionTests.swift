@@ -64,6 +64,34 @@ struct MonitorTransitionTests {
         }
     }
 
+    @Test(
+        "the uplink's link or last IPv4 address taken away hands the path to the other uplink, every time (the flush comes after the news)")
+    func flushAnnouncedEarly() async throws {
+        try await withNamespaces("flushrace", "router") { ns in
+            try ns[0].addUplink(router: ns[1])
+            try ns[0].addUplink("eth1", subnet: "10.2.0", router: ns[1], peer: "up1", defaultRoute: false)
+            try ns[0].ip("route add default via 10.2.0.1 dev eth1 metric 100")
+            try ns[0].ip("link add name flap0 type veth peer name flap1")
+            // The slow listener of routeRemovalAnnouncedEarly: the kernel yields after the
+            // link's or address's message, before it flushes the IPv4 routes through it.
+            let slowListener = try NetworkNamespace(name: ns[0].name).perform { try RtnetlinkSubscription(receiveBufferSize: 2 << 20) }
+            try ns[0].ipBatch((0..<600).flatMap { _ in ["link set dev flap0 up", "link set dev flap0 down"] })
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            for cycle in 0..<40 {
+                let address = cycle.isMultiple(of: 2)
+                try ns[0].ip(address ? "addr del 10.1.0.2/24 dev eth0" : "link set dev eth0 down")
+                try await waitForPath(monitor, "eth1 after cycle \(cycle)", timeout: .seconds(2)) { $0.interface?.name == "eth1" }
+                try ns[0].ip(address ? "addr add 10.1.0.2/24 dev eth0" : "link set dev eth0 up")
+                try ns[0].waitUntilOperational("eth0")
+                try ns[0].ip("route add default via 10.1.0.1 dev eth0")
+                try await waitForPath(monitor, "eth0 after cycle \(cycle)", timeout: .seconds(2)) { $0.interface?.name == "eth0" }
+            }
+            withExtendedLifetime(slowListener) {}
+        }
+    }
+
     @Test("admin down: IPv4 routes vanish without RTM_DELROUTE")
     func adminDown() async throws {
         try await withWatchedUplink("admindown") { ns, monitor in
