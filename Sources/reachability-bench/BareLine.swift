@@ -12,12 +12,18 @@ import Glibc
 /// that carries the change, as reachctl's monitor writes its line. No evaluation, no
 /// route lookup, no state: beside `ip monitor`, what is left is being a second
 /// listener that writes a larger line (BENCHMARKS.md §29).
+///
+/// With `--bare-line-lookups`, it first asks the kernel what reachctl asks on every
+/// evaluation — the route to each probe address and to each resolver of resolv.conf —
+/// and ignores the answers: the floor under any monitor that judges the path by the
+/// kernel's lookups, as this one's design requires (BENCHMARKS.md §30).
 enum BareLine {
     static let flag = "--bare-line"
+    static let lookupsFlag = "--bare-line-lookups"
 
     /// Runs in the benchmark's namespace (`ip netns exec … reachability-bench
     /// --bare-line`); prints `ready`, then a line per change until it is stopped.
-    static func run() throws -> Never {
+    static func run(lookingUp: Bool) throws -> Never {
         let subscription = try RtnetlinkSubscription()
         guard let eth0 = try RtnetlinkQuery().links().first(where: { $0.name == "eth0" })?.index else {
             throw BenchmarkError("the bare line's namespace has no eth0")
@@ -26,12 +32,18 @@ enum BareLine {
         var path = try ReachabilityMonitor.path(options: MonitorOptions())
         path.status = .unreachable
         let line = path.jsonLine()
+        let options = MonitorOptions()
+        let resolvers = options.resolvConf.map { DNSServers.read(resolvConf: $0).servers.map(\.address) } ?? []
+        let destinations = lookingUp ? [options.probeAddresses.v4, options.probeAddresses.v6] + resolvers : []
+        let query = try RtnetlinkQuery()
         FileHandle.standardOutput.write(Data("ready\n".utf8))
         var descriptor = [pollfd(fd: subscription.fileDescriptor, events: Int16(POLLIN), revents: 0)]
         while true {
             guard poll(&descriptor, 1, -1) > 0 else { continue }
             _ = try subscription.drain { message in
-                if carried.contains(where: { $0(message) }) { _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) } }
+                guard carried.contains(where: { $0(message) }) else { return false }
+                for destination in destinations { _ = query.lookupRoute(to: destination) }
+                _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
                 return false
             }
         }

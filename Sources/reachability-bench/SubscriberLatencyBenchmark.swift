@@ -23,16 +23,17 @@ import SystemCalls
 /// NetworkManager-compatible surface by the real toolkits (Tests/ToolkitClients) through a pipe.
 /// Apart too, the floor under the daemon's stages: the bare relay (`BareRelay`); and
 /// `reachctl watch --json --direct` through a pipe, the monitor in reachctl's own process,
-/// which reads the kernel as `ip monitor` does and prints a line as it does, and the floor
-/// under it, the bare line (`BareLine`).
+/// which reads the kernel as `ip monitor` does and prints a line as it does, and the floors
+/// under it, the bare line (`BareLine`) without and with the route lookups.
 struct SubscriberLatencyBenchmark {
     static let stages = ["raw listener", "ip monitor", "in-process monitor", "reachd StatusChanged", "ReachabilityClient", "reachctl watch"]
     static let toolkitStages = ["GLib (NM surface)", "Qt (NM surface)"]
     static let bareRelay = "bare relay"
     static let bareLine = "bare line"
+    static let bareLineLookups = "bare line with lookups"
     static let direct = "reachctl watch --direct"
-    /// Issue 44's three latencies, each stage beside its reference alone: `--direct`, and the floor under it.
-    static let directPairs = [(direct, "ip monitor"), (bareLine, "ip monitor")]
+    /// Issue 44's three latencies, each stage beside its reference alone: `--direct`, and the floors under it.
+    static let directPairs = [(direct, "ip monitor"), (bareLine, "ip monitor"), (bareLineLookups, "ip monitor")]
     /// The stages that need reachd running: without them it is not started, so that
     /// it does not take a core from the others.
     static let daemonStages = Set(["reachd StatusChanged", "ReachabilityClient", "reachctl watch"] + toolkitStages)
@@ -109,6 +110,10 @@ struct SubscriberLatencyBenchmark {
         if let direct, direct.firstLine(timeout: 10) == nil { throw BenchmarkError("reachctl watch --direct printed nothing") }
         let bareLine = watching.contains(Self.bareLine) ? try startThisProgram(in: site, [BareLine.flag], as: "the bare line") : nil
         defer { bareLine?.stop() }
+        let bareLineLookups =
+            watching.contains(Self.bareLineLookups)
+            ? try startThisProgram(in: site, [BareLine.lookupsFlag], as: "the bare line with lookups") : nil
+        defer { bareLineLookups?.stop() }
         func toolkit(_ stage: String, _ script: String) throws -> LineReader? {
             guard let systemBus, watching.contains(stage) else { return nil }
             // The toolkits pick their backend once, at start: only after reachd owns NetworkManager's name.
@@ -160,7 +165,9 @@ struct SubscriberLatencyBenchmark {
             if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
             if let relay { stages.append((Self.bareRelay, { relay.signal.arm("unreachable") }, relay.signal.wait)) }
             if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
-            for (stage, reader) in [("reachctl watch", watch), (Self.direct, direct), (Self.bareLine, bareLine)] {
+            for (stage, reader) in [
+                ("reachctl watch", watch), (Self.direct, direct), (Self.bareLine, bareLine), (Self.bareLineLookups, bareLineLookups)
+            ] {
                 guard let reader else { continue }
                 stages.append((stage, { reader.arm { $0.contains("\"status\":\"unreachable\"") } }, reader.wait))
             }

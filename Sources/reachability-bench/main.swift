@@ -16,9 +16,9 @@ var settings = [
 ]
 var arguments = CommandLine.arguments.dropFirst()
 // This program again, as a helper that a run of it started in the benchmark's namespace.
-if let helper = arguments.first, [BareRelay.flag, BareLine.flag].contains(helper) {
+if let helper = arguments.first, [BareRelay.flag, BareLine.flag, BareLine.lookupsFlag].contains(helper) {
     do {
-        if helper == BareLine.flag { try BareLine.run() }
+        if helper != BareRelay.flag { try BareLine.run(lookingUp: helper == BareLine.lookupsFlag) }
         guard let socket = arguments.dropFirst().first else { throw BenchmarkError("\(BareRelay.flag) needs a socket path") }
         try BareRelay.run(socket: socket)
     } catch {
@@ -273,7 +273,7 @@ func runSubscriberLatencyBenchmark() throws {
 }
 
 /// Section 10's first pairs alone (issue 44's three latencies): `reachctl watch --direct` beside `ip monitor`,
-/// then the floor under it, the bare line, beside `ip monitor`.
+/// then the floors under it, the bare line without and with the lookups, beside `ip monitor`.
 @MainActor
 func runDirectLatencyBenchmark() throws {
     var benchmark = SubscriberLatencyBenchmark(repetitions: settings["repetitions"]!, reachd: reachd, reachctl: reachctl)
