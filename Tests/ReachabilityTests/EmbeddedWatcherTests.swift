@@ -88,7 +88,7 @@ import Testing
         #expect(offer.queued == 50, "evaluated with the whole burst still queued")
     }
 
-    /// A second uplink behind `uplinkHost()`'s IPv4 one: `eth1`, index 3, default route at metric 100.
+    /// Two IPv4 uplinks: `eth0` as `uplinkHost()` has it, and `eth1` (index 3) with its default route at metric 100.
     static func twoUplinks() throws -> (EmbeddedKernel, EmbeddedPathWatcher) {
         let kernel = EmbeddedKernel()
         kernel.addLoopback()
@@ -106,7 +106,7 @@ import Testing
         kernel.addAddress(second)
         watcher.read()
         kernel.removeAddress(second)
-        kernel.addRoute(EmbeddedKernel.Route(IPAddress("10.9.0.0")!, prefixLength: 16, outputInterface: 3))
+        kernel.addRoute(EmbeddedKernel.Route(IPAddress("10.9.0.0")!, prefixLength: 16, outputInterface: 3)) // queued behind it
         watcher.read()
         #expect(watcher.offers.last?.queued == 0, "another address is left: the burst is read whole first")
         #expect(watcher.timerDeadline != nil, "eth0 still answers, and routes from that address may be going: looked at again")
