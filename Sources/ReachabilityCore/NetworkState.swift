@@ -1,3 +1,4 @@
+import IPAddresses
 import Netlink
 
 /// What the monitor keeps of the kernel's state: links and addresses, both
@@ -104,6 +105,11 @@ package struct NetworkState: Sendable, Equatable {
     /// The addresses of one interface, IPv4 first, in a stable order.
     package func addresses(of index: Int32) -> [InterfaceAddress] {
         addressesByInterface[index] ?? []
+    }
+
+    /// Whether an interface holds an address that can reach beyond the link (of `family`, if given).
+    func hasAddressForGlobalTraffic(on index: Int32, family: IPAddress.Family? = nil) -> Bool {
+        addresses(of: index).contains { $0.isUsableForGlobalTraffic && (family == nil || $0.address.family == family) }
     }
 
     /// The interfaces enslaved to a bridge or bond.

@@ -392,9 +392,7 @@ package final class PathEngine {
         case let .addressRemoved(removed):
             // Only the last one: a burst of removals costs one evaluation, not one each.
             return pathIsUsable && pathInterfaces.contains(removed.interfaceIndex) && removed.isUsableForGlobalTraffic
-                && !state.addresses(of: removed.interfaceIndex).contains {
-                    $0.address.family == removed.address.family && $0.isUsableForGlobalTraffic
-                }
+                && !state.hasAddressForGlobalTraffic(on: removed.interfaceIndex, family: removed.address.family)
         default:
             return false
         }

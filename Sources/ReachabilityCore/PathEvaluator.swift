@@ -73,7 +73,7 @@ struct PathEvaluator {
     /// holding an address that can reach beyond the link.
     func isAvailable(_ link: Link, state: NetworkState) -> Bool {
         link.isUp && link.hasCarrier && link.masterIndex == nil && !link.flags.contains(.loopback)
-            && state.addresses(of: link.index).contains(where: \.isUsableForGlobalTraffic) && !options.isIgnored(link.name)
+            && state.hasAddressForGlobalTraffic(on: link.index) && !options.isIgnored(link.name)
     }
 
     /// Whether `index` is in the available set as last brought up to date.
@@ -383,8 +383,7 @@ struct PathEvaluator {
         if !link.isUp { return .linkDown }
         if !link.hasCarrier { return .noCarrier }
         if link.flags.contains(.loopback) { return nil }
-        let usable = state.addresses(of: link.index).contains { $0.address.family == family && $0.isUsableForGlobalTraffic }
-        return usable ? nil : .noAddress
+        return state.hasAddressForGlobalTraffic(on: link.index, family: family) ? nil : .noAddress
     }
 
     /// The best real route to `destination` through an available interface (up, with
@@ -466,9 +465,7 @@ struct PathEvaluator {
         if up.isEmpty { return .linkDown }
         let connected = up.filter(\.hasCarrier)
         if connected.isEmpty { return .noCarrier }
-        let addressed = connected.filter { link in
-            state.addresses(of: link.index).contains(where: \.isUsableForGlobalTraffic)
-        }
+        let addressed = connected.filter { state.hasAddressForGlobalTraffic(on: $0.index) }
         return addressed.isEmpty ? .noAddress : .noRoute
     }
 

@@ -25,17 +25,19 @@ enum BareLine {
     /// --bare-line`); prints `ready`, then a line per change until it is stopped.
     static func run(lookingUp: Bool) throws -> Never {
         let subscription = try RtnetlinkSubscription()
-        guard let eth0 = try RtnetlinkQuery().links().first(where: { $0.name == "eth0" })?.index else {
+        let query = try RtnetlinkQuery()
+        guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else {
             throw BenchmarkError("the bare line's namespace has no eth0")
         }
         let carried = SubscriberLatencyBenchmark.Change.allCases.map { $0.carried(eth0: eth0) }
-        var path = try ReachabilityMonitor.path(options: MonitorOptions())
+        let options = MonitorOptions()
+        var path = try ReachabilityMonitor.path(options: options)
         path.status = .unreachable
         let line = path.jsonLine()
-        let options = MonitorOptions()
-        let resolvers = options.resolvConf.map { DNSServers.read(resolvConf: $0).servers.map(\.address) } ?? []
-        let destinations = lookingUp ? [options.probeAddresses.v4, options.probeAddresses.v6] + resolvers : []
-        let query = try RtnetlinkQuery()
+        let destinations =
+            lookingUp
+            ? [options.probeAddresses.v4, options.probeAddresses.v6]
+                + (options.resolvConf.map { DNSServers.read(resolvConf: $0).servers.map(\.address) } ?? []) : []
         FileHandle.standardOutput.write(Data("ready\n".utf8))
         var descriptor = [pollfd(fd: subscription.fileDescriptor, events: Int16(POLLIN), revents: 0)]
         while true {

@@ -108,12 +108,12 @@ struct SubscriberLatencyBenchmark {
             ? try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--direct"]) : nil
         defer { direct?.stop() }
         if let direct, direct.firstLine(timeout: 10) == nil { throw BenchmarkError("reachctl watch --direct printed nothing") }
-        let bareLine = watching.contains(Self.bareLine) ? try startThisProgram(in: site, [BareLine.flag], as: "the bare line") : nil
-        defer { bareLine?.stop() }
-        let bareLineLookups =
-            watching.contains(Self.bareLineLookups)
-            ? try startThisProgram(in: site, [BareLine.lookupsFlag], as: "the bare line with lookups") : nil
-        defer { bareLineLookups?.stop() }
+        // The floors under --direct: this program again, as the bare line without and with the lookups.
+        var bareLines: [(stage: String, reader: LineReader)] = []
+        defer { bareLines.forEach { $0.reader.stop() } }
+        for (stage, flag) in [(Self.bareLine, BareLine.flag), (Self.bareLineLookups, BareLine.lookupsFlag)] where watching.contains(stage) {
+            bareLines.append((stage, try startThisProgram(in: site, [flag], as: "the \(stage)")))
+        }
         func toolkit(_ stage: String, _ script: String) throws -> LineReader? {
             guard let systemBus, watching.contains(stage) else { return nil }
             // The toolkits pick their backend once, at start: only after reachd owns NetworkManager's name.
@@ -165,9 +165,7 @@ struct SubscriberLatencyBenchmark {
             if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
             if let relay { stages.append((Self.bareRelay, { relay.signal.arm("unreachable") }, relay.signal.wait)) }
             if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
-            for (stage, reader) in [
-                ("reachctl watch", watch), (Self.direct, direct), (Self.bareLine, bareLine), (Self.bareLineLookups, bareLineLookups)
-            ] {
+            for (stage, reader) in [("reachctl watch", watch), (Self.direct, direct)] + bareLines.map({ ($0.stage, Optional($0.reader)) }) {
                 guard let reader else { continue }
                 stages.append((stage, { reader.arm { $0.contains("\"status\":\"unreachable\"") } }, reader.wait))
             }

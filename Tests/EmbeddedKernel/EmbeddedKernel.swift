@@ -13,9 +13,10 @@ import SystemCalls
 ///
 /// It behaves as this project's kernels were seen to (docs/development.md, "Kernel
 /// behaviour the monitor survives") where a decision depends on it: taking a link
-/// down, or taking its last IPv4 address away, removes its IPv4 routes without a message; an IPv4 route removal can be
-/// announced before lookups stop finding it (`deleteRoute(_:unlinkedAfter:)`); an
-/// overrun is reported once and the queue is emptied. Its FIB is the main table
+/// down, or its last IPv4 address away, removes its IPv4 routes without a message;
+/// an IPv4 removal can be announced before lookups stop finding what it takes away
+/// (`deleteRoute(_:unlinkedAfter:)`, `routesUnlinkedAfter:`); an overrun is reported
+/// once and the queue is emptied. Its FIB is the main table
 /// only — longest prefix, then lowest metric; policy rules, ECMP and the kernel's
 /// own corner cases are what the namespace tests are for.
 package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
