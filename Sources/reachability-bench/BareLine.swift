@@ -9,9 +9,9 @@ import Glibc
 /// The floor under `reachctl watch --direct`'s line on this machine: a process of its
 /// own, subscribed to the kernel as reachctl is, that writes a path document of
 /// reachctl's size (made once, at start) with one `write(2)` on the kernel's message
-/// that carries the change, as reachctl's monitor writes its line. No evaluation, no
-/// route lookup, no state: beside `ip monitor`, what is left is being a second
-/// listener that writes a larger line (BENCHMARKS.md §29).
+/// that carries the change, as reachctl's monitor writes its line. With `--bare-line`:
+/// no evaluation, no route lookup, no state; beside `ip monitor`, what is left is being
+/// a second listener that writes a larger line (BENCHMARKS.md §29).
 ///
 /// With `--bare-line-lookups`, it first asks the kernel what reachctl asks on every
 /// evaluation — the route to each probe address and to each resolver of resolv.conf —

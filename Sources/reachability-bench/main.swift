@@ -18,9 +18,13 @@ var arguments = CommandLine.arguments.dropFirst()
 // This program again, as a helper that a run of it started in the benchmark's namespace.
 if let helper = arguments.first, [BareRelay.flag, BareLine.flag, BareLine.lookupsFlag].contains(helper) {
     do {
-        if helper != BareRelay.flag { try BareLine.run(lookingUp: helper == BareLine.lookupsFlag) }
-        guard let socket = arguments.dropFirst().first else { throw BenchmarkError("\(BareRelay.flag) needs a socket path") }
-        try BareRelay.run(socket: socket)
+        switch helper {
+        case BareLine.flag, BareLine.lookupsFlag:
+            try BareLine.run(lookingUp: helper == BareLine.lookupsFlag)
+        default:
+            guard let socket = arguments.dropFirst().first else { throw BenchmarkError("\(BareRelay.flag) needs a socket path") }
+            try BareRelay.run(socket: socket)
+        }
     } catch {
         print("reachability-bench \(helper): \(error)")
         exit(1)
