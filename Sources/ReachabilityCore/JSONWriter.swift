@@ -5,13 +5,23 @@ import FoundationEssentials
 /// four times the CPU of the whole monitor loop there, and sorts the keys. The
 /// text is gathered as UTF-8 bytes and made a `String` once: appending to a
 /// `String` piece by piece cost a third of the daemon's instructions per change
-/// (BENCHMARKS.md §23). Keys and literals are static text copied whole, numbers
-/// written digit by digit: a document is on the path from the kernel's message
-/// to `reachctl watch --direct`'s line (BENCHMARKS.md §29).
+/// (BENCHMARKS.md §23). Keys and literals are static text, numbers written digit
+/// by digit, and each piece goes in with one reservation of the buffer: a document
+/// is on the path from the kernel's message to `reachctl watch --direct`'s line
+/// (BENCHMARKS.md §29, §32).
 struct JSONWriter {
     private(set) var bytes: [UInt8] = []
 
     init() { bytes.reserveCapacity(2048) }
+
+    /// A writer that takes `bytes` over, emptied but with the memory they have, and
+    /// leaves the caller an empty array: the writer's buffer is then its own, and its
+    /// appends do not copy it.
+    init(reusing bytes: inout [UInt8]) {
+        swap(&self.bytes, &bytes)
+        self.bytes.removeAll(keepingCapacity: true)
+        if self.bytes.capacity < 2048 { self.bytes.reserveCapacity(2048) }
+    }
 
     var text: String { String(decoding: bytes, as: UTF8.self) }
 
@@ -54,53 +64,61 @@ struct JSONWriter {
 
         private init(bytes: [UInt8]) { self.bytes = bytes }
 
-        /// Keys are the documents' own names, written in the source: nothing in them to escape.
-        private mutating func key(_ key: StaticString) {
-            if !first { bytes.append(UInt8(ascii: ",")) }
+        /// `,"name":` (no comma before the first field) and `literal` after it, in one reservation:
+        /// a document has about 60 fields, and each `Array.append` is a call to its uniqueness and
+        /// capacity checks under `-Osize`. Names are the documents' own, written in the source:
+        /// nothing in them to escape.
+        private mutating func field(_ name: StaticString, _ literal: StaticString = "") {
+            let comma = !first
             first = false
-            bytes.append(UInt8(ascii: "\""))
-            JSONWriter.append(key, to: &bytes)
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(UInt8(ascii: ":"))
+            name.withUTF8Buffer { name in
+                literal.withUTF8Buffer { literal in
+                    bytes.append(addingCapacity: name.count + literal.count + 4) { out in
+                        if comma { out.append(UInt8(ascii: ",")) }
+                        out.append(UInt8(ascii: "\""))
+                        for byte in name { out.append(byte) }
+                        out.append(UInt8(ascii: "\""))
+                        out.append(UInt8(ascii: ":"))
+                        for byte in literal { out.append(byte) }
+                    }
+                }
+            }
         }
 
         mutating func string(_ name: StaticString, _ value: String?) {
-            key(name)
-            if let value { JSONWriter.appendString(value, to: &bytes) } else { JSONWriter.append("null", to: &bytes) }
+            guard let value else { return field(name, "null") }
+            field(name)
+            JSONWriter.appendString(value, to: &bytes)
         }
 
         /// An ISO 8601 time in UTC, as `UTCTimestamp.format` writes it, or null.
         mutating func timestamp(_ name: StaticString, _ value: Date?) {
-            key(name)
-            guard let value else { return JSONWriter.append("null", to: &bytes) }
-            bytes.append(UInt8(ascii: "\""))
+            guard let value else { return field(name, "null") }
+            field(name, "\"")
             UTCTimestamp.append(value, to: &bytes)
             bytes.append(UInt8(ascii: "\""))
         }
 
         mutating func bool(_ name: StaticString, _ value: Bool) {
-            key(name)
-            JSONWriter.append(value ? "true" : "false", to: &bytes)
+            field(name, value ? "true" : "false")
         }
 
         mutating func int(_ name: StaticString, _ value: Int) {
-            key(name)
+            field(name)
             JSONWriter.appendDecimal(value, to: &bytes)
         }
 
         mutating func optionalBool(_ name: StaticString, _ value: Bool?) {
-            key(name)
-            JSONWriter.append(value.map { $0 ? "true" : "false" } ?? "null", to: &bytes)
+            field(name, value.map { $0 ? "true" : "false" } ?? "null")
         }
 
         mutating func optionalInt(_ name: StaticString, _ value: Int?) {
-            key(name)
-            if let value { JSONWriter.appendDecimal(value, to: &bytes) } else { JSONWriter.append("null", to: &bytes) }
+            guard let value else { return field(name, "null") }
+            int(name, value)
         }
 
         mutating func strings(_ name: StaticString, _ values: [String]) {
-            key(name)
-            bytes.append(UInt8(ascii: "["))
+            field(name, "[")
             for (index, value) in values.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 JSONWriter.appendString(value, to: &bytes)
@@ -110,50 +128,61 @@ struct JSONWriter {
 
         /// A nested object, or null.
         mutating func object(_ name: StaticString, _ present: Bool, _ body: (inout ObjectWriter) -> Void) {
-            key(name)
-            if present { Self.write(into: &bytes, body) } else { JSONWriter.append("null", to: &bytes) }
+            guard present else { return field(name, "null") }
+            field(name)
+            Self.write(into: &bytes, body)
         }
 
         /// An array of objects.
         mutating func array<Element>(_ name: StaticString, _ elements: [Element], _ body: (inout ObjectWriter, Element) -> Void) {
-            key(name)
+            field(name)
             Self.writeArray(elements, into: &bytes, body)
         }
     }
 
-    static func append(_ text: StaticString, to bytes: inout [UInt8]) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
-    }
+    private static let powersOfTen: [UInt] = (0..<20).map { exponent in (0..<exponent).reduce(1) { power, _ in power * 10 } }
 
     /// `value` in decimal, at least `minimumDigits` of them (zeros first), without a `String` in between.
     static func appendDecimal(_ value: Int, minimumDigits: Int = 1, to bytes: inout [UInt8]) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        let start = bytes.count
-        var magnitude = value.magnitude
-        repeat {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0 || bytes.count - start < minimumDigits
-        bytes[start...].reverse()
+        let magnitude = value.magnitude
+        var count = 1
+        while count < powersOfTen.count, magnitude >= powersOfTen[count] { count += 1 }
+        bytes.append(addingCapacity: max(count, minimumDigits) + 1) { out in
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            for _ in count..<max(count, minimumDigits) { out.append(UInt8(ascii: "0")) }
+            for exponent in (0..<count).reversed() {
+                out.append(UInt8(ascii: "0") + UInt8(magnitude / powersOfTen[exponent] % 10))
+            }
+        }
     }
 
-    /// RFC 8259 string escaping: quotes, backslash and control characters. The
-    /// runs between them (most strings are one run) are copied whole.
+    /// RFC 8259 string escaping: quotes, backslash and control characters. A string
+    /// with none of them (nearly all) is copied in one reservation; otherwise the runs
+    /// between them are copied whole.
     static func appendString(_ value: String, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { utf8 in
+            guard utf8.contains(where: needsEscaping) else {
+                return bytes.append(addingCapacity: utf8.count + 2) { out in
+                    out.append(UInt8(ascii: "\""))
+                    for byte in utf8 { out.append(byte) }
+                    out.append(UInt8(ascii: "\""))
+                }
+            }
+            bytes.append(UInt8(ascii: "\""))
             var run = 0
-            for index in utf8.indices {
-                let byte = utf8[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            for index in utf8.indices where needsEscaping(utf8[index]) {
                 bytes.append(contentsOf: utf8.extracting(run..<index))
                 run = index + 1
-                appendEscaped(byte, to: &bytes)
+                appendEscaped(utf8[index], to: &bytes)
             }
             bytes.append(contentsOf: utf8.extracting(run...))
+            bytes.append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func needsEscaping(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     private static func appendEscaped(_ byte: UInt8, to bytes: inout [UInt8]) {

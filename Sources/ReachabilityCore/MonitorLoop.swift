@@ -21,8 +21,11 @@ package final class MonitorLoop: @unchecked Sendable {
     private var engine: PathEngine { watcher.engine }
     private var watcherDue: ContinuousClock.Instant?
     private var addresses: [IPAddress]
-    /// The path evaluated last, which the next is compared with (`publish`).
+    /// The path evaluated last, which the next is compared with (`publish`); kept only
+    /// when something asks whether the path moved (`followsMoves`).
     private var lastEvaluated: Path?
+    /// The host name the target names, which is resolved again when the path moves (nil: none).
+    private let hostName: String?
 
     private let target: ReachabilityMonitor.Target
     private weak var monitor: ReachabilityMonitor?
@@ -50,6 +53,7 @@ package final class MonitorLoop: @unchecked Sendable {
     ) throws {
         self.target = target
         self.monitor = monitor
+        if case let .host(host) = target, IPAddress(host) == nil { hostName = host } else { hostName = nil }
         addresses = Self.resolve(target)
         wake = try WakePipe()
         resolvConf = try engine.options.resolvConf.map { try ResolvConfWatch(path: $0) }
@@ -121,19 +125,24 @@ package final class MonitorLoop: @unchecked Sendable {
 
     /// Whether a path leaves another way than the one before it is decided here, once,
     /// for the probe and the host name alike (as the daemon decides it: `Path.leavesTheSameWay`).
+    /// Nothing else asks, so without either the path goes straight on: this is on the way
+    /// from the kernel's message to every subscriber (BENCHMARKS.md §32).
     private func publish(_ evaluated: Path) {
-        let before = lastEvaluated
-        lastEvaluated = evaluated
-        let moved = before.map { !$0.leavesTheSameWay(as: evaluated) } ?? true
         var path = evaluated
-        if let connectivity {
-            connectivity.observe(path, moved: moved)
-            (path.connectivity, path.portal) = connectivity.state(of: path)
-        } else if path.status.isReachable {
+        if connectivity != nil || hostName != nil {
+            let before = lastEvaluated
+            lastEvaluated = evaluated
+            let moved = before.map { !$0.leavesTheSameWay(as: evaluated) } ?? true
+            if let connectivity {
+                connectivity.observe(path, moved: moved)
+                (path.connectivity, path.portal) = connectivity.state(of: path)
+            }
+            // Asked before the path is published, so whoever sees this path sees its lookup counted.
+            if moved, before != nil { resolveAgain() }
+        }
+        if connectivity == nil, path.status.isReachable {
             path.connectivity = ConnectivityScheduler.unprobed(path, validated: false)
         }
-        // Asked before the path is published, so whoever sees this path sees its lookup counted.
-        if moved, before != nil { resolveAgain() }
         monitor?.publish(path, statistics: engine.statistics)
     }
 
@@ -227,7 +236,7 @@ package final class MonitorLoop: @unchecked Sendable {
     /// or a VPN's DNS, often answers with other addresses. A move while a lookup runs
     /// is not dropped: that lookup asked the network before it, so another follows it.
     private func resolveAgain() {
-        guard case let .host(host) = target, IPAddress(host) == nil else { return }
+        guard let host = hostName else { return }
         guard lookup == .idle else {
             lookup = .runningThenAgain
             return

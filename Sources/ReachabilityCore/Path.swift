@@ -276,18 +276,30 @@ public struct Path: Codable, Sendable, Equatable {
 
     /// The document as one line of JSON, keys in the documented order (docs/reachctl.md). The same
     /// document as `Codable` encodes, written directly.
-    public func jsonString() -> String { json().text }
+    public func jsonString() -> String {
+        var writer = JSONWriter()
+        write(to: &writer)
+        return writer.text
+    }
 
     /// `jsonString()` and a newline, as UTF-8: a line of `reachctl watch --json`, written
     /// without a `String` in between.
     package func jsonLine() -> [UInt8] {
-        var writer = json()
-        writer.newline()
-        return writer.bytes
+        var bytes: [UInt8] = []
+        jsonLine(into: &bytes)
+        return bytes
     }
 
-    private func json() -> JSONWriter {
-        var writer = JSONWriter()
+    /// `jsonLine()` written over `bytes`, in the memory they already have: a watcher that
+    /// keeps one buffer allocates and frees nothing per line (BENCHMARKS.md §32).
+    package func jsonLine(into bytes: inout [UInt8]) {
+        var writer = JSONWriter(reusing: &bytes)
+        write(to: &writer)
+        writer.newline()
+        bytes = writer.bytes
+    }
+
+    private func write(to writer: inout JSONWriter) {
         writer.object { document in
             document.string("status", status.rawValue)
             document.string("reason", reason?.rawValue)
@@ -334,7 +346,6 @@ public struct Path: Codable, Sendable, Equatable {
             document.object("nat64", nat64 != nil) { nat64!.write(&$0) }
             document.string("better-way-out", betterWayOut)
         }
-        return writer
     }
 
     /// Reads a document written by `jsonString()` (or by reachd). It reads what

@@ -24,6 +24,11 @@ struct PathEvaluator {
     /// The network's NAT64 prefix on the path, as the engine knows it: where a CLAT's
     /// translated packets go, and how an IPv4 destination with no IPv4 route is reached.
     var nat64: NAT64Prefix?
+    /// The destinations' and resolvers' text, written once: every evaluation describes
+    /// the same few (the probes, a host's addresses, resolv.conf's servers), and formatting
+    /// them again was most of the code an unreachable path runs to describe its routes
+    /// (BENCHMARKS.md §32).
+    private var addressTexts: [(address: IPAddress, text: String)] = []
 
     init(options: MonitorOptions, facts: any InterfaceFactsSource) {
         self.options = options
@@ -233,7 +238,7 @@ struct PathEvaluator {
                 }
             let text: String =
                 switch server.link {
-                case nil: server.address.description
+                case nil: text(of: server.address)
                 case let .index(index)?: "\(server.address)%\(link?.name ?? String(index))"
                 case let .name(name)?: "\(server.address)%\(name)"
                 }
@@ -478,7 +483,7 @@ struct PathEvaluator {
     mutating func describe(_ outcome: Outcome, state: NetworkState) -> Path.Route {
         let link = outcome.lookup.flatMap { state.links[$0.outputInterface] }
         var route = Path.Route(
-            destination: outcome.destination.description, status: .unknown,
+            destination: text(of: outcome.destination), status: .unknown,
             interface: link?.name,
             gateway: outcome.lookup?.gateway.map { format($0, on: link) },
             source: outcome.lookup?.preferredSource?.description, nat64: outcome.synthesized?.description)
@@ -490,6 +495,15 @@ struct PathEvaluator {
             route.reason = explain(reason, state)
         }
         return route
+    }
+
+    private mutating func text(of address: IPAddress) -> String {
+        if let known = addressTexts.first(where: { $0.address == address }) { return known.text }
+        let text = address.description
+        // A host whose addresses keep changing does not grow this for ever.
+        if addressTexts.count == 8 { addressTexts.removeFirst() }
+        addressTexts.append((address, text))
+        return text
     }
 
     /// IPv6 link-local gateways mean nothing without their interface: "fe80::1%eth0".

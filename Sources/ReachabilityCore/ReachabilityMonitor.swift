@@ -362,12 +362,29 @@ public final class ReachabilityMonitor: Sendable {
         let initial: Bool
     }
 
+    /// Where one published path goes, gathered under the lock and delivered outside it.
+    /// A struct, not a tuple: the runtime copies a tuple of this size through its metadata.
+    private struct Publication {
+        let path: Path
+        let inline: Inline?
+        let queue: DispatchQueue
+        let handler: (@Sendable (Path) -> Void)?
+        let handlerInitial: Bool
+        let notificationInitial: Bool
+        let streams: [PathStreams.Delivery]
+
+        /// The path, marked as its receiver's first when it is.
+        func path(initial: Bool) -> Path {
+            guard initial else { return path }
+            var copy = path
+            copy.initial = true
+            return copy
+        }
+    }
+
     /// Publishes `candidate` if it differs from the current path.
     func publish(_ candidate: Path, statistics engineStatistics: PathEngine.Statistics) {
-        let deliveries = shared.withLock {
-            shared -> (
-                Path, Inline?, DispatchQueue, (@Sendable (Path) -> Void)?, Bool, Bool, [PathStreams.Delivery]
-            )? in
+        let publication = shared.withLock { shared -> Publication? in
             shared.statistics.messages = engineStatistics.messages
             shared.statistics.overruns = engineStatistics.overruns
             shared.statistics.dumps = engineStatistics.dumps
@@ -375,29 +392,24 @@ public final class ReachabilityMonitor: Sendable {
             let inline = shared.inlineHandler.map { Inline(handler: $0, initial: shared.current == nil) }
             shared.current = path
             shared.statistics.published += 1
-            let handlerInitial = !shared.handlerHasInitial
-            shared.handlerHasInitial = true
-            let notificationInitial = !shared.notificationsHaveInitial
-            shared.notificationsHaveInitial = true
-            return (
-                path, inline, shared.queue, shared.handler, handlerInitial, notificationInitial,
-                shared.streams.deliveries()
-            )
+            defer {
+                shared.handlerHasInitial = true
+                shared.notificationsHaveInitial = true
+            }
+            return Publication(
+                path: path, inline: inline, queue: shared.queue, handler: shared.handler,
+                handlerInitial: !shared.handlerHasInitial, notificationInitial: !shared.notificationsHaveInitial,
+                streams: shared.streams.deliveries())
         }
-        guard let (path, inline, queue, handler, handlerInitial, notificationInitial, streams) = deliveries else {
-            return
-        }
-        let initialPath = {
-            var copy = path; copy.initial = true; return copy
-        }()
-        if let inline { inline.handler(inline.initial ? initialPath : path) }
-        for stream in streams { stream.send(path) }
+        guard let publication else { return }
+        if let inline = publication.inline { inline.handler(publication.path(initial: inline.initial)) }
+        for stream in publication.streams { stream.send(publication.path) }
         let observer = Self.publishObserver.withLock { $0 }
         // Waking the callback queue for nobody costs a thread hop per change.
-        guard handler != nil || observer != nil else { return }
-        queue.async { [self] in
-            handler?(handlerInitial ? initialPath : path)
-            observer?(self, notificationInitial ? initialPath : path)
+        guard publication.handler != nil || observer != nil else { return }
+        publication.queue.async { [self] in
+            publication.handler?(publication.path(initial: publication.handlerInitial))
+            observer?(self, publication.path(initial: publication.notificationInitial))
         }
     }
 }

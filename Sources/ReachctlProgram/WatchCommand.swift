@@ -2,6 +2,7 @@ import ArgumentParser
 @preconcurrency import Dispatch
 import ReachabilityCore
 import ReachctlSupport
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -30,10 +31,16 @@ struct WatchCommand: AsyncParsableCommand {
             return
         }
         if common.direct {
-            // Printed from the monitor's own thread: no hop to a task between the kernel and the line.
+            // Printed from the monitor's own thread: no hop to a task between the kernel and the line,
+            // and each line written over the last one's memory (only that thread takes the lock).
             let json = common.json
+            let line = Mutex<[UInt8]>([])
             let monitor = try common.startMonitor { path in
-                if json { write(utf8Line: path.jsonLine()) } else { write(line: PathText.line(path)) }
+                guard json else { return write(line: PathText.line(path)) }
+                line.withLock { bytes in
+                    path.jsonLine(into: &bytes)
+                    write(utf8Line: bytes)
+                }
             }
             let (stopped, stopping) = AsyncStream.makeStream(of: Never.self)
             let stop = SignalStop(signals: [SIGINT, SIGTERM]) {
@@ -53,8 +60,14 @@ struct WatchCommand: AsyncParsableCommand {
         let (paths, stopPaths) = try common.paths()
         let stop = SignalStop(signals: [SIGINT, SIGTERM], stopPaths)
         defer { withExtendedLifetime(stop) {} }
+        var line: [UInt8] = []
         for await path in paths {
-            if common.json { write(utf8Line: path.jsonLine()) } else { write(line: PathText.line(path)) }
+            guard common.json else {
+                write(line: PathText.line(path))
+                continue
+            }
+            path.jsonLine(into: &line)
+            write(utf8Line: line)
         }
     }
 }

@@ -3,6 +3,10 @@ import Reachability
 import ReachabilityCore
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @Suite("Path document")
 struct PathDocumentTests {
     static let sample = Path(
@@ -35,6 +39,35 @@ struct PathDocumentTests {
         }
     }
 
+    @Test("since: the calendar worked out by hand agrees with gmtime_r from year 1 to 9999, before 1970 and on leap days")
+    func sinceCalendar() {
+        func expected(_ seconds: Int) -> String {
+            var time = time_t(seconds)
+            var fields = tm()
+            gmtime_r(&time, &fields)
+            func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+            let year = String(fields.tm_year + 1900)
+            return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-\(two(fields.tm_mon + 1))-\(two(fields.tm_mday))T"
+                + "\(two(fields.tm_hour)):\(two(fields.tm_min)):\(two(fields.tm_sec))Z"
+        }
+        // Every third day from 0001-01-01 to 9999-12-31, each at a different time of day.
+        var mismatches: [String] = []
+        for day in stride(from: -719_162, through: 2_932_896, by: 3) {
+            let seconds = day * 86_400 + (day & 0xFFFF) % 86_400
+            let written = UTCTimestamp.format(Date(timeIntervalSince1970: TimeInterval(seconds)))
+            if written != expected(seconds), mismatches.count < 5 { mismatches.append("\(seconds): \(written)") }
+        }
+        #expect(mismatches.isEmpty)
+        let boundaries: [(TimeInterval, String)] = [
+            (-1, "1969-12-31T23:59:59Z"), (-0.25, "1969-12-31T23:59:59Z"), (0, "1970-01-01T00:00:00Z"),
+            (951_782_400, "2000-02-29T00:00:00Z"), (951_868_799, "2000-02-29T23:59:59Z"), (-2_203_891_200, "1900-03-01T00:00:00Z"),
+            (4_107_456_000, "2100-02-28T00:00:00Z"), (4_107_542_400, "2100-03-01T00:00:00Z")
+        ]
+        for (seconds, text) in boundaries {
+            #expect(UTCTimestamp.format(Date(timeIntervalSince1970: seconds)) == text)
+        }
+    }
+
     @Test("encodes to the documented path document (docs/reachctl.md), nulls included")
     func encoding() throws {
         let object = try JSONSerialization.jsonObject(with: Data(Self.sample.jsonString().utf8)) as! [String: Any]
@@ -62,8 +95,9 @@ struct PathDocumentTests {
         tricky.interfaces[0].addresses.append("line\nbreak")
         tricky.connectivity = .portal
         tricky.portal = "http://192.0.2.1/login?next=/\"x\""
-        // Numbers are written digit by digit: none, one, many, and the sign.
-        for index in [0, 7, 1_234_567_890, -42, Int.max] {
+        // Numbers are written digit by digit: none, one, many, and the sign; and enough
+        // interfaces that the document outgrows the writer's first reservation.
+        for index in [0, 7, 1_234_567_890, -42, Int.max, Int.min] + Array(100..<140) {
             tricky.interfaces.append(
                 .init(name: "if\(index)", index: index, kind: .veth, operstate: "up", up: true, carrier: true, addresses: []))
         }
