@@ -12,7 +12,10 @@ import FoundationEssentials
 struct JSONWriter {
     private(set) var bytes: [UInt8] = []
 
-    init() { bytes.reserveCapacity(2048) }
+    /// A path document with a few interfaces fits.
+    private static let initialCapacity = 2048
+
+    init() { bytes.reserveCapacity(Self.initialCapacity) }
 
     /// A writer that takes `bytes` over, emptied but with the memory they have, and
     /// leaves the caller an empty array: the writer's buffer is then its own, and its
@@ -20,7 +23,7 @@ struct JSONWriter {
     init(reusing bytes: inout [UInt8]) {
         swap(&self.bytes, &bytes)
         self.bytes.removeAll(keepingCapacity: true)
-        if self.bytes.capacity < 2048 { self.bytes.reserveCapacity(2048) }
+        if self.bytes.capacity < Self.initialCapacity { self.bytes.reserveCapacity(Self.initialCapacity) }
     }
 
     var text: String { String(decoding: bytes, as: UTF8.self) }

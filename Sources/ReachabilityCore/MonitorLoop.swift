@@ -22,7 +22,7 @@ package final class MonitorLoop: @unchecked Sendable {
     private var watcherDue: ContinuousClock.Instant?
     private var addresses: [IPAddress]
     /// The path evaluated last, which the next is compared with (`publish`); kept only
-    /// when something asks whether the path moved (`followsMoves`).
+    /// with a probe or a host name, the only ones that ask whether the path moved.
     private var lastEvaluated: Path?
     /// The host name the target names, which is resolved again when the path moves (nil: none).
     private let hostName: String?

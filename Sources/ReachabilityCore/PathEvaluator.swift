@@ -24,15 +24,16 @@ struct PathEvaluator {
     /// The network's NAT64 prefix on the path, as the engine knows it: where a CLAT's
     /// translated packets go, and how an IPv4 destination with no IPv4 route is reached.
     var nat64: NAT64Prefix?
-    /// The destinations' and resolvers' text, written once: every evaluation describes
-    /// the same few (the probes, a host's addresses, resolv.conf's servers), and formatting
-    /// them again was most of the code an unreachable path runs to describe its routes
-    /// (BENCHMARKS.md §32).
-    private var addressTexts: [(address: IPAddress, text: String)] = []
+    /// The probes' and resolvers' addresses as text, written once: every evaluation of the
+    /// default path describes the same ones, and formatting them again was most of the code
+    /// an unreachable path runs to describe its routes (BENCHMARKS.md §32). A watched host's
+    /// addresses are not kept: thousands of watches would only churn it.
+    private var addressTexts: [(address: IPAddress, text: String)]
 
     init(options: MonitorOptions, facts: any InterfaceFactsSource) {
         self.options = options
         classifier = InterfaceClassifier(overrides: options.kindOverrides, facts: facts)
+        addressTexts = [options.probeAddresses.v4, options.probeAddresses.v6].map { ($0, $0.description) }
     }
 
     /// The outcome for one probed address.
@@ -238,7 +239,7 @@ struct PathEvaluator {
                 }
             let text: String =
                 switch server.link {
-                case nil: text(of: server.address)
+                case nil: resolverText(of: server.address)
                 case let .index(index)?: "\(server.address)%\(link?.name ?? String(index))"
                 case let .name(name)?: "\(server.address)%\(name)"
                 }
@@ -497,12 +498,14 @@ struct PathEvaluator {
         return route
     }
 
-    private mutating func text(of address: IPAddress) -> String {
-        if let known = addressTexts.first(where: { $0.address == address }) { return known.text }
-        let text = address.description
-        // A host whose addresses keep changing does not grow this for ever.
-        if addressTexts.count == 8 { addressTexts.removeFirst() }
-        addressTexts.append((address, text))
+    private func text(of address: IPAddress) -> String {
+        addressTexts.first { $0.address == address }?.text ?? address.description
+    }
+
+    /// A resolver's address is kept the first time (resolv.conf names at most a few).
+    private mutating func resolverText(of address: IPAddress) -> String {
+        let text = text(of: address)
+        if addressTexts.count < 8, !addressTexts.contains(where: { $0.address == address }) { addressTexts.append((address, text)) }
         return text
     }
 
