@@ -498,14 +498,17 @@ struct PathEvaluator {
         return route
     }
 
-    private func text(of address: IPAddress) -> String {
-        addressTexts.first { $0.address == address }?.text ?? address.description
+    private func knownText(of address: IPAddress) -> String? {
+        addressTexts.first { $0.address == address }?.text
     }
+
+    private func text(of address: IPAddress) -> String { knownText(of: address) ?? address.description }
 
     /// A resolver's address is kept the first time (resolv.conf names at most a few).
     private mutating func resolverText(of address: IPAddress) -> String {
-        let text = text(of: address)
-        if addressTexts.count < 8, !addressTexts.contains(where: { $0.address == address }) { addressTexts.append((address, text)) }
+        if let known = knownText(of: address) { return known }
+        let text = address.description
+        if addressTexts.count < 8 { addressTexts.append((address, text)) }
         return text
     }
 

@@ -43,7 +43,7 @@ package enum UTCTimestamp {
     /// The proleptic Gregorian date `days` after 1970-01-01: the days-to-civil
     /// algorithm of Howard Hinnant's "chrono-Compatible Low-Level Date Algorithms",
     /// counted in 400-year eras of 146,097 days from 0000-03-01.
-    static func civil(daysSince1970 days: Int) -> (year: Int, month: Int, day: Int) {
+    private static func civil(daysSince1970 days: Int) -> (year: Int, month: Int, day: Int) {
         let (era, dayOfEra) = (days + 719_468).floorDivided(by: 146_097)
         let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
         let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
