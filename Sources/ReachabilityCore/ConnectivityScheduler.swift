@@ -1,5 +1,5 @@
-import Dispatch
 import Netlink
+import SystemCalls
 
 /// When the connectivity probe runs, and what it found on the current way out
 /// (docs/connectivity.md): at once when the way out changes; then, while
@@ -8,7 +8,7 @@ import Netlink
 /// Shared by reachd (an sd-event timer) and the in-process monitor (its poll
 /// deadline): the owner supplies the timer and calls back on its own thread,
 /// which is the only thread that touches the scheduler. Each probe blocks a
-/// Dispatch thread for at most its timeout and hands its verdict to `post`,
+/// thread of its own (`DedicatedThread.detach`) for at most its timeout and hands its verdict to `post`,
 /// which must bring it back to the owner's thread and into `finish`.
 package final class ConnectivityScheduler {
     /// nil when no `uri` is configured: nothing is contacted.
@@ -105,7 +105,7 @@ package final class ConnectivityScheduler {
         running += 1
         let generation = generation
         let post = post
-        DispatchQueue.global().async { post(generation, probe.probe(path)) }
+        DedicatedThread.detach { post(generation, probe.probe(path)) }
     }
 
     /// A probe answered. Returns false for a verdict on an earlier way out (or superseded).

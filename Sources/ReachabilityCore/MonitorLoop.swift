@@ -243,7 +243,7 @@ package final class MonitorLoop: @unchecked Sendable {
         }
         lookup = .running
         monitor?.countResolution()
-        DispatchQueue.global().async { [self] in
+        DedicatedThread.detach { [self] in
             let fresh = (try? HostResolver.resolve(host)) ?? []
             resolved.withLock { $0 = fresh }
             signalWake()

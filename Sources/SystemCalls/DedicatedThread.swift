@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,6 +25,18 @@ package final class DedicatedThread {
         guard created == 0 else {
             Unmanaged<DedicatedThread>.fromOpaque(context).release()
             throw Failure(errno: created)
+        }
+    }
+
+    /// Runs `body` on a thread of its own that nobody joins: blocking work (a resolver,
+    /// a probe) in an app's process. On the shared pool it would wait behind the app's
+    /// own work, which can hold every thread the pool gives for as long as it likes.
+    /// Where no thread can be started (the process is at its limit), the shared pool runs it.
+    package static func detach(_ body: @escaping @Sendable () -> Void) {
+        do {
+            _ = try DedicatedThread(body)
+        } catch {
+            DispatchQueue.global().async(execute: body)
         }
     }
 

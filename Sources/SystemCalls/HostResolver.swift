@@ -73,8 +73,8 @@ package enum HostResolver {
     }
 
     /// `resolve(_:family:limit:)`, waiting at most `timeout` for the resolver: past it the
-    /// lookup goes on, on a thread of the global pool (`getaddrinfo` cannot be cancelled),
-    /// and the caller has its failure. For a caller's thread that must not wait the
+    /// lookup goes on, on a thread of its own (`getaddrinfo` cannot be cancelled), and the
+    /// caller has its failure. The time is the resolver's: no shared pool's queue is in it. For a caller's thread that must not wait the
     /// resolver's own time (5 s per server that does not answer, per resolv.conf(5)).
     /// `lookup` is the resolver (tests give one that takes its time).
     package static func resolve(
@@ -86,7 +86,7 @@ package enum HostResolver {
         final class Answer: Sendable { let result = Mutex<Result<[IPAddress], any Error>?>(nil) }
         let answer = Answer()
         let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        DedicatedThread.detach {
             answer.result.withLock { $0 = Result { try lookup(host) } }
             done.signal()
         }

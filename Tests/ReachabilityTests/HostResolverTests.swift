@@ -1,4 +1,6 @@
+import Dispatch
 import IPAddresses
+import Synchronization
 import SystemCalls
 import Testing
 
@@ -36,5 +38,19 @@ struct HostResolverTests {
             try HostResolver.resolve("192.0.2.9", timeout: .zero) { _ in
                 Issue.record("asked"); return []
             } == [IPAddress("192.0.2.9")!])
+    }
+
+    @Test("a busy shared pool does not hold the lookup back: the timeout is the resolver's, not the queue's")
+    func busyPool() throws {
+        // Every thread the global pool will give, and more, spinning: the app's own CPU-bound work.
+        let spinning = Atomic<Bool>(true)
+        let spinners = 4 * sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        for _ in 0..<spinners {
+            DispatchQueue.global().async { while spinning.load(ordering: .relaxed) {} }
+        }
+        defer { spinning.store(false, ordering: .relaxed) }
+        usleep(200_000)
+        #expect(
+            try HostResolver.resolve("pool.example", timeout: .seconds(2)) { _ in [IPAddress("192.0.2.8")!] } == [IPAddress("192.0.2.8")!])
     }
 }
