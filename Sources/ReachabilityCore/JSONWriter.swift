@@ -45,13 +45,16 @@ struct JSONWriter {
         private var first = true
 
         /// Appends `{…}` to `bytes`; the writer works on the bytes themselves, not a copy.
+        /// The closing brace goes in while the writer still holds them alone: appended
+        /// after handing them back, with the writer alive, it copied the whole document
+        /// (copy on write) at the end of every nested object and array element.
         static func write(into bytes: inout [UInt8], _ body: (inout ObjectWriter) -> Void) {
             bytes.append(UInt8(ascii: "{"))
             var writer = ObjectWriter(bytes: bytes)
             bytes = []
             body(&writer)
-            bytes = writer.bytes
-            bytes.append(UInt8(ascii: "}"))
+            writer.bytes.append(UInt8(ascii: "}"))
+            swap(&bytes, &writer.bytes)
         }
 
         static func writeArray<Element>(
