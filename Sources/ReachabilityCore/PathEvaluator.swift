@@ -167,7 +167,7 @@ struct PathEvaluator {
                 outcomes[position] = translated
             }
         }
-        for case let lookup? in outcomes.map(\.lookup) { lookedUpInterfaces.insert(lookup.outputInterface) }
+        for outcome in outcomes { if let lookup = outcome.lookup { lookedUpInterfaces.insert(lookup.outputInterface) } }
         var path = Path(status: .unknown, destination: destination)
         path.interfaces = availableInterfaces()
         path.routes = outcomes.map { describe($0, state: state) }
