@@ -7,9 +7,9 @@ import SystemCalls
 ///
 /// Shared by reachd (an sd-event timer) and the in-process monitor (its poll
 /// deadline): the owner supplies the timer and calls back on its own thread,
-/// which is the only thread that touches the scheduler. Each probe blocks a
-/// thread of its own (`DedicatedThread.detach`) for at most its timeout and hands its verdict to `post`,
-/// which must bring it back to the owner's thread and into `finish`.
+/// which is the only thread that touches the scheduler. Each probe blocks a thread
+/// of its own (`DedicatedThread.detach`) for at most its timeout and hands its
+/// verdict to `post`, which must bring it back to the owner's thread and into `finish`.
 package final class ConnectivityScheduler {
     /// nil when no `uri` is configured: nothing is contacted.
     package private(set) var probe: ConnectivityProbe?

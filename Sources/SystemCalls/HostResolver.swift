@@ -74,8 +74,9 @@ package enum HostResolver {
 
     /// `resolve(_:family:limit:)`, waiting at most `timeout` for the resolver: past it the
     /// lookup goes on, on a thread of its own (`getaddrinfo` cannot be cancelled), and the
-    /// caller has its failure. The time is the resolver's: no shared pool's queue is in it. For a caller's thread that must not wait the
-    /// resolver's own time (5 s per server that does not answer, per resolv.conf(5)).
+    /// caller has its failure. The time is the resolver's: no shared pool's queue is in it.
+    /// For a caller's thread that must not wait the resolver's own time (5 s per server
+    /// that does not answer, per resolv.conf(5)).
     /// `lookup` is the resolver (tests give one that takes its time).
     package static func resolve(
         _ host: String, family: IPAddress.Family? = nil, limit: Int = 8, timeout: Duration,
