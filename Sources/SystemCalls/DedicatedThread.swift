@@ -8,7 +8,10 @@ import Glibc
 /// that enters another network namespace, or an event loop that sleeps in `poll`.
 package final class DedicatedThread {
     private var thread = pthread_t()
-    private let body: () -> Void
+    /// Let go of once it returns: a body that holds the thread's owner (a loop's `run`)
+    /// would otherwise keep it, and all it holds, alive for as long as the owner holds the
+    /// thread, which is for good.
+    private var body: (() -> Void)?
     private var joined = false
 
     /// Starts `body` on a new thread.
@@ -19,7 +22,8 @@ package final class DedicatedThread {
             &thread, nil,
             { context in
                 let this = Unmanaged<DedicatedThread>.fromOpaque(context!).takeRetainedValue()
-                this.body()
+                this.body?()
+                this.body = nil
                 return nil
             }, context)
         guard created == 0 else {
@@ -29,9 +33,13 @@ package final class DedicatedThread {
     }
 
     /// Runs `body` on a thread of its own that nobody joins: blocking work (a resolver,
-    /// a probe) in an app's process. On the shared pool it would wait behind the app's
-    /// own work, which can hold every thread the pool gives for as long as it likes.
-    /// Where no thread can be started (the process is at its limit), the shared pool runs it.
+    /// a probe). Not on Dispatch's shared pool, for two reasons. Queued there, it waits
+    /// behind whatever else holds the pool (an app's own work, for as long as it likes).
+    /// Blocked there, it holds the pool itself, and on Linux Swift's tasks run on that
+    /// same pool (one thread per CPU): each lookup stuck on a silent DNS server stops
+    /// every task in the process (reachd's trust checks) until libdispatch adds a
+    /// thread, about one a second. Where no thread can be started (the process is at
+    /// its limit), the shared pool runs it.
     package static func detach(_ body: @escaping @Sendable () -> Void) {
         do {
             _ = try DedicatedThread(body)

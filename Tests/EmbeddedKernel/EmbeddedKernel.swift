@@ -136,6 +136,9 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         return options
     }
 
+    /// Subscriptions still held by someone: a socket a stopped monitor let go of is not one.
+    package var subscribers: Int { state.withLock { $0.listeners.count } }
+
     /// Datagrams sent but not read yet, over every subscription.
     package var unread: Int { state.withLock { $0.listeners }.reduce(0) { $0 + $1.queued } }
 

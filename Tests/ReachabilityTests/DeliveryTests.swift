@@ -105,6 +105,21 @@ struct DeliveryTests {
         #expect(recorder.paths.map(\.reason) == [nil, .noCarrier])
     }
 
+    @Test("a stopped monitor lets go of all it held: started and stopped 200 times, nothing stays subscribed to the kernel")
+    func stopLetsGo() throws {
+        // Each start's loop, held by its own thread's body, once outlived stop with its
+        // socket, wake-up pipe and resolv.conf watch: an app that listened and stopped 128
+        // times ran out of inotify instances, for every process of its user.
+        let kernel = EmbeddedKernel()
+        kernel.addUplink()
+        let monitor = ReachabilityMonitor(options: kernel.options())
+        for _ in 0..<200 {
+            try monitor.start()
+            monitor.stop()
+        }
+        #expect(kernel.subscribers == 0)
+    }
+
     @Test("inline delivery: the first path on the starting thread, each change on the monitor's own, none after stop")
     func inlineDelivery() async throws {
         let kernel = EmbeddedKernel()
