@@ -1,4 +1,3 @@
-import Dispatch
 import IPAddresses
 import ReachabilityCore
 import SDBus
@@ -63,7 +62,7 @@ final class NAT64Discovery {
         generation += 1
         let generation = generation
         let mailbox = mailbox
-        DispatchQueue.global().async {
+        DedicatedThread.detach {
             do {
                 let answers = try HostResolver.resolve("ipv4only.arpa", family: .v6)
                 let prefix = answers.lazy.compactMap(NAT64Prefix.discovered(from:)).first

@@ -1,5 +1,4 @@
 import DaemonDecisions
-import Dispatch
 import IPAddresses
 import ReachabilityBus
 import ReachabilityCore
@@ -150,7 +149,7 @@ final class PathQueries {
         let request = nextRequest
         pending[request] = (caller, done)
         let (mailbox, resolveName) = (mailbox, resolveName)
-        DispatchQueue.global().async { mailbox.post(.route(request: request, addresses: resolveName(destination))) }
+        DedicatedThread.detach { mailbox.post(.route(request: request, addresses: resolveName(destination))) }
     }
 
     /// A path this answers with: evaluated now, judged as the daemon judges every path it publishes.
@@ -174,11 +173,18 @@ final class PathQueries {
     }
 
     /// The default path leaves another way: a new network, or a VPN's DNS, often
-    /// answers with other addresses for the watched names.
+    /// answers with other addresses for the watched names. At most `routesInFlight`
+    /// threads look them up, each its share in turn: 256 watched names
+    /// (`PathWatches.limit`) are not 256 threads.
     func resolveAgain() {
         let (mailbox, resolveName) = (mailbox, resolveName)
-        for (key, name) in watches.namedDestinations {
-            DispatchQueue.global().async { mailbox.post(.watch(key: key, addresses: resolveName(name))) }
+        let named = watches.namedDestinations
+        let threads = min(named.count, Self.routesInFlight)
+        for first in 0..<threads {
+            let share = stride(from: first, to: named.count, by: threads).map { named[$0] }
+            DedicatedThread.detach {
+                for (key, name) in share { mailbox.post(.watch(key: key, addresses: resolveName(name))) }
+            }
         }
     }
 }

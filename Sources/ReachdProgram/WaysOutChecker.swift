@@ -1,7 +1,7 @@
 import DaemonDecisions
-import Dispatch
 import ReachabilityCore
 import SDBus
+import SystemCalls
 
 /// The daemon's side of every way out (docs/connectivity.md, "Every way out"): the
 /// configured probe bound to each available interface but the path's own, on the
@@ -34,7 +34,7 @@ final class WaysOutChecker {
         schedule = WaysOutScheduler(interval: options.interval, timer: .init(arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() })) {
             wayOut, generation in
             guard let probe = configured.probe, let index = wayOut.interface?.index else { return }
-            DispatchQueue.global().async {
+            DedicatedThread.detach {
                 mailbox.post(Probed(index: Int32(index), generation: generation, verdict: probe.probe(wayOut).connectivity))
             }
         }

@@ -1,11 +1,15 @@
+import Dispatch
 import EmbeddedKernel
 import Foundation
 import IPAddresses
 import NamespaceTesting
 import ReachabilityCompat
+import Synchronization
 import SystemCalls
 import TestTraits
 import Testing
+
+@testable import ReachdProgram
 
 /// Host names a client hands the daemon, resolved off its loop under per-caller limits
 /// (docs/security.md): reachd (`ServedDaemon`, as any user) whose resolver answers as the
@@ -60,6 +64,61 @@ struct HostNameTests {
             }
             #expect(answers.count { $0.contains("at most 4 Route() lookups of one caller") } == 1, "\(answers)")
             #expect(answers.count { $0.contains("cannot resolve host") } == 4, "\(answers)")
+        }
+    }
+
+    @Test("lookups that hang hold no thread of the shared pool: all 32 a daemon admits wait at once, and tasks still run")
+    func hangingLookups() async throws {
+        try await Self.withDaemon { daemon in
+            let admitted = PathQueries.routesInFlight
+            let asked = ContinuousClock.now
+            await daemon.onLoop { daemon in
+                for number in 0..<admitted {
+                    let caller = "caller\(number / PathQueries.routesPerCaller)"
+                    daemon.route(to: "host\(number).slow.test", caller: caller) { _ in }
+                }
+            }
+            #expect(await eventually { daemon.names.waitingLookups == admitted }, "\(daemon.names.waitingLookups) waiting")
+            let ran = Mutex<Set<String>>([])
+            Task.detached { ran.withLock { _ = $0.insert("task") } }
+            DispatchQueue.global().async { ran.withLock { _ = $0.insert("dispatch") } }
+            #expect(await eventually { ran.withLock { $0.count } == 2 }, "\(ran.withLock { $0 }) ran")
+            // Queued on Dispatch's pool, the lookups started about one a second (31 s for
+            // the 32), and held Swift's tasks up meanwhile: on Linux both share that pool,
+            // so `eventually` itself waited, and only the clock tells.
+            let waited = ContinuousClock.now - asked
+            #expect(waited < .seconds(10), "\(waited) until every lookup waited and a task ran")
+            daemon.names.answerSlowNames()
+            #expect(await eventually { daemon.names.waitingLookups == 0 })
+        }
+    }
+
+    @Test("the default path moves: every watched name is looked up again, 40 names by 32 threads at most")
+    func watchedNamesLookedUpAgain() async throws {
+        let names = (0..<40).map { "watched\($0).slow.test" }
+        let known = Dictionary(uniqueKeysWithValues: names.map { ($0, [IPAddress("10.9.0.1")!]) })
+        try await ServedDaemon.serving(names: .init(known)) { kernel in
+            kernel.addUplink("eth0", index: 2, subnet: "10.1.0", metric: 100)
+            kernel.addUplink("eth1", index: 3, subnet: "10.2.0", metric: 600)
+        } _: { daemon in
+            daemon.names.answerSlowNames()
+            let watching = Mutex(0)
+            for (number, name) in names.enumerated() {
+                await daemon.onLoop { daemon in
+                    daemon.watchPath(destination: name, interfaceTypes: "", caller: "caller\(number)") { result in
+                        if case .success = result { watching.withLock { $0 += 1 } }
+                    }
+                }
+            }
+            #expect(await eventually { watching.withLock { $0 } == names.count })
+
+            daemon.names.holdSlowNames()
+            daemon.kernel.setLink(2, up: false) // the default path leaves by eth1 now
+            #expect(await eventually { daemon.names.waitingLookups == PathQueries.routesInFlight })
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(daemon.names.waitingLookups == PathQueries.routesInFlight, "one thread per share, not per name")
+            daemon.names.answerSlowNames()
+            #expect(await eventually { names.allSatisfy { daemon.names.answers(of: $0) == 2 } })
         }
     }
 

@@ -174,16 +174,30 @@ final class ServedDaemon: Sendable {
     final class Names: Sendable {
         private let known: [String: [IPAddress]]
         private let slowAnswered = Mutex(false)
+        private let waiting = Mutex(0)
+        private let asked = Mutex<[String: Int]>([:])
 
         init(_ known: [String: [IPAddress]] = [:]) { self.known = known }
 
         func resolve(_ name: String) -> [IPAddress] {
             if name.hasSuffix(".slow.test") {
+                waiting.withLock { $0 += 1 }
                 while !slowAnswered.withLock({ $0 }) { usleep(10_000) }
+                waiting.withLock { $0 -= 1 }
             }
+            asked.withLock { $0[name, default: 0] += 1 }
             return known[name] ?? []
         }
 
+        /// How many `slow.test` lookups wait for `answerSlowNames()` now.
+        var waitingLookups: Int { waiting.withLock { $0 } }
+
+        /// How many times `name` was answered.
+        func answers(of name: String) -> Int { asked.withLock { $0[name] ?? 0 } }
+
         func answerSlowNames() { slowAnswered.withLock { $0 = true } }
+
+        /// `slow.test` names wait again, until the next `answerSlowNames()`.
+        func holdSlowNames() { slowAnswered.withLock { $0 = false } }
     }
 }
