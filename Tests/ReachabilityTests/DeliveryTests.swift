@@ -14,6 +14,19 @@ import Testing
 /// per real change, never the same document twice (on an embedded kernel: `Tests/EmbeddedKernel`).
 @Suite("Delivery", .ownThreads)
 struct DeliveryTests {
+    /// A route's removal is looked at again (PathEngine.recheckDelays): a route re-added
+    /// during one of those evaluations would reach only its later lookups (the resolver's),
+    /// a document half before and half after. Returns once they are over and the kernel
+    /// has not been asked for 50 ms.
+    static func waitForRechecks(_ kernel: EmbeddedKernel) async throws {
+        try await Task.sleep(for: PathEngine.recheckDelays.last!)
+        var asked = -1
+        for _ in 0..<100 where kernel.lookups != asked {
+            asked = kernel.lookups
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     @Test("onChange, paths and NotificationCenter: initial, then transitions, no repeats")
     func deliveries() async throws {
         let kernel = EmbeddedKernel()
@@ -44,15 +57,7 @@ struct DeliveryTests {
                 gateway: IPAddress("192.0.2.1")))
         kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
         try await waitForPath(monitor, "no-route") { $0.reason == .noRoute }
-        // The removal is looked at again (PathEngine.recheckDelays): a route re-added during one of
-        // those evaluations would reach only its later lookups (the resolver's), a document half
-        // before and half after. Re-added once they are over and the kernel has not been asked for 50 ms.
-        try await Task.sleep(for: PathEngine.recheckDelays.last!)
-        var asked = -1
-        for _ in 0..<100 where kernel.lookups != asked {
-            asked = kernel.lookups
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await Self.waitForRechecks(kernel)
         kernel.addRoute(EmbeddedKernel.uplinkRoute4)
         try await waitForPath(monitor, "wired") { $0.status == .wired }
         try await Task.sleep(for: .milliseconds(200))
@@ -138,6 +143,7 @@ struct DeliveryTests {
         #expect(await iterator.next()?.status == .wired)
         kernel.deleteRoute(EmbeddedKernel.uplinkRoute4)
         #expect(await iterator.next()?.reason == .noRoute)
+        try await Self.waitForRechecks(kernel)
         kernel.addRoute(EmbeddedKernel.uplinkRoute4)
         #expect(await eventually { inline.paths.count >= 3 }, "\(inline.paths)")
         monitor.stop()
