@@ -188,7 +188,10 @@ struct TrustRoundsTests {
                 [DaemonProcess.binary, "--bus", "none", "--socket", scratch.appendingPathComponent("bus").path, "--config", fifo],
                 check: false)
             #expect(refused.status == 1 && refused.error.contains("\(fifo): cannot read it: it is a FIFO, not a file"), "\(refused)")
-            #expect(started.duration(to: .now) < .seconds(10), "it did not wait for a writer")
+            // A writer never comes, so waiting for one would end only at the time limit. The
+            // bound is far from both: a loaded machine once took 10.9 s to start the debug
+            // binary and be refused.
+            #expect(started.duration(to: .now) < .seconds(60), "it did not wait for a writer")
 
             // A [trust] anchors path that is a FIFO, on a reload: refused, and the daemon answers throughout.
             try await ServedDaemon.serving(trustHelper: true, { $0.addUplink(subnet: "10.1.0") }) { daemon in
@@ -205,7 +208,7 @@ struct TrustRoundsTests {
                 ).write(toFile: daemon.configFile, atomically: true, encoding: .utf8)
                 let reload = ContinuousClock.now
                 #expect((try? await daemon.reload().get()) == nil, "refused")
-                #expect(reload.duration(to: .now) < .seconds(10), "it did not wait for a writer")
+                #expect(reload.duration(to: .now) < .seconds(60), "it did not wait for a writer")
                 #expect(daemon.log.contains("it is a FIFO"), "\(daemon.log.suffix(800))")
                 let client = ReachabilityClient(endpoint: .address(daemon.address))
                 #expect(await (try? client.currentPath()) != nil, "the daemon still answers")
