@@ -1,10 +1,11 @@
 // The Linux calls Swift cannot reach: those declared only under _GNU_SOURCE
-// (setns, ppoll, pipe2, accept4, struct ucred), which Glibc's module map leaves out,
+// (setns, ppoll, pipe2, accept4, struct ucred, pthread_setname_np), which Glibc's module map leaves out,
 // sys/timex.h, which it does not include, and pidfd_open, which glibc 2.36 wraps
 // only in sys/pidfd.h.
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -51,4 +52,8 @@ int reachd_kernel_clock_synchronized(void) {
 
 int reachd_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int reachd_name_thread(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
 }

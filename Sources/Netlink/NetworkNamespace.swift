@@ -36,7 +36,7 @@ package struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
             }
             result = Result { try body() }
         }) { work in
-            try DedicatedThread(work).join()
+            try DedicatedThread(.namespace, work).join()
         }
         if let entered { throw entered }
         return try result!.get()

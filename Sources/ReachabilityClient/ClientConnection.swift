@@ -83,7 +83,7 @@ extension ReachabilityClient {
                 guard mailbox.thread == nil, !mailbox.stopped else { return nil }
                 do {
                     guard wake != nil else { throw Failure(description: "no wake-up pipe") }
-                    mailbox.thread = try DedicatedThread { [self] in run() }
+                    mailbox.thread = try DedicatedThread(.client) { [self] in run() }
                     return nil
                 } catch {
                     return Failure(description: "cannot start its thread: \(error)")

@@ -105,7 +105,7 @@ package final class ConnectivityScheduler {
         running += 1
         let generation = generation
         let post = post
-        DedicatedThread.detach { post(generation, probe.probe(path)) }
+        DedicatedThread.detach(.probe) { post(generation, probe.probe(path)) }
     }
 
     /// A probe answered. Returns false for a verdict on an earlier way out (or superseded).

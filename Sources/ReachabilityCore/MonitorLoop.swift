@@ -147,7 +147,7 @@ package final class MonitorLoop: @unchecked Sendable {
     }
 
     func startThread() throws {
-        thread = try DedicatedThread { [self] in run() }
+        thread = try DedicatedThread(.monitor) { [self] in run() }
     }
 
     func stopAndWait() {
@@ -243,7 +243,7 @@ package final class MonitorLoop: @unchecked Sendable {
         }
         lookup = .running
         monitor?.countResolution()
-        DedicatedThread.detach { [self] in
+        DedicatedThread.detach(.lookup) { [self] in
             let fresh = (try? HostResolver.resolve(host)) ?? []
             resolved.withLock { $0 = fresh }
             signalWake()

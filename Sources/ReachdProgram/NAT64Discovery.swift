@@ -62,7 +62,7 @@ final class NAT64Discovery {
         generation += 1
         let generation = generation
         let mailbox = mailbox
-        DedicatedThread.detach {
+        DedicatedThread.detach(.nat64) {
             do {
                 let answers = try HostResolver.resolve("ipv4only.arpa", family: .v6)
                 let prefix = answers.lazy.compactMap(NAT64Prefix.discovered(from:)).first

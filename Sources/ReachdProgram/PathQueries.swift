@@ -149,7 +149,7 @@ final class PathQueries {
         let request = nextRequest
         pending[request] = (caller, done)
         let (mailbox, resolveName) = (mailbox, resolveName)
-        DedicatedThread.detach { mailbox.post(.route(request: request, addresses: resolveName(destination))) }
+        DedicatedThread.detach(.lookup) { mailbox.post(.route(request: request, addresses: resolveName(destination))) }
     }
 
     /// A path this answers with: evaluated now, judged as the daemon judges every path it publishes.
@@ -182,7 +182,7 @@ final class PathQueries {
         let threads = min(named.count, Self.routesInFlight)
         for first in 0..<threads {
             let share = stride(from: first, to: named.count, by: threads).map { named[$0] }
-            DedicatedThread.detach {
+            DedicatedThread.detach(.lookup) {
                 for (key, name) in share { mailbox.post(.watch(key: key, addresses: resolveName(name))) }
             }
         }

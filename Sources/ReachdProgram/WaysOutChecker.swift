@@ -34,7 +34,7 @@ final class WaysOutChecker {
         schedule = WaysOutScheduler(interval: options.interval, timer: .init(arm: { timer?.arm(after: $0) }, disarm: { timer?.disarm() })) {
             wayOut, generation in
             guard let probe = configured.probe, let index = wayOut.interface?.index else { return }
-            DedicatedThread.detach {
+            DedicatedThread.detach(.probe) {
                 mailbox.post(Probed(index: Int32(index), generation: generation, verdict: probe.probe(wayOut).connectivity))
             }
         }

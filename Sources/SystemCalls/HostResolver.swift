@@ -87,7 +87,7 @@ package enum HostResolver {
         final class Answer: Sendable { let result = Mutex<Result<[IPAddress], any Error>?>(nil) }
         let answer = Answer()
         let done = DispatchSemaphore(value: 0)
-        DedicatedThread.detach {
+        DedicatedThread.detach(.lookup) {
             answer.result.withLock { $0 = Result { try lookup(host) } }
             done.signal()
         }

@@ -125,16 +125,18 @@ struct DeliveryTests {
         #expect(kernel.subscribers == 0)
     }
 
-    @Test("inline delivery: the first path on the starting thread, each change on the monitor's own, none after stop")
+    @Test("inline delivery: the first path on the starting thread, each change on the monitor's own (named so), none after stop")
     func inlineDelivery() async throws {
         let kernel = EmbeddedKernel()
         kernel.addUplink()
         let monitor = ReachabilityMonitor(options: kernel.options())
         let inline = Recorder()
         let threads = Mutex<[pthread_t]>([])
+        let names = Mutex<[String]>([])
         let starter = pthread_self()
         try monitor.start(deliveringInline: { path in
             threads.withLock { $0.append(pthread_self()) }
+            names.withLock { $0.append(currentThreadName()) }
             inline.record(path)
         })
         #expect(inline.paths.map(\.status) == [.wired], "the first path is handed over before start returns")
@@ -158,5 +160,7 @@ struct DeliveryTests {
         let called = threads.withLock { $0 }
         #expect(pthread_equal(called[0], starter) != 0)
         #expect(called.dropFirst().allSatisfy { pthread_equal($0, called[1]) != 0 && pthread_equal($0, starter) == 0 })
+        // Started from a task, on the shared pool's thread: the loop's own name, not the pool's it was created from.
+        #expect(names.withLock { Array($0.dropFirst()) } == ["reach-monitor", "reach-monitor"])
     }
 }

@@ -40,6 +40,18 @@ struct HostResolverTests {
             } == [IPAddress("192.0.2.9")!])
     }
 
+    @Test("the lookup runs on a thread named for it, not on one named after its caller's pool")
+    func namedThread() throws {
+        let name = Mutex<String?>(nil)
+        _ = try DispatchQueue.global().sync {
+            try HostResolver.resolve("named.example", timeout: .seconds(5)) { _ in
+                name.withLock { $0 = currentThreadName() }
+                return [IPAddress("192.0.2.3")!]
+            }
+        }
+        #expect(name.withLock { $0 } == "reach-lookup")
+    }
+
     @Test("a busy shared pool does not hold the lookup back: the timeout is the resolver's, not the queue's")
     func busyPool() throws {
         // Every thread the global pool will give, and more, spinning: the app's own CPU-bound work.
@@ -53,4 +65,13 @@ struct HostResolverTests {
         #expect(
             try HostResolver.resolve("pool.example", timeout: .seconds(2)) { _ in [IPAddress("192.0.2.8")!] } == [IPAddress("192.0.2.8")!])
     }
+}
+
+/// The calling thread's name, as `ps -L` and `top -H` show it (/proc/thread-self/comm).
+func currentThreadName() -> String {
+    guard let file = fopen("/proc/thread-self/comm", "r") else { return "" }
+    defer { fclose(file) }
+    var buffer = [CChar](repeating: 0, count: 32)
+    guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
+    return String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -79,6 +79,11 @@ struct HostNameTests {
                 }
             }
             #expect(await eventually { daemon.names.waitingLookups == admitted }, "\(daemon.names.waitingLookups) waiting")
+            // Each on a thread named for it (as `ps -L -C reachd` shows it), not after the loop's.
+            let named = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").filter { task in
+                (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) == "reach-lookup\n"
+            }
+            #expect(named.count >= admitted, "\(named.count) threads named reach-lookup")
             let ran = Mutex<Set<String>>([])
             Task.detached { ran.withLock { _ = $0.insert("task") } }
             DispatchQueue.global().async { ran.withLock { _ = $0.insert("dispatch") } }

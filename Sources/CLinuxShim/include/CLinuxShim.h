@@ -35,4 +35,8 @@ int reachd_kernel_clock_synchronized(void);
 /// exits: pidfd_open(2), close-on-exec. Returns it, or -1 with errno set.
 int reachd_pidfd_open(pid_t pid);
 
+/// Names the calling thread (at most 15 bytes: longer is refused with ERANGE).
+/// Returns 0, or an error number.
+int reachd_name_thread(const char *name);
+
 #endif
