@@ -1,0 +1,148 @@
+#!/bin/bash
+# wake-timeline.sh — where the first wake-up after a change spends its time, between
+# system calls, beside `ip monitor`'s (BENCHMARKS.md §34).
+#
+#   scripts/wake-timeline.sh [N] [PROGRAM [ARGUMENT...]]
+#
+# PROGRAM (default: .build/release/reachctl watch --json --direct) and `ip monitor` run
+# in a namespace of their own with an uplink and a default route; the default route is
+# deleted and restored N times (default 30), 50 ms apart, under `perf record` (the
+# scheduler's wake-ups and switches; the entries to and exits from poll, ppoll,
+# recvfrom, recvmsg, sendmsg and write). Printed, as medians in µs: when each program
+# was woken and first ran after the deletion, and its wake-up's steps from one system
+# call to the next — for PROGRAM its first wake-up and the one after it (reachd's and
+# reachctl's re-check, 0.25 ms later, on caches the first one warmed). The time
+# between two calls is the program's own code; the time inside one, the kernel's.
+# Run as root: it makes two network namespaces, and removes them. x86-64 only (the
+# system calls' numbers).
+set -euo pipefail
+[ "$(id -u)" -eq 0 ] || { echo "wake-timeline.sh: needs root (network namespaces, perf)" >&2; exit 1; }
+[ "$(uname -m)" = x86_64 ] || { echo "wake-timeline.sh: x86-64 only" >&2; exit 1; }
+command -v perf > /dev/null || apt-get install -y --no-install-recommends linux-perf
+cd "$(dirname "$0")/.."
+changes=${1:-30}
+shift || true
+[ $# -gt 0 ] || set -- .build/release/reachctl watch --json --direct
+work=$(mktemp -d)
+host=rd-timeline-$$-host
+peer=rd-timeline-$$-peer
+cleanup() {
+    [ -n "${program:-}" ] && kill "$program" 2> /dev/null
+    [ -n "${monitor:-}" ] && kill "$monitor" 2> /dev/null
+    ip netns del "$host" 2> /dev/null || true
+    ip netns del "$peer" 2> /dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+ip netns add "$host"
+ip netns add "$peer"
+ip -n "$host" link set lo up
+ip -n "$host" link add eth0 type veth peer name up0 netns "$peer"
+ip -n "$host" addr add 10.1.0.2/24 dev eth0
+ip -n "$peer" addr add 10.1.0.1/24 dev up0
+ip -n "$host" link set eth0 up
+ip -n "$peer" link set up0 up
+sleep 2 # carrier
+ip -n "$host" route add default via 10.1.0.1
+
+ip netns exec "$host" "$@" > /dev/null &
+program=$!
+ip netns exec "$host" ip monitor route link address > /dev/null &
+monitor=$!
+sleep 2 # both subscribed, the program's first path printed
+# `ip netns exec` execs the program: the pids are theirs.
+calls='id == 1 || id == 7 || id == 45 || id == 46 || id == 47 || id == 271'
+perf record -q -a -m 4M -o "$work/perf.data" -e sched:sched_switch,sched:sched_wakeup \
+    -e raw_syscalls:sys_enter --filter "$calls" --exclude-perf \
+    -e raw_syscalls:sys_exit --filter "$calls" --exclude-perf -- \
+    bash -c "for i in \$(seq $changes); do ip -n $host route del default via 10.1.0.1; sleep 0.05; ip -n $host route add default via 10.1.0.1; sleep 0.05; done"
+threads=$(ls "/proc/$program/task" | tr '\n' ' ')
+perf script -i "$work/perf.data" -F comm,tid,time,event,trace 2> /dev/null > "$work/trace"
+
+/usr/bin/python3 - "$work/trace" "$monitor" "$threads" "$*" << 'EOF'
+import re, statistics, sys
+path, monitor, threads, command = sys.argv[1], int(sys.argv[2]), {int(t) for t in sys.argv[3].split()}, sys.argv[4]
+names = {'1': 'write', '7': 'poll', '45': 'recvfrom', '46': 'sendmsg', '47': 'recvmsg', '271': 'ppoll'}
+events = []
+for line in open(path):
+    m = re.match(r'\s*(.+?)\s+(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)', line)
+    if m:
+        comm, tid, time, event, detail = m.groups()
+        events.append((float(time) * 1e6, comm.strip(), int(tid), event, detail))
+# The changes: each `ip route` process's request (its sendmsg); deletions and restores alternate.
+requests = [e[0] for e in events
+            if e[1] == 'ip' and e[2] != monitor and e[3] == 'raw_syscalls:sys_enter' and e[4].startswith('NR 46 ')]
+deletions = requests[0::2]
+def calls_of(tids, start, end):
+    out = []
+    for time, _, tid, event, detail in events:
+        if start <= time < end and tid in tids and event.startswith('raw_syscalls'):
+            number = re.match(r'NR (\d+)', detail).group(1)
+            out.append((time - start, 'exit' if event.endswith('exit') else 'enter', names.get(number, number), tid))
+    return out
+def woken(tids, start, end):
+    for time, _, _, event, detail in events:
+        if start <= time < end and event == 'sched:sched_wakeup':
+            m = re.search(r'pid=(\d+)', detail)
+            if m and int(m.group(1)) in tids: return time - start
+    return None
+def wakes(calls):
+    # A wake-up begins where a wait returns: a poll or ppoll (PROGRAM), a blocking recvmsg (ip monitor).
+    out, current = [], None
+    for call in calls:
+        if call[1] == 'exit' and call[2] in ('poll', 'ppoll') or (call[1] == 'exit' and call[2] == 'recvmsg' and current is None):
+            if call[2] != 'recvmsg' or not out:
+                current = [call]; out.append(current); continue
+        if current is not None: current.append(call)
+    return out
+def steps(wake):
+    labels, ordinal = [], {}
+    for (t1, k1, n1, _), (t2, k2, n2, _) in zip(wake, wake[1:]):
+        inside = k1 == 'enter'
+        label = f'in {n1}' if inside else f'{n1} → {n2}'
+        ordinal[label] = ordinal.get(label, 0) + 1
+        labels.append((f'{label} ({ordinal[label]})' if ordinal[label] > 1 or label.startswith('in ') else label, t2 - t1, inside))
+    return labels
+def table(title, per_change):
+    print(title)
+    order, values = [], {}
+    for labels in per_change:
+        for label, value, inside in labels:
+            if label not in values: order.append((label, inside)); values[label] = []
+            values[label].append(value)
+    own = kernel = 0.0
+    written = None
+    for label, inside in order:
+        if len(values[label]) < len(per_change) // 2: continue
+        median = statistics.median(values[label])
+        if inside: kernel += median
+        else: own += median
+        print(f'  {"the kernel" if inside else "its code":10}  {label:34} {median:7.1f}')
+        if written is None and label.startswith('in write'): written = (own, kernel)
+    if written: print(f'  to the line written: its code {written[0]:.1f} µs, the kernel {written[1]:.1f} µs (sums of medians)')
+    print(f'  to the wait again:   its code {own:.1f} µs, the kernel {kernel:.1f} µs')
+first, second, ip_wakes, timings = [], [], [], {'PROGRAM woken': [], 'PROGRAM runs': [], 'PROGRAM writes': [],
+                                                  'ip monitor woken': [], 'ip monitor runs': [], 'ip monitor writes': []}
+for start in deletions:
+    end = start + 20_000
+    mine = wakes(calls_of(threads, start, end))
+    theirs = wakes(calls_of({monitor}, start, end))
+    if not mine or not theirs: continue
+    first.append(steps(mine[0]))
+    if len(mine) > 1: second.append(steps(mine[1]))
+    ip_wakes.append(steps(theirs[0]))
+    for who, tids, wake in (('PROGRAM', threads, mine[0]), ('ip monitor', {monitor}, theirs[0])):
+        timings[f'{who} woken'].append(woken(tids, start, end))
+        timings[f'{who} runs'].append(wake[0][0])
+        writes = [call[0] for call in wake if call[1] == 'enter' and call[2] == 'write']
+        timings[f'{who} writes'].append(writes[0] if writes else None)
+print(f'{len(first)} route deletions; PROGRAM: {command}')
+print('from the deletion request (µs, median):')
+for key, values in timings.items():
+    values = [v for v in values if v is not None]
+    if values: print(f'  {key.replace("PROGRAM", "the program"):22} {statistics.median(values):7.1f}')
+table('the program, first wake-up after the deletion (µs, median):', first)
+if second: table('the program, its next wake-up (the re-check, caches warm):', second)
+table('ip monitor, its wake-up (µs, median):', ip_wakes)
+EOF
