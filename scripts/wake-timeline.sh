@@ -8,7 +8,7 @@
 # in a namespace of their own with an uplink and a default route; the default route is
 # deleted and restored N times (default 30), 50 ms apart, under `perf record` (the
 # scheduler's wake-ups and switches; the entries to and exits from poll, ppoll,
-# recvfrom, recvmsg, sendmsg and write). Printed, as medians in µs: when each program
+# epoll_wait, epoll_pwait, recvfrom, recvmsg, sendmsg and write). Printed, as medians in µs: when each program
 # was woken and first ran after the deletion, and its wake-up's steps from one system
 # call to the next — for PROGRAM its first wake-up and the one after it (reachd's and
 # reachctl's re-check, 0.25 ms later, on caches the first one warmed). The time
@@ -46,13 +46,14 @@ ip -n "$peer" link set up0 up
 sleep 2 # carrier
 ip -n "$host" route add default via 10.1.0.1
 
-ip netns exec "$host" "$@" > /dev/null &
+ip netns exec "$host" "$@" > /dev/null 2> "$work/program.log" &
 program=$!
 ip netns exec "$host" ip monitor route link address > /dev/null &
 monitor=$!
 sleep 2 # both subscribed, the program's first path printed
+kill -0 "$program" 2> /dev/null || { echo "wake-timeline.sh: $1 exited:" >&2; cat "$work/program.log" >&2; exit 1; }
 # `ip netns exec` execs the program: the pids are theirs.
-calls='id == 1 || id == 7 || id == 45 || id == 46 || id == 47 || id == 271'
+calls='id == 1 || id == 7 || id == 45 || id == 46 || id == 47 || id == 232 || id == 271 || id == 281'
 perf record -q -a -m 4M -o "$work/perf.data" -e sched:sched_switch,sched:sched_wakeup \
     -e raw_syscalls:sys_enter --filter "$calls" --exclude-perf \
     -e raw_syscalls:sys_exit --filter "$calls" --exclude-perf -- \
@@ -63,7 +64,8 @@ perf script -i "$work/perf.data" -F comm,tid,time,event,trace 2> /dev/null > "$w
 /usr/bin/python3 - "$work/trace" "$monitor" "$threads" "$*" << 'EOF'
 import re, statistics, sys
 path, monitor, threads, command = sys.argv[1], int(sys.argv[2]), {int(t) for t in sys.argv[3].split()}, sys.argv[4]
-names = {'1': 'write', '7': 'poll', '45': 'recvfrom', '46': 'sendmsg', '47': 'recvmsg', '271': 'ppoll'}
+names = {'1': 'write', '7': 'poll', '45': 'recvfrom', '46': 'sendmsg', '47': 'recvmsg', '232': 'epoll_wait', '271': 'ppoll', '281': 'epoll_pwait'}
+waits = ('poll', 'ppoll', 'epoll_wait', 'epoll_pwait')
 events = []
 for line in open(path):
     m = re.match(r'\s*(.+?)\s+(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)', line)
@@ -88,10 +90,10 @@ def woken(tids, start, end):
             if m and int(m.group(1)) in tids: return time - start
     return None
 def wakes(calls):
-    # A wake-up begins where a wait returns: a poll or ppoll (PROGRAM), a blocking recvmsg (ip monitor).
+    # A wake-up begins where a wait returns: poll, ppoll or epoll (PROGRAM), a blocking recvmsg (ip monitor).
     out, current = [], None
     for call in calls:
-        if call[1] == 'exit' and call[2] in ('poll', 'ppoll') or (call[1] == 'exit' and call[2] == 'recvmsg' and current is None):
+        if call[1] == 'exit' and call[2] in waits or (call[1] == 'exit' and call[2] == 'recvmsg' and current is None):
             if call[2] != 'recvmsg' or not out:
                 current = [call]; out.append(current); continue
         if current is not None: current.append(call)
@@ -137,6 +139,7 @@ for start in deletions:
         timings[f'{who} runs'].append(wake[0][0])
         writes = [call[0] for call in wake if call[1] == 'enter' and call[2] == 'write']
         timings[f'{who} writes'].append(writes[0] if writes else None)
+if not first: sys.exit(f'wake-timeline.sh: no wake-up of {command} or of ip monitor found after the deletions')
 print(f'{len(first)} route deletions; PROGRAM: {command}')
 print('from the deletion request (µs, median):')
 for key, values in timings.items():
