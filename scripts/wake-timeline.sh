@@ -27,8 +27,7 @@ work=$(mktemp -d)
 host=rd-timeline-$$-host
 peer=rd-timeline-$$-peer
 cleanup() {
-    [ -n "${program:-}" ] && kill "$program" 2> /dev/null
-    [ -n "${monitor:-}" ] && kill "$monitor" 2> /dev/null
+    kill ${program:-} ${monitor:-} 2> /dev/null || true
     ip netns del "$host" 2> /dev/null || true
     ip netns del "$peer" 2> /dev/null || true
     rm -rf "$work"
