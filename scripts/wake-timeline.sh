@@ -8,11 +8,12 @@
 # in a namespace of their own with an uplink and a default route; the default route is
 # deleted and restored N times (default 30), 50 ms apart, under `perf record` (the
 # scheduler's wake-ups and switches; the entries to and exits from poll, ppoll,
-# epoll_wait, epoll_pwait, recvfrom, recvmsg, sendmsg and write). Printed, as medians in µs: when each program
-# was woken and first ran after the deletion, and its wake-up's steps from one system
-# call to the next — for PROGRAM its first wake-up and the one after it (reachd's and
-# reachctl's re-check, 0.25 ms later, on caches the first one warmed). The time
-# between two calls is the program's own code; the time inside one, the kernel's.
+# epoll_wait, epoll_pwait, recvfrom, recvmsg, sendmsg and write). Printed, as medians
+# in µs: when each program was woken and first ran after the deletion, and its
+# wake-up's steps from one system call to the next — for PROGRAM its first wake-up and
+# the one after it (reachd's and reachctl's re-check, 0.25 ms later, on caches the
+# first one warmed). The time between two calls is the program's own code; the time
+# inside one, the kernel's.
 # Run as root: it makes two network namespaces, and removes them. x86-64 only (the
 # system calls' numbers).
 set -euo pipefail
@@ -45,13 +46,13 @@ ip -n "$peer" link set up0 up
 sleep 2 # carrier
 ip -n "$host" route add default via 10.1.0.1
 
+# `ip netns exec` execs the program: the pids are theirs.
 ip netns exec "$host" "$@" > /dev/null 2> "$work/program.log" &
 program=$!
 ip netns exec "$host" ip monitor route link address > /dev/null &
 monitor=$!
 sleep 2 # both subscribed, the program's first path printed
 kill -0 "$program" 2> /dev/null || { echo "wake-timeline.sh: $1 exited:" >&2; cat "$work/program.log" >&2; exit 1; }
-# `ip netns exec` execs the program: the pids are theirs.
 calls='id == 1 || id == 7 || id == 45 || id == 46 || id == 47 || id == 232 || id == 271 || id == 281'
 perf record -q -a -m 4M -o "$work/perf.data" -e sched:sched_switch,sched:sched_wakeup \
     -e raw_syscalls:sys_enter --filter "$calls" --exclude-perf \
