@@ -93,10 +93,10 @@ def wakes(calls):
     # A wake-up begins where a wait returns: poll, ppoll or epoll (PROGRAM), a blocking recvmsg (ip monitor).
     out, current = [], None
     for call in calls:
-        if call[1] == 'exit' and call[2] in waits or (call[1] == 'exit' and call[2] == 'recvmsg' and current is None):
-            if call[2] != 'recvmsg' or not out:
-                current = [call]; out.append(current); continue
-        if current is not None: current.append(call)
+        if call[1] == 'exit' and (call[2] in waits or (call[2] == 'recvmsg' and not out)):
+            current = [call]; out.append(current)
+        elif current is not None:
+            current.append(call)
     return out
 def steps(wake):
     labels, ordinal = [], {}

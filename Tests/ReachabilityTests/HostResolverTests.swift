@@ -66,12 +66,3 @@ struct HostResolverTests {
             try HostResolver.resolve("pool.example", timeout: .seconds(2)) { _ in [IPAddress("192.0.2.8")!] } == [IPAddress("192.0.2.8")!])
     }
 }
-
-/// The calling thread's name, as `ps -L` and `top -H` show it (/proc/thread-self/comm).
-func currentThreadName() -> String {
-    guard let file = fopen("/proc/thread-self/comm", "r") else { return "" }
-    defer { fclose(file) }
-    var buffer = [CChar](repeating: 0, count: 32)
-    guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
-    return String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}

@@ -63,3 +63,8 @@ final class Recorder: Sendable {
     var paths: [Path] { received.withLock { $0 } }
     func record(_ path: Path) { received.withLock { $0.append(path) } }
 }
+
+/// The calling thread's name, as `ps -L` and `top -H` show it.
+func currentThreadName() -> String {
+    ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
+}
