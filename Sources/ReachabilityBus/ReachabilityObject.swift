@@ -123,10 +123,15 @@ package final class ReachabilityObject {
     var limits = ConnectionLimits()
     var log: (String) -> Void = { _ in }
 
-    /// A new path document: its property values and StatusChanged, on every connection.
-    package func publish(_ properties: Properties, status: String, document: String) {
-        state.properties = properties
+    /// A new path document: StatusChanged on every connection, then PropertiesChanged for
+    /// what `properties` changed. The properties are built only once the signal is handed
+    /// to sd-bus: it is what subscribers wait for, and building them first held it up by
+    /// their three hundred lines of cold code (BENCHMARKS.md §35). A connection that cannot
+    /// take more now is sent both later, in one go, as ever.
+    package func publish(status: String, document: String, properties: () -> Properties) {
         state.status = State.Arguments(first: status, second: document)
+        bringUpToDate()
+        state.properties = properties()
         bringUpToDate()
     }
 

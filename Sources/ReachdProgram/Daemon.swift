@@ -203,7 +203,7 @@ final class Daemon: ReachabilityObjectDelegate {
         guard let path = judged(fresh, published: true).succeeding(current) else { return false }
         let before = current?.connectivity
         current = path
-        object.publish(path.busProperties, status: path.status.rawValue, document: path.jsonString())
+        object.publish(status: path.status.rawValue, document: path.jsonString()) { path.busProperties }
         compat?.publish(path)
         metrics.pathChanges += 1
         metricsOutputs.changed()
