@@ -75,4 +75,37 @@ struct RestartTests {
             await daemon.stop()
         }
     }
+
+    @Test("reachctl watch --json prints nothing for a new daemon on the same path, then its next change once")
+    func restartOnTheSamePath() async throws {
+        try await withScratch { scratch in
+            let kernel = EmbeddedKernel()
+            kernel.addLoopback()
+            kernel.addUplink(subnet: "10.1.0")
+            let (config, socket) = (scratch.appendingPathComponent("reachd.toml").path, scratch.appendingPathComponent("bus").path)
+            try ServedDaemon.isolated("").write(toFile: config, atomically: true, encoding: .utf8)
+            var daemon = try ServedDaemon(kernel: kernel, config: config, socket: socket)
+            do {
+                let watch = try ContainerHostTests.Recorder(
+                    "watch", [ServedDaemon.reachctl, "watch", "--json", "--bus", socket], in: scratch)
+                defer { watch.stop() }
+                #expect(await eventually { watch.lines.count == 1 }, "\(watch.stderr)")
+                await daemon.stop()
+                daemon = try ServedDaemon(kernel: kernel, config: config, socket: socket)
+                // The new daemon's document has a `since` of its own; its path is the one printed.
+                #expect(await eventually { await daemon.held().connections == 1 }, "\(watch.stderr)")
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(watch.lines.count == 1, "\(watch.lines)")
+
+                kernel.deleteRoute(Self.defaultRoute)
+                #expect(await eventually { watch.lines.count == 2 }, "\(watch.lines)")
+                #expect(watch.lines.last?.contains("\"status\":\"unreachable\"") == true, "\(watch.lines)")
+                #expect(watch.lines.last?.contains("\"initial\":false,") == true, "\(watch.lines)")
+            } catch {
+                await daemon.stop()
+                throw error
+            }
+            await daemon.stop()
+        }
+    }
 }
