@@ -14,6 +14,12 @@
 # the one after it (reachd's and reachctl's re-check, 0.25 ms later, on caches the
 # first one warmed). The time between two calls is the program's own code; the time
 # inside one, the kernel's.
+# With WAKE_TIMELINE_SUBSCRIBER set to a command (a client of a daemon PROGRAM, such as
+# `reachctl watch --json --bus SOCKET`), it is started in the namespace after PROGRAM,
+# and when it was woken and wrote its line are printed too: PROGRAM's first `sendmsg`
+# after its lookups is then the signal it sent.
+# Each wake-up's wait for a CPU is printed apart, with how many found the CPU they were
+# put on idle: where a halted vCPU must be woken first, that wait is the host's.
 # Run as root: it makes two network namespaces, and removes them. x86-64 only (the
 # system calls' numbers).
 set -euo pipefail
@@ -28,7 +34,7 @@ work=$(mktemp -d)
 host=rd-timeline-$$-host
 peer=rd-timeline-$$-peer
 cleanup() {
-    kill ${program:-} ${monitor:-} 2> /dev/null || true
+    kill ${program:-} ${monitor:-} ${subscriber:-} 2> /dev/null || true
     ip netns del "$host" 2> /dev/null || true
     ip netns del "$peer" 2> /dev/null || true
     rm -rf "$work"
@@ -53,6 +59,16 @@ ip netns exec "$host" ip monitor route link address > /dev/null &
 monitor=$!
 sleep 2 # both subscribed, the program's first path printed
 kill -0 "$program" 2> /dev/null || { echo "wake-timeline.sh: $1 exited:" >&2; cat "$work/program.log" >&2; exit 1; }
+subscriber_threads=""
+if [ -n "${WAKE_TIMELINE_SUBSCRIBER:-}" ]; then
+    # Word-split on purpose: a command and its arguments.
+    # shellcheck disable=SC2086
+    ip netns exec "$host" $WAKE_TIMELINE_SUBSCRIBER > /dev/null 2> "$work/subscriber.log" &
+    subscriber=$!
+    sleep 1 # connected, the current path printed
+    kill -0 "$subscriber" 2> /dev/null || { echo "wake-timeline.sh: the subscriber exited:" >&2; cat "$work/subscriber.log" >&2; exit 1; }
+    subscriber_threads=$(ls "/proc/$subscriber/task" | tr '\n' ' ')
+fi
 calls='id == 1 || id == 7 || id == 45 || id == 46 || id == 47 || id == 232 || id == 271 || id == 281'
 perf record -q -a -m 4M -o "$work/perf.data" -e sched:sched_switch,sched:sched_wakeup \
     -e raw_syscalls:sys_enter --filter "$calls" --exclude-perf \
@@ -61,9 +77,10 @@ perf record -q -a -m 4M -o "$work/perf.data" -e sched:sched_switch,sched:sched_w
 threads=$(ls "/proc/$program/task" | tr '\n' ' ')
 perf script -i "$work/perf.data" -F comm,tid,time,event,trace 2> /dev/null > "$work/trace"
 
-/usr/bin/python3 - "$work/trace" "$monitor" "$threads" "$*" << 'EOF'
+/usr/bin/python3 - "$work/trace" "$monitor" "$threads" "$*" "$subscriber_threads" << 'EOF'
 import re, statistics, sys
 path, monitor, threads, command = sys.argv[1], int(sys.argv[2]), {int(t) for t in sys.argv[3].split()}, sys.argv[4]
+subscriber = {int(t) for t in sys.argv[5].split()}
 names = {'1': 'write', '7': 'poll', '45': 'recvfrom', '46': 'sendmsg', '47': 'recvmsg', '232': 'epoll_wait', '271': 'ppoll', '281': 'epoll_pwait'}
 waits = ('poll', 'ppoll', 'epoll_wait', 'epoll_pwait')
 events = []
@@ -88,6 +105,20 @@ def woken(tids, start, end):
         if start <= time < end and event == 'sched:sched_wakeup':
             m = re.search(r'pid=(\d+)', detail)
             if m and int(m.group(1)) in tids: return time - start
+    return None
+def placed(tids, start, end):
+    # From the first wake-up after `start` to the switch that runs the woken thread, and
+    # whether that CPU was idle until then (a halted vCPU has to be woken first).
+    for index, (time, _, _, event, detail) in enumerate(events):
+        if time < start or time >= end or event != 'sched:sched_wakeup': continue
+        m = re.search(r'pid=(\d+)', detail)
+        if not m or int(m.group(1)) not in tids: continue
+        pid = m.group(1)
+        for later, comm, _, kind, text in events[index + 1:]:
+            if later >= end: return None
+            if kind == 'sched:sched_switch' and re.search(rf'next_pid={pid}\b', text):
+                return later - time, comm == 'swapper'
+        return None
     return None
 def wakes(calls):
     # A wake-up begins where a wait returns: poll, ppoll or epoll (PROGRAM), a blocking recvmsg (ip monitor).
@@ -124,8 +155,10 @@ def table(title, per_change):
         if written is None and label.startswith('in write'): written = (own, kernel)
     if written: print(f'  to the line written: its code {written[0]:.1f} µs, the kernel {written[1]:.1f} µs (sums of medians)')
     print(f'  to the wait again:   its code {own:.1f} µs, the kernel {kernel:.1f} µs')
+placements = {}
 first, second, ip_wakes, timings = [], [], [], {'PROGRAM woken': [], 'PROGRAM runs': [], 'PROGRAM writes': [],
-                                                  'ip monitor woken': [], 'ip monitor runs': [], 'ip monitor writes': []}
+                                                  'ip monitor woken': [], 'ip monitor runs': [], 'ip monitor writes': [],
+                                                  'the subscriber woken': [], 'the subscriber writes': []}
 for start in deletions:
     end = start + 20_000
     mine = wakes(calls_of(threads, start, end))
@@ -136,15 +169,28 @@ for start in deletions:
     ip_wakes.append(steps(theirs[0]))
     for who, tids, wake in (('PROGRAM', threads, mine[0]), ('ip monitor', {monitor}, theirs[0])):
         timings[f'{who} woken'].append(woken(tids, start, end))
+        placements.setdefault(who, []).append(placed(tids, start, end))
         timings[f'{who} runs'].append(wake[0][0])
         writes = [call[0] for call in wake if call[1] == 'enter' and call[2] == 'write']
         timings[f'{who} writes'].append(writes[0] if writes else None)
+    if subscriber:
+        timings['the subscriber woken'].append(woken(subscriber, start, end))
+        placements.setdefault('the subscriber', []).append(placed(subscriber, start, end))
+        writes = [call[0] for call in calls_of(subscriber, start, end) if call[1] == 'enter' and call[2] == 'write']
+        timings['the subscriber writes'].append(writes[0] if writes else None)
 if not first: sys.exit(f'wake-timeline.sh: no wake-up of {command} or of ip monitor found after the deletions')
 print(f'{len(first)} route deletions; PROGRAM: {command}')
 print('from the deletion request (µs, median):')
 for key, values in timings.items():
     values = [v for v in values if v is not None]
     if values: print(f'  {key.replace("PROGRAM", "the program"):22} {statistics.median(values):7.1f}')
+print('from the wake-up to a CPU (µs, median; the wake-ups that found their CPU idle, and theirs):')
+for who, found in placements.items():
+    found = [f for f in found if f is not None]
+    idle = [delay for delay, was_idle in found if was_idle]
+    if found:
+        print(f'  {who.replace("PROGRAM", "the program"):22} {statistics.median(d for d, _ in found):7.1f}'
+              f'   {len(idle)} of {len(found)} idle' + (f', {statistics.median(idle):.1f}' if idle else ''))
 table('the program, first wake-up after the deletion (µs, median):', first)
 if second: table('the program, its next wake-up (the re-check, caches warm):', second)
 table('ip monitor, its wake-up (µs, median):', ip_wakes)
