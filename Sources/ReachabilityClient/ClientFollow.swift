@@ -109,25 +109,20 @@ extension ReachabilityClient {
             last = document
             continuation.yield(marked)
         }
+        // Whether `path` is the last document's, read as a path (the last document may have come from another daemon).
+        let isLast = { (path: Path) in last.flatMap { try? decode($0) }?.isSamePath(as: path) == true }
         return Follow(
             .statusChanged, read: .init(method: .describe),
             answer: { document throws(Failure) in
-                let path = try decode(document)
-                if let before = last, (try? decode(before))?.isSamePath(as: path) == true {
-                    last = document
-                    return
-                }
-                pass(document)
+                if isLast(try decode(document)) { last = document } else { pass(document) }
             },
             signalled: { _, document in
                 if let before = last, let same = samePathText(before, document) {
                     if !same { pass(document) }
-                    return
+                } else if let path = try? decode(document), !isLast(path) {
+                    // Written some other way (no `"initial":…,"since":"…"` where the daemon puts them): read as a path.
+                    pass(document)
                 }
-                // Written some other way (no `"initial":…,"since":"…"` where the daemon puts them): read as a path.
-                guard let path = try? decode(document) else { return }
-                if let before = last, (try? decode(before))?.isSamePath(as: path) == true { return }
-                pass(document)
             })
     }
 
