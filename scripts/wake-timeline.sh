@@ -19,7 +19,7 @@
 # and when it was woken and wrote its line are printed too: PROGRAM's first `sendmsg`
 # after its lookups is then the signal it sent.
 # Each wake-up's wait for a CPU is printed apart, with how many found the CPU they were
-# put on idle: where a halted vCPU must be woken first, that wait is the host's.
+# put on idle (a halted vCPU woken first) rather than busy (queued behind what ran there).
 # Run as root: it makes two network namespaces, and removes them. x86-64 only (the
 # system calls' numbers).
 set -euo pipefail
@@ -101,25 +101,18 @@ def calls_of(tids, start, end):
             out.append((time - start, 'exit' if event.endswith('exit') else 'enter', names.get(number, number), tid))
     return out
 def woken(tids, start, end):
-    for time, _, _, event, detail in events:
-        if start <= time < end and event == 'sched:sched_wakeup':
-            m = re.search(r'pid=(\d+)', detail)
-            if m and int(m.group(1)) in tids: return time - start
-    return None
-def placed(tids, start, end):
-    # From the first wake-up after `start` to the switch that runs the woken thread, and
-    # whether that CPU was idle until then (a halted vCPU has to be woken first).
+    # The first wake-up after `start`: when, how long until the woken thread ran, and
+    # whether its CPU was idle until then (a halted vCPU is woken first) or busy (it queued).
     for index, (time, _, _, event, detail) in enumerate(events):
         if time < start or time >= end or event != 'sched:sched_wakeup': continue
         m = re.search(r'pid=(\d+)', detail)
         if not m or int(m.group(1)) not in tids: continue
-        pid = m.group(1)
         for later, comm, _, kind, text in events[index + 1:]:
-            if later >= end: return None
-            if kind == 'sched:sched_switch' and re.search(rf'next_pid={pid}\b', text):
-                return later - time, comm == 'swapper'
-        return None
-    return None
+            if later >= end: break
+            if kind == 'sched:sched_switch' and re.search(rf'next_pid={m.group(1)}\b', text):
+                return time - start, (later - time, comm == 'swapper')
+        return time - start, None
+    return None, None
 def wakes(calls):
     # A wake-up begins where a wait returns: poll, ppoll or epoll (PROGRAM), a blocking recvmsg (ip monitor).
     out, current = [], None
@@ -168,14 +161,16 @@ for start in deletions:
     if len(mine) > 1: second.append(steps(mine[1]))
     ip_wakes.append(steps(theirs[0]))
     for who, tids, wake in (('PROGRAM', threads, mine[0]), ('ip monitor', {monitor}, theirs[0])):
-        timings[f'{who} woken'].append(woken(tids, start, end))
-        placements.setdefault(who, []).append(placed(tids, start, end))
+        when, placed = woken(tids, start, end)
+        timings[f'{who} woken'].append(when)
+        placements.setdefault(who, []).append(placed)
         timings[f'{who} runs'].append(wake[0][0])
         writes = [call[0] for call in wake if call[1] == 'enter' and call[2] == 'write']
         timings[f'{who} writes'].append(writes[0] if writes else None)
     if subscriber:
-        timings['the subscriber woken'].append(woken(subscriber, start, end))
-        placements.setdefault('the subscriber', []).append(placed(subscriber, start, end))
+        when, placed = woken(subscriber, start, end)
+        timings['the subscriber woken'].append(when)
+        placements.setdefault('the subscriber', []).append(placed)
         writes = [call[0] for call in calls_of(subscriber, start, end) if call[1] == 'enter' and call[2] == 'write']
         timings['the subscriber writes'].append(writes[0] if writes else None)
 if not first: sys.exit(f'wake-timeline.sh: no wake-up of {command} or of ip monitor found after the deletions')

@@ -93,7 +93,7 @@ extension ReachabilityClient {
     /// A signal's document is not decoded: its text says whether its path is the last one's.
     /// Signals older than the last answer are skipped, so it comes from the daemon that
     /// wrote the answer, and one daemon writes a path one way (`Path.jsonString()`): the same
-    /// path is the same text but for `initial` and `since`. Decoding it, only to compare, was
+    /// path is the same text but for `initial` and `since` (`Path.sameDocumentPath`). Decoding it, only to compare, was
     /// most of what the client did between the signal and the line (BENCHMARKS.md §35). An
     /// answer is decoded, and compared with the last document decoded, as a path: it may come
     /// from another daemon than the last document, after a restart.
@@ -117,52 +117,13 @@ extension ReachabilityClient {
                 if isLast(try decode(document)) { last = document } else { pass(document) }
             },
             signalled: { _, document in
-                if let before = last, let same = samePathText(before, document) {
+                if let before = last, let same = Path.sameDocumentPath(before, document) {
                     if !same { pass(document) }
                 } else if let path = try? decode(document), !isLast(path) {
                     // Written some other way (no `"initial":…,"since":"…"` where the daemon puts them): read as a path.
                     pass(document)
                 }
             })
-    }
-
-    /// Whether two documents the same daemon wrote have the same path (`Path.isSamePath(as:)`):
-    /// the same text but for `"initial":…,"since":"…"`. Nil when either does not have them as
-    /// `Path.jsonString()` writes them. Read as bytes: the standard library's generic
-    /// substring search cost five times the decoding it replaces.
-    static func samePathText(_ one: String, _ other: String) -> Bool? {
-        var (one, other) = (one, other)
-        return one.withUTF8 { one in
-            other.withUTF8 { other in
-                guard let skipped = initialAndSince(in: one), let otherSkipped = initialAndSince(in: other) else { return nil }
-                return one[..<skipped.lowerBound].elementsEqual(other[..<otherSkipped.lowerBound])
-                    && one[skipped.upperBound...].elementsEqual(other[otherSkipped.upperBound...])
-            }
-        }
-    }
-
-    /// Where `"initial":` begins in `text`, to the closing quote of the `"since"` that follows it.
-    private static func initialAndSince(in text: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
-        func matches(_ literal: StaticString, at offset: Int) -> Bool {
-            literal.withUTF8Buffer { literal in
-                offset + literal.count <= text.count && text[offset..<offset + literal.count].elementsEqual(literal)
-            }
-        }
-        guard let start = text.indices.first(where: { text[$0] == UInt8(ascii: "\"") && matches("\"initial\":", at: $0) }) else {
-            return nil
-        }
-        var offset = start + 10
-        if matches("false", at: offset) {
-            offset += 5
-        } else if matches("true", at: offset) {
-            offset += 4
-        } else {
-            return nil
-        }
-        guard matches(",\"since\":\"", at: offset), let end = text[(offset + 10)...].firstIndex(of: UInt8(ascii: "\"")) else {
-            return nil
-        }
-        return start..<end
     }
 
     /// PathChanged of one `WatchPath()` watch, for one `paths(to:interfaceTypes:)` stream.

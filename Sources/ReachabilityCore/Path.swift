@@ -299,6 +299,46 @@ public struct Path: Codable, Sendable, Equatable {
         bytes = writer.bytes
     }
 
+    /// Whether two documents the same daemon wrote have the same path (`Path.isSamePath(as:)`):
+    /// the same text but for `"initial":…,"since":"…"`. Nil when either does not have them as
+    /// `write(to:)` writes them: a document `reachctl watch --json` passes on is compared
+    /// as text (`ReachabilityClient`'s document follow). Read as bytes: the standard library's generic
+    /// substring search cost five times the decoding it replaces.
+    package static func sameDocumentPath(_ one: String, _ other: String) -> Bool? {
+        var (one, other) = (one, other)
+        return one.withUTF8 { one in
+            other.withUTF8 { other in
+                guard let skipped = initialAndSince(in: one), let otherSkipped = initialAndSince(in: other) else { return nil }
+                return one[..<skipped.lowerBound].elementsEqual(other[..<otherSkipped.lowerBound])
+                    && one[skipped.upperBound...].elementsEqual(other[otherSkipped.upperBound...])
+            }
+        }
+    }
+
+    /// Where `"initial":` begins in `text`, to the closing quote of the `"since"` that follows it.
+    private static func initialAndSince(in text: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        func matches(_ literal: StaticString, at offset: Int) -> Bool {
+            literal.withUTF8Buffer { literal in
+                offset + literal.count <= text.count && text[offset..<offset + literal.count].elementsEqual(literal)
+            }
+        }
+        guard let start = text.indices.first(where: { text[$0] == UInt8(ascii: "\"") && matches("\"initial\":", at: $0) }) else {
+            return nil
+        }
+        var offset = start + 10
+        if matches("false", at: offset) {
+            offset += 5
+        } else if matches("true", at: offset) {
+            offset += 4
+        } else {
+            return nil
+        }
+        guard matches(",\"since\":\"", at: offset), let end = text[(offset + 10)...].firstIndex(of: UInt8(ascii: "\"")) else {
+            return nil
+        }
+        return start..<end
+    }
+
     private func write(to writer: inout JSONWriter) {
         writer.object { document in
             document.string("status", status.rawValue)

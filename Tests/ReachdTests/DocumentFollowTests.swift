@@ -2,10 +2,8 @@ import Foundation
 import ReachabilityCore
 import Testing
 
-@testable import ReachabilityClient
-
 /// `reachctl watch --json` passes the daemon's documents on without decoding a signal's:
-/// whether its path is the last one's is read from the text (`samePathText`), which must
+/// whether its path is the last one's is read from the text (`Path.sameDocumentPath`), which must
 /// say what `Path.isSamePath(as:)` says of any two documents one daemon wrote.
 @Suite("a signal's document compared as text says what isSamePath says")
 struct DocumentFollowTests {
@@ -46,7 +44,7 @@ struct DocumentFollowTests {
         let paths = Self.paths
         for one in paths {
             for other in paths {
-                let same = ReachabilityClient.samePathText(one.jsonString(), other.jsonString())
+                let same = Path.sameDocumentPath(one.jsonString(), other.jsonString())
                 #expect(same == one.isSamePath(as: other), "\(one.jsonString()) and \(other.jsonString())")
             }
         }
@@ -56,7 +54,7 @@ struct DocumentFollowTests {
     func otherWritersAreDecoded() {
         let document = Path(status: .wired).jsonString()
         let reordered = document.replacing("\"initial\":false,", with: "").replacing("}", with: ",\"initial\":false}")
-        #expect(ReachabilityClient.samePathText(document, reordered) == nil)
-        #expect(ReachabilityClient.samePathText(reordered, document) == nil)
+        #expect(Path.sameDocumentPath(document, reordered) == nil)
+        #expect(Path.sameDocumentPath(reordered, document) == nil)
     }
 }
