@@ -21,9 +21,21 @@
 # read_ahead_kb 0) and with a cold page cache, where the kernel maps exactly the
 # pages reachd touches; /proc/PID/pagemap lists them, and every function on a
 # touched page that holds none of the traced ones follows the traced functions.
-# reachd's functions come first, then reachctl's. Run as root (a network
-# namespace, a loop device) after `make release`; commit the result. A stale file
-# only costs memory: lld ignores names it no longer finds.
+# reachd's functions come first, then reachctl's.
+#
+# Before them all: the functions a change runs (what PathWatcher.readable and
+# .timerFired call, in reachd and in `reachctl watch --direct`, traced by callgrind).
+# A change's wake-up comes after seconds of idle, on cold caches: laid out in
+# first-run order, the code of reachctl's first wake-up after a route deletion was
+# spread among start-up's over 111 pages, a cold miss in the TLB for each; laid out
+# this way, 68 (BENCHMARKS.md §36). A function in a section it shares with others
+# (the standard library's 1.6 MB `.text`, not compiled with a section per
+# function) cannot move alone, and listed there would drag its whole section in
+# among them: those stay where they first run.
+#
+# Run as root (a network namespace, a loop device) after `make release`; commit the
+# result. A stale file only costs memory and wake-up time: lld ignores names it no
+# longer finds.
 set -euo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "symbol-order.sh: needs root (a network namespace)" >&2; exit 1; }
 command -v valgrind > /dev/null || apt-get install -y --no-install-recommends valgrind
@@ -41,9 +53,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# valgrind 3.19 cannot read the DWARF 5 the toolchain writes: trace a stripped
-# copy (same addresses) and name the addresses from the unstripped one.
-strip -o "$work/reachd-multicall" "$binary"
+# valgrind 3.19 cannot read the DWARF 5 the toolchain writes: trace a copy without
+# it (same addresses; callgrind finds the functions it collects by their symbols).
+strip --strip-debug -o "$work/reachd-multicall" "$binary"
 # reachd-trust too: reachd starts it as it does once installed (Libexec: beside itself).
 for name in reachd reachctl reachd-trust; do ln -s reachd-multicall "$work/$name"; done
 : > "$work/reachd.toml"
@@ -150,10 +162,15 @@ scenario() {
         run reachctl-route "$bin/reachctl" route 10.77.0.9 > /dev/null
         run reachctl-status-bus "$bin/reachctl" status --bus $bus > /dev/null
         timeout -s INT 25 "${runner[@]/@LOG@/reachctl-watch}" "$bin/reachctl" watch > /dev/null &
+        watch=$!
+        timeout -s INT 25 "${runner[@]/@LOG@/reachctl-direct}" "$bin/reachctl" watch --direct > /dev/null &
+        direct=$!
+        timeout -s INT 25 "${runner[@]/@LOG@/reachctl-direct-json}" "$bin/reachctl" watch --direct --json > /dev/null &
+        json=$!
         sleep 15
         change ip route del default
         change ip route add default via 10.77.0.1
-        wait $! || true
+        wait $watch $direct $json || true
     else
         sleep 10
         python3 "$work/touched-pages.py" $daemon "$pages"
@@ -164,12 +181,17 @@ scenario() {
 ' bash "$work" "$@"
 }
 scenario "$work" "valgrind --tool=lackey --trace-superblocks=yes --log-file=$work/@LOG@.lackey"
+# What a change runs, from the kernel's message to the signal or the line.
+collect='--toggle-collect=$s16ReachabilityCore11PathWatcherC8readableyyF --toggle-collect=$s16ReachabilityCore11PathWatcherC10timerFiredyyF'
+scenario "$work" "valgrind --tool=callgrind --collect-atstart=no $collect --dump-instr=yes --log-file=$work/@LOG@.log --callgrind-out-file=$work/@LOG@.callgrind"
 scenario "$work/cold" "" "$work/reachd.pages"
 
-python3 - "$binary" "$work" > "$work/symbol-order.txt" <<'EOF'
-import bisect, glob, subprocess, sys
+# The archives the release link takes besides the package's own objects.
+archives=("$(dirname "$(readlink -f "$(command -v swift)")")"/../lib/swift_static/linux/*.a .build/static-c++/libstdc++.a)
+python3 - "$binary" "$work" "${archives[@]}" > "$work/symbol-order.txt" <<'EOF'
+import bisect, glob, re, subprocess, sys
 
-binary, work = sys.argv[1], sys.argv[2]
+binary, work, archives = sys.argv[1], sys.argv[2], sys.argv[3:]
 # Function symbols by address; several names at one address are folded (--icf) copies.
 names = {}
 for line in subprocess.run(["nm", "-n", binary], capture_output=True, text=True, check=True).stdout.splitlines():
@@ -187,15 +209,61 @@ base = 0x108000
 seen, order = set(), []
 
 
-def add(start):
+def add(start, leaving=frozenset()):
     if start not in seen:
         seen.add(start)
-        order.extend(names[start])
+        order.extend(name for name in names[start] if name not in leaving)
 
 
 def function_at(address):
     return starts[bisect.bisect_right(starts, address) - 1]
 
+
+# Functions in a section of their own: the archives' functions in a plain `.text`
+# share it with the rest of their object's.
+shared = set()
+for archive in archives:
+    table = subprocess.run(["objdump", "-t", archive], capture_output=True, text=True, check=True).stdout
+    shared.update(re.findall(r"^\S+ .* F \.text\t.* (\S+)$", table, re.MULTILINE))
+
+
+def executed(profile):
+    """The addresses in the binary a callgrind profile (--dump-instr=yes) saw run, in the profile's order."""
+    objects, current, last, call = {}, None, 0, False
+    for line in open(profile):
+        if match := re.match(r"(c?ob)=\((\d+)\)(?: (.*))?$", line):
+            kind, number, name = match.groups()
+            objects.setdefault(number, name)
+            if kind == "ob":
+                current = objects[number]
+        elif line.startswith("calls="):
+            call = True
+        elif line[0] in "0123456789+-*":
+            position = line.split()[0]
+            last = last if position == "*" else last + int(position, 0) if position[0] in "+-" else int(position, 0)
+            # A call's line is its inclusive cost, also in the callers of what was collected.
+            if current and current.endswith("/reachd-multicall") and not call:
+                yield last
+            call = False
+
+
+def change_runs(*programs):
+    """The functions that can move, in the order the programs' profiles first name them."""
+    # callgrind gives addresses in the file, where lackey gives them where valgrind loaded it.
+    functions = dict.fromkeys(function_at(address) for program in programs for address in executed(f"{work}/{program}.callgrind")
+                              if low <= address < high)
+    return [start for start in functions if not set(names[start]) <= shared]
+
+
+# What both run first, then reachd's, then reachctl's: each program's together.
+daemon = change_runs("reachd")
+client = change_runs("reachctl-direct-json", "reachctl-direct")
+both = set(daemon) & set(client)
+for start in [start for start in daemon if start in both] + daemon + client:
+    # Folded copies (--icf) of one function can be in both kinds of section: only its
+    # names in sections of their own are listed (a local name is every object's).
+    add(start, leaving=shared)
+print(f"symbol-order.sh: {len(seen)} functions a change runs, first", file=sys.stderr)
 
 logs = [f"{work}/reachd.lackey"] + sorted(glob.glob(f"{work}/reachctl-*.lackey"))
 for log in logs:
