@@ -13,7 +13,8 @@
 # reachd starts on a bus (a dbus-daemon of its own, as under systemd) and its
 # private socket, reads resolved's servers (from a stand-in: no resolved here),
 # idles, follows link, address and route changes, answers a WatchPath() and
-# reachctl status, watch and route on both, and stops; each block's address becomes the
+# reachctl status, watch and route on both (and reachctl watch --direct follows the
+# kernel), and stops; each block's address becomes the
 # name of the function that holds it, in the order first run. Run natively, reachd
 # also runs code valgrind never saw (dozens of pages of it, spread over the whole
 # text): so reachd runs the same scenario again without valgrind, from a file
