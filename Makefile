@@ -177,8 +177,7 @@ bench-build: deps
 bench: deps $(STATIC_CXX)/libstdc++.a
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench: needs root (network namespaces)" >&2; exit 1; }
 	@# The programs the benchmarks run, not every target: TestTraits imports Testing, which a static release build has not.
-	@# SwiftPM does not know the link reads the order file: a newer one relinks.
-	for product in reachd reachctl reachd-trust reachability-bench; do [ release/symbol-order.txt -ot .build/release/$$product ] || rm -f .build/release/$$product; done
+	$(call relink-after-order,reachd reachctl reachd-trust reachability-bench)
 	for product in reachd reachctl reachd-trust; do $(SWIFT) build $(RELEASE) --product $$product || exit 1; done
 	REACHD_BENCHMARKS=1 $(SWIFT) build $(RELEASE) --product reachability-bench
 	@# Linked statically, a crash prints its backtrace only with the static backtracer named.
@@ -198,8 +197,7 @@ version:
 ## on the target): reachd, reachctl and reachd-trust in one file, run under their
 ## names ($(RELEASE_BIN) has the three links; README, "Installed files").
 release: deps $(STATIC_CXX)/libstdc++.a
-	@# SwiftPM does not know the link reads the order file: a newer one relinks.
-	[ release/symbol-order.txt -ot .build/release/reachd-multicall ] || rm -f .build/release/reachd-multicall
+	$(call relink-after-order,reachd-multicall)
 	$(SWIFT) build $(RELEASE) --product reachd-multicall
 	mkdir -p $(RELEASE_BIN)
 	for name in reachd reachctl reachd-trust; do ln -sfn ../release/reachd-multicall $(RELEASE_BIN)/$$name; done

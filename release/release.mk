@@ -25,6 +25,9 @@ RELEASE += -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlink
 # nothing of them.
 RELEASE += -Xswiftc -Xfrontend -Xswiftc -function-sections
 RELEASE += -Xlinker --symbol-ordering-file=$(CURDIR)/release/symbol-order.txt -Xlinker --no-warn-symbol-ordering
+# SwiftPM does not know the link reads the order file: $(call relink-after-order,PRODUCT...)
+# removes each product older than it, so that the build links it again.
+relink-after-order = for product in $(1); do [ release/symbol-order.txt -ot .build/release/$$product ] || rm -f .build/release/$$product; done
 # Relocations resolved at start and the tables then read-only (full RELRO).
 RELEASE += -Xlinker -z -Xlinker now
 # Size over speed: reachd is idle nearly always; smaller text is fewer pages resident.

@@ -325,17 +325,15 @@ public struct Path: Codable, Sendable, Equatable {
         guard let start = text.indices.first(where: { text[$0] == UInt8(ascii: "\"") && matches("\"initial\":", at: $0) }) else {
             return nil
         }
-        var offset = start + 10
-        if matches("false", at: offset) {
-            offset += 5
-        } else if matches("true", at: offset) {
-            offset += 4
-        } else {
-            return nil
+        var offset = start
+        func skip(_ literal: StaticString) -> Bool {
+            guard matches(literal, at: offset) else { return false }
+            offset += literal.utf8CodeUnitCount
+            return true
         }
-        guard matches(",\"since\":\"", at: offset), let end = text[(offset + 10)...].firstIndex(of: UInt8(ascii: "\"")) else {
-            return nil
-        }
+        guard skip("\"initial\":"), skip("false") || skip("true"), skip(",\"since\":\""),
+            let end = text[offset...].firstIndex(of: UInt8(ascii: "\""))
+        else { return nil }
         return start..<end
     }
 
