@@ -90,12 +90,23 @@ int reachd_bus_reply_empty(sd_bus_message *call) {
     return sd_bus_reply_method_return(call, "");
 }
 
-int reachd_bus_emit(sd_bus *bus, const char *path, const char *interface, const char *member,
-                    const char *first, const char *second) {
+/* Appends `length` bytes of valid UTF-8 as a string argument, copied whole. */
+static int append_utf8(sd_bus_message *message, const void *bytes, size_t length) {
+    if (length > 0 && memchr(bytes, 0, length)) return -EINVAL;
+    char *space = NULL;
+    int r = sd_bus_message_append_string_space(message, length, &space);
+    if (r < 0) return r;
+    if (length > 0) memcpy(space, bytes, length);
+    return 0;
+}
+
+int reachd_bus_emit(sd_bus *bus, const char *path, const char *interface, const char *member, int count,
+                    const void *first, size_t first_length, const void *second, size_t second_length) {
     sd_bus_message *message = NULL;
     int r = sd_bus_message_new_signal(bus, &message, path, interface, member);
     if (r < 0) return r;
-    r = second ? sd_bus_message_append(message, "ss", first, second) : sd_bus_message_append(message, "s", first);
+    r = append_utf8(message, first, first_length);
+    if (r >= 0 && count > 1) r = append_utf8(message, second, second_length);
     if (r >= 0) r = sd_bus_send(bus, message, NULL);
     sd_bus_message_unref(message);
     return r;

@@ -184,10 +184,18 @@ package final class BusConnection {
         return (result.map { String(cString: $0) }, serial)
     }
 
-    /// Sends a signal with one or two string arguments to whoever matches it.
+    /// Sends a signal with one or two string arguments to whoever matches it. Their
+    /// bytes go into the message as they are: a `String`'s are valid UTF-8, which
+    /// sd-bus would otherwise check again, byte by byte.
     @discardableResult
     package func emit(path: String, interface: String, member: String, _ first: String, _ second: String? = nil) -> Int32 {
-        reachd_bus_emit(bus, path, interface, member, first, second)
+        var (first, second) = (first, second)
+        return first.withUTF8 { first in
+            guard second != nil else { return reachd_bus_emit(bus, path, interface, member, 1, first.baseAddress, first.count, nil, 0) }
+            return second!.withUTF8 { second in
+                reachd_bus_emit(bus, path, interface, member, 2, first.baseAddress, first.count, second.baseAddress, second.count)
+            }
+        }
     }
 
     /// Processes what is queued (clients without an event loop); true when something was.

@@ -5,14 +5,72 @@ import ReachabilityContract
 import SDBus
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `PrivateSocket.acceptBarePeer`: a peer served the broker stub and nothing else, which
 /// reachability-bench's bare relay publishes through to measure the floor under reachd's
 /// own path (BENCHMARKS.md §27). The floor is only one if a client written for reachd
-/// connects to it unchanged and receives the signal.
+/// connects to it unchanged and receives the signal. And `BusConnection.emit`, which puts
+/// a signal's strings into the message as they are, without sd-bus checking them again
+/// (BENCHMARKS.md §37): what a client reads must be what was sent, byte for byte.
 @Suite("a bare peer of the private socket")
 struct BarePeerTests {
     @Test("an sd-bus client connects (Hello and AddMatch answered by the stub) and receives StatusChanged with its document")
     func clientReceivesSignal() async throws {
+        let received = try await relayed(.statusChanged, "unreachable", #"{"status":"unreachable"}"#)
+        #expect(received?.first == "unreachable")
+        #expect(received?.second == #"{"status":"unreachable"}"#)
+    }
+
+    @Test(
+        "a signal's strings arrive byte for byte: multi-byte UTF-8, an escaped NUL, an empty argument, one argument alone",
+        arguments: [
+            (
+                ReachabilityContract.Signal.statusChanged, "wifi",
+                Optional(#"{"interface":{"name":"wlan-é"},"portal":"https://ü.example/🚀","x":"\u0000"}"#)
+            ),
+            (.statusChanged, "unknown", ""),
+            (.pinFailure, #"{"host":"ä.example","reason":"pin mismatch ✗"}"#, nil)
+        ])
+    func stringsArriveAsSent(signal: ReachabilityContract.Signal, first: String, second: String?) async throws {
+        let received = try await relayed(signal, first, second)
+        #expect(received?.first == first)
+        #expect(received?.second == second)
+    }
+
+    @Test("a string with a NUL in it is refused, not sent cut short: a D-Bus string cannot carry one")
+    func nulRefused() async throws {
+        try await withScratch { scratch in
+            let path = scratch.appendingPathComponent("bus").path
+            nonisolated(unsafe) let socket = try PrivateSocket(path: path)
+            let results = Results()
+            let served = Thread {
+                guard let connection = try? socket.acceptBarePeer() else { return }
+                results.set([
+                    connection.emit(.statusChanged, "unreachable", "{\u{0}}"), connection.emit(.pinFailure, "a\u{0}b"),
+                    connection.emit(.statusChanged, "unreachable", "{}")
+                ])
+            }
+            served.start()
+            let client = try BusConnection.connect(.address("unix:path=\(path)"))
+            let deadline = ContinuousClock.now + .seconds(10)
+            while results.value == nil, ContinuousClock.now < deadline {
+                while try client.process() {}
+                try client.wait(timeout: .milliseconds(20))
+            }
+            client.close()
+            let sent = try #require(results.value)
+            #expect(sent[0] == -EINVAL && sent[1] == -EINVAL)
+            #expect(sent[2] >= 0)
+        }
+    }
+
+    /// `signal` with its arguments, sent by a bare peer until a client of it has received it once: what the client read.
+    private func relayed(
+        _ signal: ReachabilityContract.Signal, _ first: String, _ second: String?
+    ) async throws -> (first: String, second: String?)? {
         try await withScratch { scratch in
             let path = scratch.appendingPathComponent("bus").path
             nonisolated(unsafe) let socket = try PrivateSocket(path: path)
@@ -23,30 +81,36 @@ struct BarePeerTests {
                 // again until it has matched the signal: a peer's signals go whether it has or not.
                 let deadline = ContinuousClock.now + .seconds(10)
                 while connection.isOpen, !received.done, ContinuousClock.now < deadline {
-                    if connection.mayBeSentUnasked { connection.emit(.statusChanged, "unreachable", #"{"status":"unreachable"}"#) }
+                    if connection.mayBeSentUnasked { connection.emit(signal, first, second) }
                     while (try? connection.process()) == true {}
                     try? connection.wait(timeout: .milliseconds(20))
                 }
             }
             served.start()
             let client = try BusConnection.connect(.address("unix:path=\(path)"))
-            try client.onSignal(.statusChanged, from: nil) { status, document, _ in received.take(status, document) }
+            try client.onSignal(signal, from: nil) { first, second, _ in received.take(first, second) }
             let deadline = ContinuousClock.now + .seconds(10)
             while !received.done, ContinuousClock.now < deadline {
                 while try client.process() {}
                 try client.wait(timeout: .milliseconds(50))
             }
-            #expect(received.value?.status == "unreachable")
-            #expect(received.value?.document == #"{"status":"unreachable"}"#)
             client.close()
+            return received.value
         }
+    }
+
+    final class Results: @unchecked Sendable {
+        private let lock = NSLock()
+        private var results: [Int32]?
+        var value: [Int32]? { lock.withLock { results } }
+        func set(_ value: [Int32]) { lock.withLock { results = value } }
     }
 
     final class Received: @unchecked Sendable {
         private let lock = NSLock()
-        private var taken: (status: String, document: String?)?
-        var value: (status: String, document: String?)? { lock.withLock { taken } }
+        private var taken: (first: String, second: String?)?
+        var value: (first: String, second: String?)? { lock.withLock { taken } }
         var done: Bool { value != nil }
-        func take(_ status: String, _ document: String?) { lock.withLock { if taken == nil { taken = (status, document) } } }
+        func take(_ first: String, _ second: String?) { lock.withLock { if taken == nil { taken = (first, second) } } }
     }
 }

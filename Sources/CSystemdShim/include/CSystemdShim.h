@@ -38,9 +38,13 @@ int reachd_bus_add_broker(sd_bus *bus, sd_bus_slot **slot);
 int reachd_bus_reply_string(sd_bus_message *call, const char *value);
 int reachd_bus_reply_empty(sd_bus_message *call);
 
-/* Emits a signal with one or two string arguments (second may be NULL). */
-int reachd_bus_emit(sd_bus *bus, const char *path, const char *interface, const char *member,
-                    const char *first, const char *second);
+/* Emits a signal with `count` (1 or 2) string arguments, each given as its bytes and
+ * their number, not NUL-terminated. The bytes must be valid UTF-8 (a Swift String's
+ * are): sd-bus is not asked to check them again, which on a path document was a fifth
+ * of what reachd ran between the kernel's message and StatusChanged (BENCHMARKS.md §37).
+ * A NUL among them is refused (-EINVAL): a D-Bus string cannot carry one. */
+int reachd_bus_emit(sd_bus *bus, const char *path, const char *interface, const char *member, int count,
+                    const void *first, size_t first_length, const void *second, size_t second_length);
 
 /* Client side: calls a method taking zero, one or two strings (second only with argument),
  * returning zero or one string.
