@@ -26,7 +26,11 @@ extension Path {
     /// the path goes through, the interface that carries it, then wired, Wi-Fi, cellular
     /// and tunnels, each by index. ``interfaces`` holds the same entries in index order.
     public var availableInterfaces: [InterfaceState] {
-        func verdict(_ entry: InterfaceState) -> Int { -(connectivity(of: entry)?.rank ?? 0) }
+        interfaces.enumerated().sorted { preference($0) < preference($1) }.map(\.element)
+    }
+
+    /// Where the entry at `offset` of ``interfaces`` stands in ``availableInterfaces``: lowest first.
+    private func preference(_ entry: (offset: Int, element: InterfaceState)) -> (verdict: Int, rank: Int, offset: Int) {
         func rank(_ entry: InterfaceState) -> Int {
             if entry.index == vpn?.index { return 0 }
             if entry.index == interface?.index { return 1 }
@@ -37,9 +41,7 @@ extension Path {
             case nil: return 5
             }
         }
-        return interfaces.enumerated().sorted {
-            (verdict($0.element), rank($0.element), $0.offset) < (verdict($1.element), rank($1.element), $1.offset)
-        }.map(\.element)
+        return (-(connectivity(of: entry.element)?.rank ?? 0), rank(entry.element), entry.offset)
     }
 
     /// An available interface's verdict: the path's `connectivity` for the interface that
@@ -54,10 +56,12 @@ extension Path {
     /// the kernel (or whoever manages routes) decides.
     public var betterWayOut: String? {
         guard [.none, .limited, .portal].contains(connectivity) else { return nil }
-        return availableInterfaces.first { entry in
-            entry.index != interface?.index && entry.index != vpn?.index
-                && (entry.connectivity?.rank ?? 0) > connectivity.rank
-        }?.name
+        // The first such in the order of availableInterfaces, without sorting them all: a
+        // document is written on every change, and this is asked on every one with no Internet.
+        return interfaces.enumerated().lazy.filter { entry in
+            entry.element.index != interface?.index && entry.element.index != vpn?.index
+                && (entry.element.connectivity?.rank ?? 0) > connectivity.rank
+        }.min { preference($0) < preference($1) }?.element.name
     }
 }
 

@@ -129,6 +129,40 @@ struct NAT64PrefixTests {
         #expect(path.betterWayOut == nil)
     }
 
+    @Test("better-way-out is the first of availableInterfaces beating the path's verdict, whatever the verdicts, kinds and ties")
+    func betterWayOutIsFirstAvailable() {
+        var path = PathDocumentTests.sample
+        let kinds: [InterfaceKind] = [.wifi, .cellular, .ethernet, .tunnel]
+        path.interfaces += kinds.enumerated().map { offset, kind in
+            .init(name: "if\(offset)", index: 10 + offset, kind: kind, operstate: "up", up: true, carrier: true, addresses: [])
+        }
+        let verdicts: [Connectivity?] = [nil, Connectivity.none, .limited, .portal, .full]
+        // docs/connectivity.md's order of verdicts, not judged as unknown.
+        func rank(_ verdict: Connectivity?) -> Int {
+            [Connectivity.unknown, .none, .limited, .portal, .full].firstIndex(of: verdict ?? .unknown)!
+        }
+        var compared = 0
+        for (vpn, own) in [nil, Path.Interface(name: "if3", index: 13, kind: .tunnel)].flatMap({ vpn in
+            [Connectivity.none, .limited, .portal].map { (vpn, $0) }
+        }) {
+            (path.vpn, path.connectivity) = (vpn, own)
+            for combination in 0..<(verdicts.count * verdicts.count * verdicts.count * verdicts.count) {
+                var rest = combination
+                for position in path.interfaces.indices.suffix(kinds.count) {
+                    path.interfaces[position].connectivity = verdicts[rest % verdicts.count]
+                    rest /= verdicts.count
+                }
+                let first = path.availableInterfaces.first { entry in
+                    entry.index != path.interface?.index && entry.index != path.vpn?.index
+                        && rank(entry.connectivity) > rank(own)
+                }
+                #expect(path.betterWayOut == first?.name, "\(path.interfaces.map { ($0.name, $0.connectivity) })")
+                compared += 1
+            }
+        }
+        #expect(compared == 2 * 3 * 625)
+    }
+
     @Test("[monitor] nat64-prefix: taken, or refused with the line and what a prefix must be")
     func configuration() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nat64-\(UUID())")
