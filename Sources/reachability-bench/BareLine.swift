@@ -1,4 +1,5 @@
 import Foundation
+import IPAddresses
 import Netlink
 import ReachabilityCore
 
@@ -34,20 +35,29 @@ enum BareLine {
         var path = try ReachabilityMonitor.path(options: options)
         path.status = .unreachable
         let line = path.jsonLine()
-        let destinations =
-            lookingUp
-            ? [options.probeAddresses.v4, options.probeAddresses.v6]
-                + (options.resolvConf.map { DNSServers.read(resolvConf: $0).servers.map(\.address) } ?? []) : []
+        let destinations = lookingUp ? lookupDestinations(options) : []
         FileHandle.standardOutput.write(Data("ready\n".utf8))
         var descriptor = [pollfd(fd: subscription.fileDescriptor, events: Int16(POLLIN), revents: 0)]
         while true {
             guard poll(&descriptor, 1, -1) > 0 else { continue }
             _ = try subscription.drain { message in
                 guard carried.contains(where: { $0(message) }) else { return false }
-                for destination in destinations { _ = query.lookupRoute(to: destination) }
+                lookUp(destinations, query)
                 _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
                 return false
             }
         }
+    }
+
+    /// What a monitor asks the kernel on every evaluation: the route to each probe
+    /// address and to each resolver of resolv.conf.
+    static func lookupDestinations(_ options: MonitorOptions) -> [IPAddress] {
+        [options.probeAddresses.v4, options.probeAddresses.v6]
+            + (options.resolvConf.map { DNSServers.read(resolvConf: $0).servers.map(\.address) } ?? [])
+    }
+
+    /// Asks the kernel for each route and ignores the answers: only their cost counts here.
+    static func lookUp(_ destinations: [IPAddress], _ query: RtnetlinkQuery) {
+        for destination in destinations { _ = query.lookupRoute(to: destination) }
     }
 }

@@ -21,14 +21,16 @@ import SystemCalls
 /// what it adds. Apart (they need a dbus-daemon and `[compat] networkmanager`):
 /// GLib's `notify::connectivity` and Qt's `reachabilityChanged`, read from the
 /// NetworkManager-compatible surface by the real toolkits (Tests/ToolkitClients) through a pipe.
-/// Apart too, the floor under the daemon's stages: the bare relay (`BareRelay`); and
-/// `reachctl watch --json --direct` through a pipe, the monitor in reachctl's own process,
-/// which reads the kernel as `ip monitor` does and prints a line as it does, and the floors
-/// under it, the bare line (`BareLine`) without and with the route lookups.
+/// Apart too, the floors under the daemon's stages, the bare relay (`BareRelay`) without and
+/// with the route lookups; and `reachctl watch --json --direct` through a pipe, the monitor
+/// in reachctl's own process, which reads the kernel as `ip monitor` does and prints a line
+/// as it does, and the floors under it, the bare line (`BareLine`) without and with the
+/// route lookups.
 struct SubscriberLatencyBenchmark {
     static let stages = ["raw listener", "ip monitor", "in-process monitor", "reachd StatusChanged", "ReachabilityClient", "reachctl watch"]
     static let toolkitStages = ["GLib (NM surface)", "Qt (NM surface)"]
     static let bareRelay = "bare relay"
+    static let bareRelayLookups = "bare relay with lookups"
     static let bareLine = "bare line"
     static let bareLineLookups = "bare line with lookups"
     static let direct = "reachctl watch --direct"
@@ -92,8 +94,13 @@ struct SubscriberLatencyBenchmark {
         let clientWaiter = watching.contains("ReachabilityClient") ? PathWaiter() : nil
         let token = clientWaiter.map { waiter in client.onChange(queue: DispatchQueue(label: "bench.client")) { waiter.received($0) } }
         defer { token.map(client.cancel) }
-        let relay = watching.contains(Self.bareRelay) ? try startBareRelay(site) : nil
-        defer { relay?.process.stop() }
+        var relays: [(stage: String, process: LineReader, signal: SignalSubscriber)] = []
+        defer { relays.forEach { $0.process.stop() } }
+        let relayFlags = [(Self.bareRelay, BareRelay.flag), (Self.bareRelayLookups, BareRelay.lookupsFlag)]
+        for (stage, flag) in relayFlags where watching.contains(stage) {
+            let relay = try startBareRelay(site, flag, name: stage)
+            relays.append((stage, relay.process, relay.signal))
+        }
         let watch =
             watching.contains("reachctl watch")
             ? try LineReader(["ip", "netns", "exec", host.name, reachctl, "watch", "--json", "--bus", socket]) : nil
@@ -163,7 +170,7 @@ struct SubscriberLatencyBenchmark {
             if let ipMonitor { stages.append(("ip monitor", { ipMonitor.arm(ipLine) }, ipMonitor.wait)) }
             if let monitorWaiter { stages.append(("in-process monitor", { monitorWaiter.arm(unreachable) }, { monitorWaiter.wait() })) }
             if let signal { stages.append(("reachd StatusChanged", { signal.arm("unreachable") }, signal.wait)) }
-            if let relay { stages.append((Self.bareRelay, { relay.signal.arm("unreachable") }, relay.signal.wait)) }
+            for relay in relays { stages.append((relay.stage, { relay.signal.arm("unreachable") }, relay.signal.wait)) }
             if let clientWaiter { stages.append(("ReachabilityClient", { clientWaiter.arm(unreachable) }, { clientWaiter.wait() })) }
             for (stage, reader) in [("reachctl watch", watch), (Self.direct, direct)] + bareLines.map({ ($0.stage, Optional($0.reader)) }) {
                 guard let reader else { continue }
@@ -237,10 +244,10 @@ struct SubscriberLatencyBenchmark {
         return Result(changes: Change.allCases.map { ($0.rawValue, samples[$0.rawValue] ?? [:]) }, cpuMicroseconds: cpu)
     }
 
-    /// This program again, as the bare relay in the host's namespace, and its bare client.
-    private func startBareRelay(_ site: BenchSite) throws -> (process: LineReader, signal: SignalSubscriber) {
-        let socket = site.scratch.appendingPathComponent("relay").path
-        let process = try startThisProgram(in: site, [BareRelay.flag, socket], as: "the bare relay")
+    /// This program again, as a bare relay (`flag`) in the host's namespace, and its bare client.
+    private func startBareRelay(_ site: BenchSite, _ flag: String, name: String) throws -> (process: LineReader, signal: SignalSubscriber) {
+        let socket = site.scratch.appendingPathComponent(flag.dropFirst(2) + ".sock").path
+        let process = try startThisProgram(in: site, [flag, socket], as: "the \(name)")
         return (process, try SignalSubscriber(socket: socket))
     }
 
