@@ -189,10 +189,10 @@ package final class BusConnection {
     /// sd-bus would otherwise check again, byte by byte.
     @discardableResult
     package func emit(path: String, interface: String, member: String, _ first: String, _ second: String? = nil) -> Int32 {
-        var (first, second) = (first, second)
+        var first = first
         return first.withUTF8 { first in
-            guard second != nil else { return reachd_bus_emit(bus, path, interface, member, 1, first.baseAddress, first.count, nil, 0) }
-            return second!.withUTF8 { second in
+            guard var second else { return reachd_bus_emit(bus, path, interface, member, 1, first.baseAddress, first.count, nil, 0) }
+            return second.withUTF8 { second in
                 reachd_bus_emit(bus, path, interface, member, 2, first.baseAddress, first.count, second.baseAddress, second.count)
             }
         }

@@ -41,7 +41,7 @@ int reachd_bus_reply_empty(sd_bus_message *call);
 /* Emits a signal with `count` (1 or 2) string arguments, each given as its bytes and
  * their number, not NUL-terminated. The bytes must be valid UTF-8 (a Swift String's
  * are): sd-bus is not asked to check them again, which on a path document was a fifth
- * of what reachd ran between the kernel's message and StatusChanged (BENCHMARKS.md §37).
+ * of what reachd ran between its last route lookup and StatusChanged (BENCHMARKS.md §37).
  * A NUL among them is refused (-EINVAL): a D-Bus string cannot carry one. */
 int reachd_bus_emit(sd_bus *bus, const char *path, const char *interface, const char *member, int count,
                     const void *first, size_t first_length, const void *second, size_t second_length);
