@@ -3,6 +3,7 @@ import NamespaceTesting
 import ReachabilityBus
 import ReachabilityContract
 import SDBus
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -42,75 +43,65 @@ struct BarePeerTests {
 
     @Test("a string with a NUL in it is refused, not sent cut short: a D-Bus string cannot carry one")
     func nulRefused() async throws {
-        try await withScratch { scratch in
-            let path = scratch.appendingPathComponent("bus").path
-            nonisolated(unsafe) let socket = try PrivateSocket(path: path)
-            let results = Results()
-            let served = Thread {
-                guard let connection = try? socket.acceptBarePeer() else { return }
-                results.set([
+        let results = FirstValue<[Int32]>()
+        try await withBarePeer(
+            serving: { connection in
+                results.take([
                     connection.emit(.statusChanged, "unreachable", "{\u{0}}"), connection.emit(.pinFailure, "a\u{0}b"),
                     connection.emit(.statusChanged, "unreachable", "{}")
                 ])
-            }
-            served.start()
-            let client = try BusConnection.connect(.address("unix:path=\(path)"))
-            let deadline = ContinuousClock.now + .seconds(10)
-            while results.value == nil, ContinuousClock.now < deadline {
-                while try client.process() {}
-                try client.wait(timeout: .milliseconds(20))
-            }
-            client.close()
-            let sent = try #require(results.value)
-            #expect(sent[0] == -EINVAL && sent[1] == -EINVAL)
-            #expect(sent[2] >= 0)
-        }
+            }, until: { results.value != nil })
+        let sent = try #require(results.value)
+        #expect(sent[0] == -EINVAL && sent[1] == -EINVAL)
+        #expect(sent[2] >= 0)
     }
 
     /// `signal` with its arguments, sent by a bare peer until a client of it has received it once: what the client read.
     private func relayed(
         _ signal: ReachabilityContract.Signal, _ first: String, _ second: String?
     ) async throws -> (first: String, second: String?)? {
-        try await withScratch { scratch in
-            let path = scratch.appendingPathComponent("bus").path
-            nonisolated(unsafe) let socket = try PrivateSocket(path: path)
-            let received = Received()
-            let served = Thread {
-                guard let connection = try? socket.acceptBarePeer() else { return }
+        let received = FirstValue<(first: String, second: String?)>()
+        try await withBarePeer(
+            serving: { connection in
                 // Sent once the client has said Hello (before, it would drop the connection), and
                 // again until it has matched the signal: a peer's signals go whether it has or not.
                 let deadline = ContinuousClock.now + .seconds(10)
-                while connection.isOpen, !received.done, ContinuousClock.now < deadline {
+                while connection.isOpen, received.value == nil, ContinuousClock.now < deadline {
                     if connection.mayBeSentUnasked { connection.emit(signal, first, second) }
                     while (try? connection.process()) == true {}
                     try? connection.wait(timeout: .milliseconds(20))
                 }
-            }
-            served.start()
+            },
+            client: { client in try client.onSignal(signal, from: nil) { first, second, _ in received.take((first, second)) } },
+            until: { received.value != nil })
+        return received.value
+    }
+
+    /// A bare peer of a new private socket, served by `serving` on a thread of its own, and a
+    /// client of it, set up by `client` and then processed until `done` or for 10 s.
+    private func withBarePeer(
+        serving: @escaping @Sendable (BusConnection) -> Void, client setUp: (BusConnection) throws -> Void = { _ in },
+        until done: () -> Bool
+    ) async throws {
+        try await withScratch { scratch in
+            let path = scratch.appendingPathComponent("bus").path
+            nonisolated(unsafe) let socket = try PrivateSocket(path: path)
+            Thread { (try? socket.acceptBarePeer()).map(serving) }.start()
             let client = try BusConnection.connect(.address("unix:path=\(path)"))
-            try client.onSignal(signal, from: nil) { first, second, _ in received.take(first, second) }
+            defer { client.close() }
+            try setUp(client)
             let deadline = ContinuousClock.now + .seconds(10)
-            while !received.done, ContinuousClock.now < deadline {
+            while !done(), ContinuousClock.now < deadline {
                 while try client.process() {}
-                try client.wait(timeout: .milliseconds(50))
+                try client.wait(timeout: .milliseconds(20))
             }
-            client.close()
-            return received.value
         }
     }
 
-    final class Results: @unchecked Sendable {
-        private let lock = NSLock()
-        private var results: [Int32]?
-        var value: [Int32]? { lock.withLock { results } }
-        func set(_ value: [Int32]) { lock.withLock { results = value } }
-    }
-
-    final class Received: @unchecked Sendable {
-        private let lock = NSLock()
-        private var taken: (first: String, second: String?)?
-        var value: (first: String, second: String?)? { lock.withLock { taken } }
-        var done: Bool { value != nil }
-        func take(_ first: String, _ second: String?) { lock.withLock { if taken == nil { taken = (first, second) } } }
+    /// The first value one thread gives another.
+    final class FirstValue<Value: Sendable>: Sendable {
+        private let state = Mutex<Value?>(nil)
+        var value: Value? { state.withLock { $0 } }
+        func take(_ value: Value) { state.withLock { if $0 == nil { $0 = value } } }
     }
 }
