@@ -9,7 +9,8 @@ import SystemCalls
 /// library's monitor runs it on a thread of its own; reachd on sd-event.
 package final class PathEngine {
     private let subscription: any KernelEvents
-    private let query: any KernelQueries
+    /// The kernel's answers to lookups, asked again only where a message says they may have changed.
+    private let query: RouteLookupMemo
     /// The time every decision is made at: the system's, or a test's virtual clock.
     package let clock: LoopClock
     private var evaluator: PathEvaluator
@@ -117,7 +118,7 @@ package final class PathEngine {
         self.options = options
         watched = [options.probeAddresses.v4, options.probeAddresses.v6]
         subscription = events
-        query = queries
+        query = RouteLookupMemo(queries)
         self.clock = clock
         evaluator = PathEvaluator(options: options, facts: facts)
         try resynchronize()
@@ -130,6 +131,7 @@ package final class PathEngine {
     /// differ from what was held are reported as changed, like the events they replace.
     package func resynchronize() throws {
         isSynchronized = false
+        query.forgetAll()
         let links = try query.links()
         let addresses = try query.addresses()
         let before = state
@@ -185,6 +187,7 @@ package final class PathEngine {
                 limit: 10_000,
                 { message in
                     statistics.messages += 1
+                    forgetAnswers(changedBy: message)
                     if announce(message) { outcome.evaluate = true }
                     let before: Link? =
                         switch message {
@@ -239,6 +242,28 @@ package final class PathEngine {
             return EventsOutcome(evaluate: true)
         }
     }
+
+    /// Forgets the kernel's answers `message` may have changed (`RouteLookupMemo`): a
+    /// route's, those for the addresses it covers; an address's, its family's (the source
+    /// the kernel picks, the routes it adds and flushes); a link's or a rule's, all.
+    private func forgetAnswers(changedBy message: RtnetlinkMessage) {
+        switch message {
+        case .link, .linkRemoved, .rule: query.forgetAll()
+        case let .address(address), let .addressRemoved(address): query.forget(address.address.family)
+        case let .route(change): query.forget(change)
+        case .routerOption: break
+        }
+    }
+
+    /// Asks the kernel everything again at the next evaluation: a re-check distrusts what
+    /// the last look was told (an IPv4 removal announced before it takes effect, routes
+    /// flushed without a message), and a timer is all that says something may have changed.
+    package func lookAgain() {
+        query.forgetAll()
+    }
+
+    /// The kernel's answers kept for the next evaluation (tests).
+    package var answersKept: Int { query.count }
 
     /// Whether a change of interface `index` can change the path or its document.
     /// The kernel stays the judge of the path: this only rules out interfaces it

@@ -56,6 +56,7 @@ package final class PathWatcher {
 
     /// The timer the watcher armed expired.
     package func timerFired() {
+        engine.lookAgain()
         let wasSynchronized = engine.isSynchronized
         resynchronizeIfNeeded()
         evaluateNow()

@@ -44,7 +44,12 @@ struct LatencyBenchmark {
             let engine = try PathEngine(options: MonitorOptions(networkNamespace: host.path))
             let evaluations = 10_000
             let evaluationStart = now()
-            for _ in 0..<evaluations { _ = engine.evaluateDefaultPath() }
+            // Each asks the kernel everything, as the first look after a link's message does
+            // (the engine keeps answers no message has moved: RouteLookupMemo).
+            for _ in 0..<evaluations {
+                engine.lookAgain()
+                _ = engine.evaluateDefaultPath()
+            }
             evaluationMicroseconds = Double(now() - evaluationStart) / 1e3 / Double(evaluations)
         }
 

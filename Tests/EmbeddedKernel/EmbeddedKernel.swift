@@ -81,6 +81,7 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         var subscriptions: [Weak] = []
         var failingDumps = 0
         var lookups = 0
+        var asked: [IPAddress] = []
         var dumps = 0
 
         var listeners: [EmbeddedKernelSubscription] { subscriptions.compactMap(\.subscription) }
@@ -107,6 +108,8 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
 
     /// Route lookups answered: what evaluations cost.
     package var lookups: Int { state.withLock { $0.lookups } }
+    /// The destination of each lookup answered, in order.
+    package var asked: [IPAddress] { state.withLock { $0.asked } }
     /// Dumps answered (links and addresses count as one).
     package var dumps: Int { state.withLock { $0.dumps } }
 
@@ -223,6 +226,9 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         send([.route(change)])
     }
 
+    /// Whether the FIB holds `route` (a link's going down takes its IPv4 routes away).
+    package func hasRoute(_ route: Route) -> Bool { state.withLock { $0.routes[route] != nil } }
+
     /// A policy rule added or removed.
     package func changeRule() { send([.rule]) }
 
@@ -267,6 +273,7 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         let now = clock.now
         return state.withLock { state in
             state.lookups += 1
+            state.asked.append(destination)
             let links = state.links
             let candidates = state.routes.filter { route, unlinked in
                 // One being taken away is found until it is gone, whatever its link says by then.

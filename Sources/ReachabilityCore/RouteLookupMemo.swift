@@ -1,0 +1,91 @@
+import IPAddresses
+import Netlink
+
+/// The kernel's answers to route lookups, each kept until a message says it may have
+/// changed: an evaluation asks again only what the batch it follows could have moved.
+/// An IPv4 route deletion leaves the IPv6 probe's answer as it was (the two families'
+/// FIBs are apart), and a route that does not cover an address changes no lookup of it
+/// (`RouteChange.covers`), so neither is asked again (BENCHMARKS.md §38).
+///
+/// What is forgotten, and when, is decided in `PathEngine.forgetAnswers(changedBy:)`:
+/// a route message forgets the answers for the addresses it covers; an address message
+/// its family's (the source the kernel picks, the routes it adds or flushes); a link
+/// or rule message, a re-read of the state and a re-check (`PathEngine.lookAgain()`),
+/// everything. A failed lookup is not kept.
+final class RouteLookupMemo: KernelQueries {
+    private let kernel: any KernelQueries
+    /// Few, and looked through in order: an evaluation of the default path asks about the
+    /// two probes and the resolvers, and a change's wake-up runs on cold caches, where
+    /// looking through a short array costs less than hashing into a dictionary (BENCHMARKS.md §38).
+    private var answers: [Answer] = []
+
+    /// The answers kept at most: the default path's questions, with room for a NAT64's and a
+    /// restricted monitor's. A daemon's watches of many hosts ask more; past it, all are
+    /// forgotten, so a lookup never looks through more than this.
+    static let capacity = 16
+
+    private struct Answer {
+        var destination: IPAddress
+        var outputInterface: Int32?
+        var matchingFIBEntry: Bool
+        var result: Result<RouteLookup, RouteLookupFailure>
+        /// False once a message may have moved it: asked again, in place, when next wanted.
+        /// Marking is a plain loop; removing from the array ran the standard library's
+        /// generic partitioning, cold, on every route message (BENCHMARKS.md §38).
+        var isCurrent = true
+    }
+
+    init(_ kernel: any KernelQueries) {
+        self.kernel = kernel
+        answers.reserveCapacity(Self.capacity)
+    }
+
+    /// Answers kept now and current (tests).
+    var count: Int { answers.lazy.filter(\.isCurrent).count }
+
+    func links() throws -> [Link] { try kernel.links() }
+
+    func addresses() throws -> [InterfaceAddress] { try kernel.addresses() }
+
+    func lookupRoute(to destination: IPAddress, outputInterface: Int32?, matchingFIBEntry: Bool) -> Result<RouteLookup, RouteLookupFailure>
+    {
+        var slot: Int?
+        for index in answers.indices
+        where answers[index].outputInterface == outputInterface && answers[index].matchingFIBEntry == matchingFIBEntry
+            && answers[index].destination == destination
+        {
+            if answers[index].isCurrent { return answers[index].result }
+            slot = index
+            break
+        }
+        let result = kernel.lookupRoute(to: destination, outputInterface: outputInterface, matchingFIBEntry: matchingFIBEntry)
+        let isCurrent = if case .failure(.failed) = result { false } else { true }
+        if let slot {
+            answers[slot].result = result
+            answers[slot].isCurrent = isCurrent
+        } else {
+            if answers.count >= Self.capacity { answers.removeAll(keepingCapacity: true) }
+            answers.append(
+                Answer(
+                    destination: destination, outputInterface: outputInterface, matchingFIBEntry: matchingFIBEntry, result: result,
+                    isCurrent: isCurrent))
+        }
+        return result
+    }
+
+    /// Forgets the answers `change` may move: those for the addresses it covers.
+    func forget(_ change: RouteChange) {
+        for index in answers.indices where answers[index].isCurrent && change.covers(answers[index].destination) {
+            answers[index].isCurrent = false
+        }
+    }
+
+    /// Forgets every answer for an address of `family`.
+    func forget(_ family: IPAddress.Family) {
+        for index in answers.indices where answers[index].destination.family == family { answers[index].isCurrent = false }
+    }
+
+    func forgetAll() {
+        answers.removeAll(keepingCapacity: true)
+    }
+}
