@@ -4,8 +4,9 @@ import Netlink
 import SystemCalls
 
 /// Turns the kernel's answers into a `Path`. It keeps no routes: each
-/// evaluation asks the FIB (`RTM_GETROUTE`) for the probe addresses and reads
-/// only links and addresses from the `NetworkState`.
+/// evaluation asks the FIB (`RTM_GETROUTE`) for the probe addresses — through the
+/// engine's `RouteLookupMemo`, which asks again only what a message may have moved —
+/// and reads only links and addresses from the `NetworkState`.
 struct PathEvaluator {
     let options: MonitorOptions
     let classifier: InterfaceClassifier
