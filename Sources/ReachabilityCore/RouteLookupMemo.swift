@@ -36,7 +36,6 @@ final class RouteLookupMemo: KernelQueries {
 
     init(_ kernel: any KernelQueries) {
         self.kernel = kernel
-        answers.reserveCapacity(Self.capacity)
     }
 
     /// Answers kept now and current (tests).

@@ -80,7 +80,7 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
         /// Every subscription still held, as the kernel multicasts to every socket that joined.
         var subscriptions: [Weak] = []
         var failingDumps = 0
-        var lookups = 0
+        /// The destination of each lookup answered, in order.
         var asked: [IPAddress] = []
         var dumps = 0
 
@@ -107,7 +107,7 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
     }
 
     /// Route lookups answered: what evaluations cost.
-    package var lookups: Int { state.withLock { $0.lookups } }
+    package var lookups: Int { state.withLock { $0.asked.count } }
     /// The destination of each lookup answered, in order.
     package var asked: [IPAddress] { state.withLock { $0.asked } }
     /// Dumps answered (links and addresses count as one).
@@ -272,7 +272,6 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
     ) -> Result<RouteLookup, RouteLookupFailure> {
         let now = clock.now
         return state.withLock { state in
-            state.lookups += 1
             state.asked.append(destination)
             let links = state.links
             let candidates = state.routes.filter { route, unlinked in

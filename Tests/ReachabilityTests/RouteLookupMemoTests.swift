@@ -12,12 +12,19 @@ import Testing
     static let probe4 = IPAddress(MonitorOptions.defaultProbeIPv4)!
     static let probe6 = IPAddress(MonitorOptions.defaultProbeIPv6)!
 
-    /// What `body`'s changes had the kernel asked, once the watcher read them.
-    static func asked(_ kernel: EmbeddedKernel, _ watcher: EmbeddedPathWatcher, after body: () -> Void) -> [IPAddress] {
+    /// What the kernel was asked while `body` ran.
+    static func asked(_ kernel: EmbeddedKernel, during body: () -> Void) -> [IPAddress] {
         let before = kernel.asked.count
         body()
-        watcher.read()
         return Array(kernel.asked.dropFirst(before))
+    }
+
+    /// What `change` had the kernel asked, once the watcher read it.
+    static func asked(_ kernel: EmbeddedKernel, _ watcher: EmbeddedPathWatcher, after change: () -> Void) -> [IPAddress] {
+        asked(kernel) {
+            change()
+            watcher.read()
+        }
     }
 
     /// The two families' FIBs are apart: an IPv4 route's removal leaves the IPv6 probe's answer as it was.
@@ -73,9 +80,7 @@ import Testing
         kernel.deleteRoute(EmbeddedKernel.uplinkRoute4, unlinkedAfter: .milliseconds(1))
         watcher.read()
         #expect(watcher.path?.ipv4 == true, "at once the kernel still answers with the route")
-        let before = kernel.asked.count
-        watcher.advance(by: .microseconds(250))
-        #expect(Set(kernel.asked.dropFirst(before)) == [Self.probe4, Self.probe6])
+        #expect(Set(Self.asked(kernel) { watcher.advance(by: .microseconds(250)) }) == [Self.probe4, Self.probe6])
         watcher.advance(by: .microseconds(4_750))
         #expect(watcher.path?.ipv4 == false)
     }
@@ -85,12 +90,8 @@ import Testing
         let (kernel, watcher) = try EmbeddedWatcherTests.uplinkHost()
         #expect(watcher.engine.answersKept > 0)
         watcher.resumed()
-        let before = kernel.asked.count
-        watcher.resumed()
-        #expect(Set(kernel.asked.dropFirst(before)) == [Self.probe4, Self.probe6])
-        kernel.overrun()
-        let afterOverrun = Self.asked(kernel, watcher) {}
-        #expect(Set(afterOverrun) == [Self.probe4, Self.probe6])
+        #expect(Set(Self.asked(kernel) { watcher.resumed() }) == [Self.probe4, Self.probe6])
+        #expect(Set(Self.asked(kernel, watcher) { kernel.overrun() }) == [Self.probe4, Self.probe6])
     }
 
     /// A daemon answers `Route()` for any destination, and watches many hosts: the answers kept are bounded.
