@@ -17,6 +17,8 @@ enum MessageType {
     static let getRoute: UInt16 = 26
     static let newRule: UInt16 = 32
     static let deleteRule: UInt16 = 33
+    static let newNextHop: UInt16 = 104
+    static let deleteNextHop: UInt16 = 105
     static let newNDUserOption: UInt16 = 68
 }
 
@@ -36,6 +38,7 @@ enum MulticastGroup {
     static let ipv6Route: Int32 = 11
     static let ipv6Rule: Int32 = 19
     static let ndUserOption: Int32 = 20
+    static let nextHop: Int32 = 32
 }
 
 enum RouteAttribute {

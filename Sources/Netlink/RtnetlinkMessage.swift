@@ -68,6 +68,11 @@ package enum RtnetlinkMessage: Sendable {
     case route(RouteChange)
     /// A policy rule changed: the FIB may answer differently with no route message.
     case rule
+    /// A next-hop object (`ip nexthop`) changed or went. Routes that name it (`nhid`)
+    /// may now lead elsewhere, or be gone, with no route message: its removal never
+    /// announces the IPv4 routes it takes, and with `net.ipv4.nexthop_compat_mode=0`
+    /// no change announces any route.
+    case nextHop
     /// An option of a router advertisement the kernel passed on (RFC 8910's captive portal among them).
     case routerOption(RouterAdvertisementOption)
 }
@@ -133,6 +138,8 @@ extension RtnetlinkMessage {
                     outputInterfaces: outputInterfaces))
         case MessageType.newRule, MessageType.deleteRule:
             self = .rule
+        case MessageType.newNextHop, MessageType.deleteNextHop:
+            self = .nextHop
         case MessageType.newNDUserOption:
             guard let option = RouterAdvertisementOption(header) else { return nil }
             self = .routerOption(option)

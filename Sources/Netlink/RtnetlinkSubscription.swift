@@ -4,8 +4,8 @@ import CNetlink
 import Glibc
 #endif
 
-/// The subscribed socket: every link, address, route and rule change of the
-/// network namespace it was created in, and the router-advertisement options
+/// The subscribed socket: every link, address, route, rule and next-hop change of
+/// the network namespace it was created in, and the router-advertisement options
 /// the kernel passes on, read without blocking.
 package final class RtnetlinkSubscription: KernelEvents {
     private let socket: NetlinkSocket
@@ -27,6 +27,8 @@ package final class RtnetlinkSubscription: KernelEvents {
         ] {
             try socket.join(group: group)
         }
+        // Kernels before 5.3 have no next-hop objects, and refuse the group.
+        try? socket.join(group: MulticastGroup.nextHop)
         self.receiveBufferSize = socket.setReceiveBufferSize(receiveBufferSize)
     }
 

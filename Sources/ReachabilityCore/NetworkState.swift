@@ -33,7 +33,7 @@ package struct NetworkState: Sendable, Equatable {
         case none
         /// One interface's link or addresses.
         case interface(Int32)
-        /// A route or a rule: the FIB may answer differently.
+        /// A route, or (nil) a rule or a next hop, which may move any answer: the FIB may answer differently.
         case routing(RouteChange?)
     }
 
@@ -67,7 +67,7 @@ package struct NetworkState: Sendable, Equatable {
             index = address.interfaceIndex
         case let .route(change):
             return .routing(change)
-        case .rule:
+        case .rule, .nextHop:
             return .routing(nil)
         case .routerOption:
             return .none

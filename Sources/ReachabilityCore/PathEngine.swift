@@ -153,7 +153,8 @@ package final class PathEngine {
     package struct EventsOutcome: Equatable, Sendable {
         /// Evaluate the path now.
         package var evaluate = false
-        /// Evaluate it again after each of `recheckDelays`: the batch removed an IPv4 route.
+        /// Evaluate it again after each of `recheckDelays`: the batch removed an IPv4 route
+        /// or changed a next hop (whose removal takes its routes after the message, too).
         /// IPv4's `fib_table_delete` broadcasts `RTM_DELROUTE` *before* it unlinks
         /// the route (IPv6 unlinks first), and `RTM_GETROUTE` takes no lock, so a
         /// lookup made at once can still find the route. Nothing else is sent
@@ -187,7 +188,7 @@ package final class PathEngine {
                 limit: 10_000,
                 { message in
                     statistics.messages += 1
-                    forgetAnswers(changedBy: message)
+                    query.forget(movedBy: message)
                     if announce(message) { outcome.evaluate = true }
                     let before: Link? =
                         switch message {
@@ -211,7 +212,9 @@ package final class PathEngine {
                         if matters(index, before: before) { outcome.evaluate = true }
                     case let .routing(change):
                         guard let change else {
-                            outcome.evaluate = true // a rule: any lookup may be answered otherwise
+                            outcome.evaluate = true // a rule or a next hop: any lookup may be answered otherwise
+                            // A next hop's removal is announced before the routes using it are unlinked.
+                            if case .nextHop = message { outcome.recheck = true }
                             break
                         }
                         if !change.removed, change.mayCarryGlobalTraffic { routedInterfaces.formUnion(change.outputInterfaces) }
@@ -240,18 +243,6 @@ package final class PathEngine {
         } catch {
             isSynchronized = false
             return EventsOutcome(evaluate: true)
-        }
-    }
-
-    /// Forgets the kernel's answers `message` may have changed (`RouteLookupMemo`): a
-    /// route's, those for the addresses it covers; an address's, its family's (the source
-    /// the kernel picks, the routes it adds and flushes); a link's or a rule's, all.
-    private func forgetAnswers(changedBy message: RtnetlinkMessage) {
-        switch message {
-        case .link, .linkRemoved, .rule: query.forgetAll()
-        case let .address(address), let .addressRemoved(address): query.forget(address.address.family)
-        case let .route(change): query.forget(change)
-        case .routerOption: break
         }
     }
 

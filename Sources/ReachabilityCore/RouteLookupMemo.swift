@@ -7,11 +7,9 @@ import Netlink
 /// FIBs are apart), and a route that does not cover an address changes no lookup of it
 /// (`RouteChange.covers`), so neither is asked again (BENCHMARKS.md §38).
 ///
-/// What is forgotten, and when, is decided in `PathEngine.forgetAnswers(changedBy:)`:
-/// a route message forgets the answers for the addresses it covers; an address message
-/// its family's (the source the kernel picks, the routes it adds or flushes); a link
-/// or rule message, a re-read of the state and a re-check (`PathEngine.lookAgain()`),
-/// everything. A failed lookup is not kept.
+/// Which answers a message may move is `RtnetlinkMessage.mayMoveRoute(to:)`; a re-read
+/// of the state and a re-check (`PathEngine.lookAgain()`) forget everything. A failed
+/// lookup is not kept.
 final class RouteLookupMemo: KernelQueries {
     private let kernel: any KernelQueries
     /// Few, and looked through in order: an evaluation of the default path asks about the
@@ -71,19 +69,29 @@ final class RouteLookupMemo: KernelQueries {
         return result
     }
 
-    /// Forgets the answers `change` may move: those for the addresses it covers.
-    func forget(_ change: RouteChange) {
-        for index in answers.indices where answers[index].isCurrent && change.covers(answers[index].destination) {
+    /// Forgets the answers `message` may move.
+    func forget(movedBy message: RtnetlinkMessage) {
+        for index in answers.indices where answers[index].isCurrent && message.mayMoveRoute(to: answers[index].destination) {
             answers[index].isCurrent = false
         }
     }
 
-    /// Forgets every answer for an address of `family`.
-    func forget(_ family: IPAddress.Family) {
-        for index in answers.indices where answers[index].destination.family == family { answers[index].isCurrent = false }
-    }
-
     func forgetAll() {
         answers.removeAll(keepingCapacity: true)
+    }
+}
+
+extension RtnetlinkMessage {
+    /// Whether the kernel may answer a lookup of `destination` otherwise after this message:
+    /// a route's, if its prefix contains the address (`RouteChange.covers`; the two families'
+    /// tables are apart); an address's, for its family (the source the kernel picks, the
+    /// routes it adds and flushes); a link's, a rule's or a next hop's, always.
+    package func mayMoveRoute(to destination: IPAddress) -> Bool {
+        switch self {
+        case .link, .linkRemoved, .rule, .nextHop: true
+        case let .address(address), let .addressRemoved(address): address.address.family == destination.family
+        case let .route(change): change.covers(destination)
+        case .routerOption: false
+        }
     }
 }

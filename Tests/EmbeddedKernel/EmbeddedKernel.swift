@@ -94,6 +94,12 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
             for route in flushed { routes[route] = unlinked.map { .some($0) } }
             return flushed
         }
+
+        /// Takes `route` away: at once, or found by lookups for `delay` more.
+        mutating func unlink(_ route: Route, after delay: Duration, now: ContinuousClock.Instant) {
+            precondition(routes[route] != nil, "no such route")
+            routes[route] = delay > .zero ? .some(now + delay) : nil
+        }
     }
 
     private struct Weak {
@@ -216,11 +222,7 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
     /// Deletes a route. The removal is announced at once; lookups stop finding the route
     /// only `unlinkedAfter` later — IPv4 announces before it unlinks.
     package func deleteRoute(_ route: Route, unlinkedAfter delay: Duration = .zero) {
-        let unlinked = clock.now + delay
-        state.withLock { state in
-            precondition(state.routes[route] != nil, "no such route")
-            if delay > .zero { state.routes[route] = .some(unlinked) } else { state.routes[route] = nil }
-        }
+        state.withLock { $0.unlink(route, after: delay, now: clock.now) }
         var change = route.change
         change.removed = true
         send([.route(change)])
@@ -231,6 +233,15 @@ package final class EmbeddedKernel: KernelQueries, KernelSource, Sendable {
 
     /// A policy rule added or removed.
     package func changeRule() { send([.rule]) }
+
+    /// Deletes the next-hop object `routes` use (`ip nexthop del`): its removal is announced,
+    /// the routes go `unlinkedAfter` later with no message of their own.
+    package func removeNextHop(usedBy routes: [Route], unlinkedAfter delay: Duration = .zero) {
+        state.withLock { state in
+            for route in routes { state.unlink(route, after: delay, now: clock.now) }
+        }
+        send([.nextHop])
+    }
 
     /// Sends a datagram of several messages at once (a burst the monitor reads in one go).
     package func send(_ messages: [RtnetlinkMessage]) {

@@ -24,6 +24,8 @@ package enum RtnetlinkEncoder {
         case let .addressRemoved(address): return Self.address(address, type: Kind.deleteAddress)
         case let .route(change): return route(change)
         case .rule: return wrap(Kind.newRule, [UInt8(AF_INET), 0, 0, 0, 254, 0, 0, 1] + u32(0))
+        // struct nhmsg: family, scope, protocol, reserved, flags; then NHA_ID.
+        case .nextHop: return wrap(Kind.deleteNextHop, [UInt8(AF_INET), 0, 0, 0] + u32(0) + attribute(1, u32(1)))
         case .routerOption: preconditionFailure("router-advertisement options are not encoded")
         }
     }
@@ -34,6 +36,7 @@ package enum RtnetlinkEncoder {
         static let newAddress: UInt16 = 20, deleteAddress: UInt16 = 21
         static let newRoute: UInt16 = 24, deleteRoute: UInt16 = 25
         static let newRule: UInt16 = 32
+        static let deleteNextHop: UInt16 = 105
     }
 
     private static func link(_ link: Link, type: UInt16) -> [UInt8] {

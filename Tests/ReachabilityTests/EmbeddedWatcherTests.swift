@@ -50,6 +50,21 @@ import Testing
         #expect(watcher.published.count == 2)
     }
 
+    /// A next-hop object's removal takes the routes that use it with no route message, IPv4's
+    /// after the next hop's own message: it is looked at at once and again, as a route's removal.
+    @Test func aNextHopsRemovalIsLookedAtAgainUntilItsRoutesAreGone() throws {
+        let (kernel, watcher) = try Self.uplinkHost()
+        kernel.removeNextHop(usedBy: [EmbeddedKernel.uplinkRoute6])
+        watcher.read()
+        #expect(watcher.path?.ipv6 == false, "the IPv6 default route went with its next hop")
+        kernel.removeNextHop(usedBy: [EmbeddedKernel.uplinkRoute4], unlinkedAfter: .milliseconds(1))
+        watcher.read()
+        #expect(watcher.path?.status == .wired, "at once the kernel still answers with the IPv4 route")
+        watcher.advance(by: .milliseconds(5))
+        #expect(watcher.path?.status == .unreachable)
+        #expect(watcher.path?.reason == .noRoute)
+    }
+
     /// IPv6 unlinks before it announces: one look suffices, and no timer is armed.
     @Test func ipv6RemovalIsSeenAtOnce() throws {
         let (kernel, watcher) = try Self.uplinkHost()

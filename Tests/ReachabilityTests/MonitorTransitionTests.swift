@@ -160,6 +160,27 @@ struct MonitorTransitionTests {
         }
     }
 
+    /// Neither a next hop's replacement (with `nexthop_compat_mode=0`) nor its removal (ever, for
+    /// IPv4) sends a message for the routes that use it: only the next hop's own message says so.
+    @Test("the default route's next-hop object replaced, then removed", arguments: [0, 1])
+    func nextHopReplacedThenRemoved(compatibilityMode: Int) async throws {
+        try await withNamespaces("nexthop\(compatibilityMode)", "router") { ns in
+            try ns[0].sysctl("net.ipv4.nexthop_compat_mode=\(compatibilityMode)")
+            try ns[0].addUplink(router: ns[1], defaultRoute: false)
+            try ns[0].addUplink("eth1", subnet: "10.2.0", router: ns[1], peer: "up1", defaultRoute: false)
+            try ns[0].ip("nexthop add id 1 via 10.1.0.1 dev eth0")
+            try ns[0].ip("route add default nhid 1")
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            try await waitForPath(monitor, "by eth0") { $0.interface?.name == "eth0" }
+            try ns[0].ip("nexthop replace id 1 via 10.2.0.1 dev eth1")
+            try await waitForPath(monitor, "by eth1") { $0.interface?.name == "eth1" }
+            try ns[0].ip("nexthop del id 1")
+            try await waitForPath(monitor, "no route") { $0.reason == .noRoute }
+        }
+    }
+
     @Test("a VPN coming up and going away while watching", .needsTun)
     func vpnComesAndGoes() async throws {
         try await withWatchedUplink("vpnlive") { ns, monitor in

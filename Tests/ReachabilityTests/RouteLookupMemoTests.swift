@@ -61,13 +61,14 @@ import Testing
         #expect(watcher.path?.dns?.usable == ["192.0.2.53"])
     }
 
-    /// A link's message, a rule's, an address's family: everything they may move is asked again.
-    @Test func linksRulesAndAddressesAskAgain() throws {
+    /// A link's message, a rule's, a next hop's, an address's family: everything they may move is asked again.
+    @Test func linksRulesNextHopsAndAddressesAskAgain() throws {
         let (kernel, watcher) = try EmbeddedWatcherTests.uplinkHost()
         kernel.addUplink("eth1", index: 3, subnet: "198.51.100", defaultRoute: false)
         watcher.read()
         #expect(Set(Self.asked(kernel, watcher) { kernel.setLink(3, carrier: false) }) == [Self.probe4, Self.probe6])
         #expect(Set(Self.asked(kernel, watcher) { kernel.changeRule() }) == [Self.probe4, Self.probe6])
+        #expect(Set(Self.asked(kernel, watcher) { kernel.removeNextHop(usedBy: []) }) == [Self.probe4, Self.probe6])
         let address = InterfaceAddress(interfaceIndex: EmbeddedKernel.uplink, address: IPAddress("2001:db8::99")!, prefixLength: 64)
         let asked = Self.asked(kernel, watcher) { kernel.addAddress(address) }
         #expect(asked.allSatisfy { $0.family == .v6 })
