@@ -14,10 +14,11 @@ import Glibc
 /// no evaluation, no route lookup, no state; beside `ip monitor`, what is left is being
 /// a second listener that writes a larger line (BENCHMARKS.md §29).
 ///
-/// With `--bare-line-lookups`, it first asks the kernel what reachctl asks on every
-/// evaluation — the route to each probe address and to each resolver of resolv.conf —
-/// and ignores the answers: the floor under any monitor that judges the path by the
-/// kernel's lookups, as this one's design requires (BENCHMARKS.md §30).
+/// With `--bare-line-lookups`, it first asks the kernel what reachctl asks on the
+/// change — the route to each probe address and to each resolver of resolv.conf that
+/// the message may move (`RtnetlinkMessage.mayMoveRoute(to:)`) — and ignores the
+/// answers: the floor under any monitor that judges the path by the kernel's lookups,
+/// as this one's design requires (BENCHMARKS.md §30).
 enum BareLine {
     static let flag = "--bare-line"
     static let lookupsFlag = "--bare-line-lookups"
@@ -42,22 +43,23 @@ enum BareLine {
             guard poll(&descriptor, 1, -1) > 0 else { continue }
             _ = try subscription.drain { message in
                 guard carried.contains(where: { $0(message) }) else { return false }
-                lookUp(destinations, query)
+                lookUp(destinations, movedBy: message, query)
                 _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
                 return false
             }
         }
     }
 
-    /// What a monitor asks the kernel on every evaluation: the route to each probe
+    /// What a monitor of the default path may ask the kernel: the route to each probe
     /// address and to each resolver of resolv.conf.
     static func lookupDestinations(_ options: MonitorOptions) -> [IPAddress] {
         [options.probeAddresses.v4, options.probeAddresses.v6]
             + (options.resolvConf.map { DNSServers.read(resolvConf: $0).servers.map(\.address) } ?? [])
     }
 
-    /// Asks the kernel for each route and ignores the answers: only their cost counts here.
-    static func lookUp(_ destinations: [IPAddress], _ query: RtnetlinkQuery) {
-        for destination in destinations { _ = query.lookupRoute(to: destination) }
+    /// Asks the kernel for each route `message` may move, as a monitor that keeps the
+    /// other answers does, and ignores the answers: only their cost counts here.
+    static func lookUp(_ destinations: [IPAddress], movedBy message: RtnetlinkMessage, _ query: RtnetlinkQuery) {
+        for destination in destinations where message.mayMoveRoute(to: destination) { _ = query.lookupRoute(to: destination) }
     }
 }

@@ -16,7 +16,7 @@ import Glibc
 /// (BENCHMARKS.md §27).
 ///
 /// With `--bare-relay-lookups`, it first asks the kernel what a judging monitor asks on
-/// every evaluation, as the bare line with lookups does (`BareLine`), and ignores the
+/// the change, as the bare line with lookups does (`BareLine`), and ignores the
 /// answers: the floor under any daemon that judges the path by the kernel's lookups
 /// and relays it over the bus (BENCHMARKS.md §37).
 enum BareRelay {
@@ -50,7 +50,7 @@ enum BareRelay {
             _ = try subscription.drain { message in
                 // Never before Hello's reply: the client would drop the connection.
                 if connection.mayBeSentUnasked, carried.contains(where: { $0(message) }) {
-                    BareLine.lookUp(destinations, query)
+                    BareLine.lookUp(destinations, movedBy: message, query)
                     connection.emit(.statusChanged, "unreachable", document)
                 }
                 return false
