@@ -19,10 +19,12 @@ package struct RouteLookup: Hashable, Sendable {
     package var destinationPrefixLength: UInt8
     /// The route's metric, when the kernel reports one (FIB-match lookups).
     package var priority: UInt32?
+    /// The next-hop object the route names (`nhid`, `RTA_NH_ID`), if it names one.
+    package var nextHopObject: UInt32?
 
     package init(
         destination: IPAddress, outputInterface: Int32, gateway: IPAddress? = nil, preferredSource: IPAddress? = nil,
-        type: UInt8, table: UInt32, destinationPrefixLength: UInt8, priority: UInt32? = nil
+        type: UInt8, table: UInt32, destinationPrefixLength: UInt8, priority: UInt32? = nil, nextHopObject: UInt32? = nil
     ) {
         self.destination = destination
         self.outputInterface = outputInterface
@@ -32,6 +34,7 @@ package struct RouteLookup: Hashable, Sendable {
         self.table = table
         self.destinationPrefixLength = destinationPrefixLength
         self.priority = priority
+        self.nextHopObject = nextHopObject
     }
 }
 
@@ -63,7 +66,10 @@ package enum RouteLookupFailure: Error, Hashable, Sendable {
 }
 
 extension RouteLookup {
-    /// Reads an `RTM_NEWROUTE` answer to `RTM_GETROUTE`.
+    /// Reads an `RTM_NEWROUTE` answer to `RTM_GETROUTE`. With `net.ipv4.nexthop_compat_mode=0`
+    /// a FIB-match answer for a route that names a next-hop object carries its id and neither
+    /// interface nor gateway: the route leaves by the interface the lookup was restricted to,
+    /// and its gateway is left to the caller to ask (`RtnetlinkQuery.lookupRoute`).
     init?(_ header: UnsafeMutablePointer<nlmsghdr>, destination: IPAddress, requestedInterface: Int32?) {
         guard let route = header.payload(as: rtmsg.self) else { return nil }
         var outputInterface: Int32?
@@ -71,6 +77,7 @@ extension RouteLookup {
         var source: IPAddress?
         var table = UInt32(route.rtm_table)
         var priority: UInt32?
+        var nextHopObject: UInt32?
         header.forEachAttribute(headerSize: MemoryLayout<rtmsg>.size) { attribute in
             switch attribute.type {
             case RouteAttribute.outputInterface: outputInterface = Int32(bitPattern: attribute.u32)
@@ -79,16 +86,17 @@ extension RouteLookup {
             case RouteAttribute.preferredSource: source = IPAddress(bytes: attribute.bytes)
             case RouteAttribute.table: table = attribute.u32
             case RouteAttribute.priority: priority = attribute.u32
+            case RouteAttribute.nextHopObject: nextHopObject = attribute.u32
             case RouteAttribute.multipath where outputInterface == nil:
                 (outputInterface, gateway) = Self.nexthop(in: attribute.bytes, preferring: requestedInterface)
             default: break
             }
         }
-        guard let outputInterface else { return nil }
+        guard let outputInterface = outputInterface ?? nextHopObject.flatMap({ _ in requestedInterface }) else { return nil }
         self.init(
             destination: destination, outputInterface: outputInterface, gateway: gateway,
             preferredSource: source, type: route.rtm_type, table: table,
-            destinationPrefixLength: route.rtm_dst_len, priority: priority)
+            destinationPrefixLength: route.rtm_dst_len, priority: priority, nextHopObject: nextHopObject)
     }
 
     /// Picks one nexthop of an `RTA_MULTIPATH` (FIB-match answers for ECMP routes):

@@ -50,6 +50,7 @@ enum RouteAttribute {
     static let multipath: UInt16 = 9
     static let table: UInt16 = 15
     static let via: UInt16 = 18
+    static let nextHopObject: UInt16 = 30
 }
 
 /// `IFLA_*`, and `IFLA_INFO_KIND` nested in `IFLA_LINKINFO`.

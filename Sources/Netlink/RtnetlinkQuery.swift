@@ -101,7 +101,17 @@ package final class RtnetlinkQuery: KernelQueries {
                         }
                     }
                 }
-                if let answer { return answer }
+                guard let answer else { continue }
+                // A FIB-match answer that named only its next-hop object (`RouteLookup.init`):
+                // the gateway is the resolved route's, through the same interface.
+                if matchingFIBEntry, case var .success(entry) = answer, entry.nextHopObject != nil, entry.gateway == nil,
+                    case let .success(resolved) = lookupRoute(to: destination, outputInterface: entry.outputInterface)
+                {
+                    entry.gateway = resolved.gateway
+                    entry.preferredSource = entry.preferredSource ?? resolved.preferredSource
+                    return .success(entry)
+                }
+                return answer
             }
         } catch let error as NetlinkError {
             return .failure(.failed(error))

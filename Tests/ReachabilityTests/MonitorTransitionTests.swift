@@ -181,6 +181,30 @@ struct MonitorTransitionTests {
         }
     }
 
+    /// With `nexthop_compat_mode=0` a FIB-match answer names the next-hop object only: no interface,
+    /// no gateway. The route a VPN rides on is found by such lookups, restricted to each interface.
+    @Test("a VPN over an uplink whose default route names a next-hop object", .needsTun, arguments: [0, 1])
+    func vpnOverNextHopObject(compatibilityMode: Int) async throws {
+        try await withNamespaces("vpnnh\(compatibilityMode)", "router") { ns in
+            try ns[0].sysctl("net.ipv4.nexthop_compat_mode=\(compatibilityMode)")
+            try ns[0].addUplink(router: ns[1], defaultRoute: false)
+            try ns[0].ip("nexthop add id 1 via 10.1.0.1 dev eth0")
+            try ns[0].ip("route add default nhid 1")
+            let monitor = ReachabilityMonitor(options: try options(ns[0]))
+            try monitor.start()
+            defer { monitor.stop() }
+            try ns[0].openTun("tun0")
+            try ns[0].ip("addr add 10.8.0.2/24 dev tun0")
+            try ns[0].ip("link set dev tun0 up")
+            try ns[0].ip("route add 0.0.0.0/1 dev tun0")
+            try ns[0].ip("route add 128.0.0.0/1 dev tun0")
+            let vpn = try await waitForPath(monitor, "vpn") { $0.vpn?.name == "tun0" }
+            #expect(vpn.status == .wired)
+            #expect(vpn.interface?.name == "eth0")
+            #expect(vpn.gateway == "10.1.0.1")
+        }
+    }
+
     @Test("a VPN coming up and going away while watching", .needsTun)
     func vpnComesAndGoes() async throws {
         try await withWatchedUplink("vpnlive") { ns, monitor in
