@@ -84,7 +84,10 @@ unittest: deps
 	$(SWIFT) build --build-tests
 	@# Failures scroll away under the passing tests: repeat them at the end,
 	@# where a CI log's tail shows them, then the runner's own closing line.
-	@{ $(SWIFT) test 2>&1; echo $$? > .build/test-status; } | tee .build/test.log; \
+	@# At most 12 tests at once: started all together (some 300) on two CPUs, the
+	@# tests that allow a bounded time for an answer waited seconds for a CPU and
+	@# failed for it (docs/development.md, "Tests").
+	@{ $(SWIFT) test --experimental-maximum-parallelization-width 12 2>&1; echo $$? > .build/test-status; } | tee .build/test.log; \
 	status=$$(cat .build/test-status); \
 	if [ "$$status" -ne 0 ]; then \
 	  echo "==== make test: what failed (all of it in .build/test.log) ===="; \

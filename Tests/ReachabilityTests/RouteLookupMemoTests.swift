@@ -8,7 +8,9 @@ import Testing
 
 /// The kernel's answers are asked again only where a message says they may have changed
 /// (`RouteLookupMemo`), and a path made from kept answers is the one the kernel gives now.
-@Suite struct RouteLookupMemoTests {
+/// On threads of its own: the random test's cases run for seconds on a busy machine, and on
+/// Swift's shared pool (a thread per CPU) they held up every other suite's waits meanwhile.
+@Suite(.ownThreads) struct RouteLookupMemoTests {
     static let probe4 = IPAddress(MonitorOptions.defaultProbeIPv4)!
     static let probe6 = IPAddress(MonitorOptions.defaultProbeIPv6)!
 
