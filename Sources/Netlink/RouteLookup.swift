@@ -92,7 +92,7 @@ extension RouteLookup {
             default: break
             }
         }
-        guard let outputInterface = outputInterface ?? nextHopObject.flatMap({ _ in requestedInterface }) else { return nil }
+        guard let outputInterface = outputInterface ?? (nextHopObject != nil ? requestedInterface : nil) else { return nil }
         self.init(
             destination: destination, outputInterface: outputInterface, gateway: gateway,
             preferredSource: source, type: route.rtm_type, table: table,
