@@ -164,16 +164,9 @@ struct MonitorTransitionTests {
     /// IPv4) sends a message for the routes that use it: only the next hop's own message says so.
     @Test("the default route's next-hop object replaced, then removed", arguments: [0, 1])
     func nextHopReplacedThenRemoved(compatibilityMode: Int) async throws {
-        try await withNamespaces("nexthop\(compatibilityMode)", "router") { ns in
-            try ns[0].sysctl("net.ipv4.nexthop_compat_mode=\(compatibilityMode)")
-            try ns[0].addUplink(router: ns[1], defaultRoute: false)
-            try ns[0].addUplink("eth1", subnet: "10.2.0", router: ns[1], peer: "up1", defaultRoute: false)
-            try ns[0].ip("nexthop add id 1 via 10.1.0.1 dev eth0")
-            try ns[0].ip("route add default nhid 1")
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
-            try monitor.start()
-            defer { monitor.stop() }
+        try await withNextHopDefaultRoute("nexthop\(compatibilityMode)", compatibilityMode: compatibilityMode) { ns, monitor in
             try await waitForPath(monitor, "by eth0") { $0.interface?.name == "eth0" }
+            try ns[0].addUplink("eth1", subnet: "10.2.0", router: ns[1], peer: "up1", defaultRoute: false)
             try ns[0].ip("nexthop replace id 1 via 10.2.0.1 dev eth1")
             try await waitForPath(monitor, "by eth1") { $0.interface?.name == "eth1" }
             try ns[0].ip("nexthop del id 1")
@@ -185,14 +178,7 @@ struct MonitorTransitionTests {
     /// no gateway. The route a VPN rides on is found by such lookups, restricted to each interface.
     @Test("a VPN over an uplink whose default route names a next-hop object", .needsTun, arguments: [0, 1])
     func vpnOverNextHopObject(compatibilityMode: Int) async throws {
-        try await withNamespaces("vpnnh\(compatibilityMode)", "router") { ns in
-            try ns[0].sysctl("net.ipv4.nexthop_compat_mode=\(compatibilityMode)")
-            try ns[0].addUplink(router: ns[1], defaultRoute: false)
-            try ns[0].ip("nexthop add id 1 via 10.1.0.1 dev eth0")
-            try ns[0].ip("route add default nhid 1")
-            let monitor = ReachabilityMonitor(options: try options(ns[0]))
-            try monitor.start()
-            defer { monitor.stop() }
+        try await withNextHopDefaultRoute("vpnnh\(compatibilityMode)", compatibilityMode: compatibilityMode) { ns, monitor in
             try ns[0].openTun("tun0")
             try ns[0].ip("addr add 10.8.0.2/24 dev tun0")
             try ns[0].ip("link set dev tun0 up")
@@ -202,6 +188,19 @@ struct MonitorTransitionTests {
             #expect(vpn.status == .wired)
             #expect(vpn.interface?.name == "eth0")
             #expect(vpn.gateway == "10.1.0.1")
+        }
+    }
+
+    /// A watched uplink (eth0) whose default route names next-hop object 1, via the router,
+    /// with `net.ipv4.nexthop_compat_mode` as given.
+    private func withNextHopDefaultRoute(
+        _ label: String, compatibilityMode: Int, _ body: ([TestNamespace], ReachabilityMonitor) async throws -> Void
+    ) async throws {
+        try await withWatchedUplink(label, defaultRoute: false) { ns, monitor in
+            try ns[0].sysctl("net.ipv4.nexthop_compat_mode=\(compatibilityMode)")
+            try ns[0].ip("nexthop add id 1 via 10.1.0.1 dev eth0")
+            try ns[0].ip("route add default nhid 1")
+            try await body(ns, monitor)
         }
     }
 

@@ -37,15 +37,14 @@ struct OverrunTests {
             // has done what the storm set off. It goes on after the end state above: a link that
             // gained carrier is made operational, and gets its IPv6 link-local address when
             // duplicate address detection ends, each with a message the monitor reads later.
-            var fresh = try ReachabilityMonitor.path(options: options(ns[0]))
-            let deadline = ContinuousClock.now + .seconds(10)
-            while monitor.currentPath.map({ fresh.isSamePath(as: $0) }) != true, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            var fresh: Path?
+            let agreed = try await eventually {
                 fresh = try ReachabilityMonitor.path(options: options(ns[0]))
+                return monitor.currentPath.map { fresh?.isSamePath(as: $0) == true } == true
             }
             #expect(
-                monitor.currentPath.map { fresh.isSamePath(as: $0) } == true,
-                "a fresh look: \(fresh.jsonString()); the monitor's: \(monitor.currentPath?.jsonString() ?? "none")")
+                agreed,
+                "a fresh look: \(fresh?.jsonString() ?? "none"); the monitor's: \(monitor.currentPath?.jsonString() ?? "none")")
 
             try ns[0].ip("route add default via 10.1.0.1 dev eth0")
             try await waitForPath(monitor, "a change after the storm") { $0.status == .wired }
