@@ -174,6 +174,45 @@ struct MonitorTransitionTests {
         }
     }
 
+    /// A carrier loss takes the next-hop objects on the link, and the IPv4 routes that name them,
+    /// with no next-hop or route message at all: only the link's own message says so.
+    @Test("carrier lost and back under a default route that names a next-hop object, a second uplink beside it", arguments: [0, 1])
+    func carrierLossUnderNextHop(compatibilityMode: Int) async throws {
+        try await withNextHopDefaultRoute("nhcarrier\(compatibilityMode)", compatibilityMode: compatibilityMode) { ns, monitor in
+            try ns[0].addUplink("eth1", subnet: "10.2.0", router: ns[1], peer: "up1", defaultRoute: false)
+            try ns[0].ip("route add default via 10.2.0.1 dev eth1 metric 100")
+            try await waitForPath(monitor, "by eth0") { $0.interface?.name == "eth0" }
+            try ns[1].ip("link set dev up0 down")
+            try await waitForPath(monitor, "by eth1 once eth0's carrier is gone") { $0.interface?.name == "eth1" }
+            #expect(try !ns[0].ip("route show default").contains("nhid"), "the kernel took the route with its next hop")
+            try ns[1].ip("link set dev up0 up")
+            try ns[0].waitUntilOperational("eth0")
+            var fresh: Path?
+            let agreed = try await eventually {
+                fresh = try ReachabilityMonitor.path(options: options(ns[0]))
+                return monitor.currentPath.map { fresh?.isSamePath(as: $0) == true } == true
+            }
+            #expect(agreed, "a fresh look: \(fresh?.jsonString() ?? "none"); the monitor's: \(monitor.currentPath?.jsonString() ?? "none")")
+        }
+    }
+
+    @Test("a default route over a next-hop group of two uplinks: one member removed, then the other", arguments: [0, 1])
+    func nextHopGroup(compatibilityMode: Int) async throws {
+        try await withNextHopDefaultRoute("nhgroup\(compatibilityMode)", compatibilityMode: compatibilityMode) { ns, monitor in
+            try ns[0].addUplink("eth1", subnet: "10.2.0", router: ns[1], peer: "up1", defaultRoute: false)
+            try ns[0].ip("nexthop add id 2 via 10.2.0.1 dev eth1")
+            try ns[0].ip("nexthop add id 10 group 1/2")
+            try ns[0].ip("route replace default nhid 10")
+            let both = try await waitForPath(monitor, "by either") { ["eth0", "eth1"].contains($0.interface?.name) }
+            let other = both.interface?.name == "eth0" ? (id: 2, name: "eth1") : (id: 1, name: "eth0")
+            try ns[0].ip("nexthop del id \(both.interface?.name == "eth0" ? 1 : 2)")
+            let moved = try await waitForPath(monitor, "by \(other.name)") { $0.interface?.name == other.name }
+            #expect(moved.gateway == (other.name == "eth0" ? "10.1.0.1" : "10.2.0.1"))
+            try ns[0].ip("nexthop del id \(other.id)")
+            try await waitForPath(monitor, "no route") { $0.reason == .noRoute }
+        }
+    }
+
     /// With `nexthop_compat_mode=0` a FIB-match answer names the next-hop object only: no interface,
     /// no gateway. The route a VPN rides on is found by such lookups, restricted to each interface.
     @Test("a VPN over an uplink whose default route names a next-hop object", .needsTun, arguments: [0, 1])
