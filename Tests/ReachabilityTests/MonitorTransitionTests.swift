@@ -187,12 +187,7 @@ struct MonitorTransitionTests {
             #expect(try !ns[0].ip("route show default").contains("nhid"), "the kernel took the route with its next hop")
             try ns[1].ip("link set dev up0 up")
             try ns[0].waitUntilOperational("eth0")
-            var fresh: Path?
-            let agreed = try await eventually {
-                fresh = try ReachabilityMonitor.path(options: options(ns[0]))
-                return monitor.currentPath.map { fresh?.isSamePath(as: $0) == true } == true
-            }
-            #expect(agreed, "a fresh look: \(fresh?.jsonString() ?? "none"); the monitor's: \(monitor.currentPath?.jsonString() ?? "none")")
+            try await expectAgreesWithFreshLook(monitor, ns[0])
         }
     }
 

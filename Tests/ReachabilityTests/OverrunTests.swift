@@ -37,14 +37,7 @@ struct OverrunTests {
             // has done what the storm set off. It goes on after the end state above: a link that
             // gained carrier is made operational, and gets its IPv6 link-local address when
             // duplicate address detection ends, each with a message the monitor reads later.
-            var fresh: Path?
-            let agreed = try await eventually {
-                fresh = try ReachabilityMonitor.path(options: options(ns[0]))
-                return monitor.currentPath.map { fresh?.isSamePath(as: $0) == true } == true
-            }
-            #expect(
-                agreed,
-                "a fresh look: \(fresh?.jsonString() ?? "none"); the monitor's: \(monitor.currentPath?.jsonString() ?? "none")")
+            try await expectAgreesWithFreshLook(monitor, ns[0])
 
             try ns[0].ip("route add default via 10.1.0.1 dev eth0")
             try await waitForPath(monitor, "a change after the storm") { $0.status == .wired }

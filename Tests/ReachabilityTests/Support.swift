@@ -57,6 +57,21 @@ func waitForPath(
     throw Timeout(what: what, last: monitor.currentPath)
 }
 
+/// Expects the monitor's path to come to agree with a fresh look at `namespace` (within
+/// `eventually`'s bound): for changes whose end state the kernel reaches in steps of its own.
+func expectAgreesWithFreshLook(
+    _ monitor: ReachabilityMonitor, _ namespace: TestNamespace, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    var fresh: Path?
+    let agreed = try await eventually {
+        fresh = try ReachabilityMonitor.path(options: options(namespace))
+        return monitor.currentPath.map { fresh?.isSamePath(as: $0) == true } == true
+    }
+    #expect(
+        agreed, "a fresh look: \(fresh?.jsonString() ?? "none"); the monitor's: \(monitor.currentPath?.jsonString() ?? "none")",
+        sourceLocation: sourceLocation)
+}
+
 /// Collects everything an `onChange` handler receives.
 final class Recorder: Sendable {
     private let received = Mutex<[Path]>([])
