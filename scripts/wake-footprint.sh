@@ -44,16 +44,8 @@ start=$(symbol 'PathWatcherC8readableyyF$')
 end=$(symbol '5write8utf8Line')
 [ -n "$start" ] && [ -n "$end" ] || { echo "wake-footprint.sh: readable() or write(utf8Line:to:) not found" >&2; exit 1; }
 
-ip netns add "$host"
-ip netns add "$peer"
-ip -n "$host" link set lo up
-ip -n "$host" link add eth0 type veth peer name up0 netns "$peer"
-ip -n "$host" addr add 10.1.0.2/24 dev eth0
-ip -n "$peer" addr add 10.1.0.1/24 dev up0
-ip -n "$host" link set eth0 up
-ip -n "$peer" link set up0 up
-sleep 2 # carrier
-ip -n "$host" route add default via 10.1.0.1
+. scripts/uplink-namespaces.sh
+make_uplink_namespaces "$host" "$peer"
 
 mkfifo "$work/trace"
 ip netns exec "$host" valgrind --tool=lackey --trace-mem=yes --log-file="$work/trace" \
@@ -62,7 +54,16 @@ program=$!
 /usr/bin/python3 - "$work/trace" "$((0x$start + base))" "$((0x$end + base))" "$program" > "$work/windows" << 'EOF' &
 import collections, sys
 trace, start, end, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-recording, maps = False, None
+
+
+def mappings():
+    """The program's mappings: lackey's own process holds them where the program sees them."""
+    for fields in (line.split() for line in open(f"/proc/{pid}/maps")):
+        low, high = (int(bound, 16) for bound in fields[0].split("-"))
+        yield low, high, fields[5].rsplit("/", 1)[-1] if len(fields) > 5 else "anonymous"
+
+
+recording = False
 for line in open(trace):
     if line.startswith("I  "):
         address = int(line[3:].split(",")[0], 16)
@@ -73,12 +74,9 @@ for line in open(trace):
             code.add(address >> 6)
             if address == end:
                 recording = False
-                # lackey's own process holds the program's mappings where the program sees them.
-                maps = [(int(lo, 16), int(hi, 16), name) for lo, hi, name in
-                        ((*fields[0].split("-"), fields[5].rsplit("/", 1)[-1] if len(fields) > 5 else "anonymous")
-                         for fields in (l.split() for l in open(f"/proc/{pid}/maps")))]
+                maps = list(mappings())
                 regions = collections.Counter(
-                    next((f"{name} {lo:x}" for lo, hi, name in maps if lo <= touched << 6 < hi), "?") for touched in data)
+                    next((f"{name} {low:x}" for low, high, name in maps if low <= touched << 6 < high), "?") for touched in data)
                 print(f"{instructions} instructions, {len(code)} lines of code, {len(data)} of data:",
                       ", ".join(f"{region} {count}" for region, count in regions.most_common(8)), flush=True)
     elif recording and line[:2] in (" L", " S", " M"):

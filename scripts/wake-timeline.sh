@@ -41,16 +41,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ip netns add "$host"
-ip netns add "$peer"
-ip -n "$host" link set lo up
-ip -n "$host" link add eth0 type veth peer name up0 netns "$peer"
-ip -n "$host" addr add 10.1.0.2/24 dev eth0
-ip -n "$peer" addr add 10.1.0.1/24 dev up0
-ip -n "$host" link set eth0 up
-ip -n "$peer" link set up0 up
-sleep 2 # carrier
-ip -n "$host" route add default via 10.1.0.1
+. scripts/uplink-namespaces.sh
+make_uplink_namespaces "$host" "$peer"
 
 # `ip netns exec` execs the program: the pids are theirs.
 ip netns exec "$host" "$@" > /dev/null 2> "$work/program.log" &
