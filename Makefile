@@ -8,7 +8,8 @@ PREFIX      ?= /usr
 # captive portal, tayga (NAT64 and CLAT) and unbound (DNS64) as a real 464XLAT network,
 # and for the system test
 # Debian 12 and 13 root file systems (mmdebstrap) booted by systemd-nspawn, binutils (the idle
-# pages per section, scripts/idle-pages.py); `make bench`: GNU time (a child's own peak memory).
+# pages per section, scripts/idle-pages.py; the release build's wake-up lines,
+# release/wake-lines.py); `make bench`: GNU time (a child's own peak memory).
 DEB_PACKAGES = libnl-3-dev libsystemd-dev libstdc++-12-dev systemd dbus-daemon iproute2 procps util-linux pkg-config openssl publicsuffix ca-certificates curl python3 dnsmasq-base prometheus python3-gi gir1.2-glib-2.0 python3-pyqt6 tayga unbound dbus-bin libglib2.0-bin \
                debhelper dpkg-dev jq mmdebstrap systemd-container lintian man-db time binutils
 DESTDIR     ?=
@@ -182,6 +183,7 @@ bench: deps $(STATIC_CXX)/libstdc++.a
 	@# The programs the benchmarks run, not every target: TestTraits imports Testing, which a static release build has not.
 	$(call relink-after-order,reachd reachctl reachd-trust reachability-bench)
 	for product in reachd reachctl reachd-trust; do $(SWIFT) build $(RELEASE) --product $$product || exit 1; done
+	$(call write-wake-lines,reachctl)
 	REACHD_BENCHMARKS=1 $(SWIFT) build $(RELEASE) --product reachability-bench
 	@# Linked statically, a crash prints its backtrace only with the static backtracer named.
 	SWIFT_BACKTRACE=enable=yes,interactive=no,swift-backtrace=$(TOOLCHAIN_BIN)../libexec/swift/linux/swift-backtrace-static \
@@ -202,6 +204,7 @@ version:
 release: deps $(STATIC_CXX)/libstdc++.a
 	$(call relink-after-order,reachd-multicall)
 	$(SWIFT) build $(RELEASE) --product reachd-multicall
+	$(call write-wake-lines,reachd-multicall)
 	mkdir -p $(RELEASE_BIN)
 	for name in reachd reachctl reachd-trust; do ln -sfn ../release/reachd-multicall $(RELEASE_BIN)/$$name; done
 

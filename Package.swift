@@ -71,6 +71,9 @@ let package = Package(
         .target(name: "CSystemdShim", dependencies: ["CSystemd"]),
         // The Linux calls Swift cannot reach (_GNU_SOURCE's setns, ppoll, pipe2, accept4 and ucred; adjtimex).
         .target(name: "CLinuxShim"),
+        // reachctl's list of the lines a change's wake-up touches, loaded at once when it wakes
+        // (release/wake-lines.sh); only the programs link it, so an app carries no list.
+        .target(name: "CWakeLines"),
         // IPv4 and IPv6 addresses, and RFC 6052's NAT64 prefixes: values, no system call.
         .target(name: "IPAddresses"),
         // The system calls beneath the loops, in swift-system's style (its FileDescriptor and Errno,
@@ -191,10 +194,10 @@ let package = Package(
                 argumentParser
             ]
         ),
-        .executableTarget(name: "reachctl", dependencies: ["ReachctlProgram"]),
+        .executableTarget(name: "reachctl", dependencies: ["ReachctlProgram", "CWakeLines"]),
         // What the package installs: the three programs in one binary, run under their names.
         .executableTarget(
-            name: "reachd-multicall", dependencies: ["ReachdProgram", "ReachctlProgram", "ReachdTrustProgram"]
+            name: "reachd-multicall", dependencies: ["ReachdProgram", "ReachctlProgram", "ReachdTrustProgram", "CWakeLines"]
         ),
         // Every parser of outside input, reachable from bytes: fuzzed, and replayed by the tests.
         .target(

@@ -28,6 +28,10 @@ RELEASE += -Xlinker --symbol-ordering-file=$(CURDIR)/release/symbol-order.txt -X
 # SwiftPM does not know the link reads the order file: $(call relink-after-order,PRODUCT...)
 # removes each product older than it, so that the build links it again.
 relink-after-order = for product in $(1); do [ release/symbol-order.txt -ot .build/release/$$product ] || rm -f .build/release/$$product; done
+# The lines a change's wake-up in `reachctl watch --direct` touches (release/wake-lines.sh),
+# written into each linked PRODUCT's table after every build: $(call write-wake-lines,PRODUCT...).
+# SwiftPM links without them; writing them moves nothing in the file.
+write-wake-lines = for product in $(1); do /usr/bin/python3 release/wake-lines.py write .build/release/$$product || exit 1; done
 # Relocations resolved at start and the tables then read-only (full RELRO).
 RELEASE += -Xlinker -z -Xlinker now
 # Size over speed: reachd is idle nearly always; smaller text is fewer pages resident.

@@ -18,6 +18,9 @@
 # `reachctl watch --json --bus SOCKET`), it is started in the namespace after PROGRAM,
 # and when it was woken and wrote its line are printed too: PROGRAM's first `sendmsg`
 # after its lookups is then the signal it sent.
+# With WAKE_TIMELINE_BATCH set, one `ip -batch` process makes every change, as the
+# benchmarks make theirs from one socket: no process is started between two changes
+# (BENCHMARKS.md §41).
 # Each wake-up's wait for a CPU is printed apart, with how many found the CPU they were
 # put on idle (a halted vCPU woken first) rather than busy (queued behind what ran there).
 # Run as root: it makes two network namespaces, and removes them. x86-64 only (the
@@ -61,11 +64,24 @@ if [ -n "${WAKE_TIMELINE_SUBSCRIBER:-}" ]; then
     kill -0 "$subscriber" 2> /dev/null || { echo "wake-timeline.sh: the subscriber exited:" >&2; cat "$work/subscriber.log" >&2; exit 1; }
     subscriber_threads=$(ls "/proc/$subscriber/task" | tr '\n' ' ')
 fi
+if [ -n "${WAKE_TIMELINE_BATCH:-}" ]; then
+    # One `ip -batch` process makes every change, as the benchmarks make them from one socket:
+    # no process starts between two changes (python3 paces them, sleeping in-process).
+    cat > "$work/changes" << EOF
+/usr/bin/python3 -c 'import time
+for _ in range($changes):
+    for verb in ("del", "add"):
+        print("route", verb, "default via 10.1.0.1", flush=True)
+        time.sleep(0.05)' | ip -n $host -batch -
+EOF
+else
+    echo "for i in \$(seq $changes); do ip -n $host route del default via 10.1.0.1; sleep 0.05; ip -n $host route add default via 10.1.0.1; sleep 0.05; done" > "$work/changes"
+fi
 calls='id == 1 || id == 7 || id == 45 || id == 46 || id == 47 || id == 232 || id == 271 || id == 281'
 perf record -q -a -m 4M -o "$work/perf.data" -e sched:sched_switch,sched:sched_wakeup \
     -e raw_syscalls:sys_enter --filter "$calls" --exclude-perf \
     -e raw_syscalls:sys_exit --filter "$calls" --exclude-perf -- \
-    bash -c "for i in \$(seq $changes); do ip -n $host route del default via 10.1.0.1; sleep 0.05; ip -n $host route add default via 10.1.0.1; sleep 0.05; done"
+    bash "$work/changes"
 threads=$(ls "/proc/$program/task" | tr '\n' ' ')
 perf script -i "$work/perf.data" -F comm,tid,time,event,trace 2> /dev/null > "$work/trace"
 

@@ -57,3 +57,10 @@ int reachd_pidfd_open(pid_t pid) {
 int reachd_name_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);
 }
+
+// Defined in a program linked with CWakeLines; null in any other (a weak reference).
+extern void reachd_wake_lines_touch(void) __attribute__((weak));
+
+void reachd_touch_wake_lines(void) {
+    if (reachd_wake_lines_touch) reachd_wake_lines_touch();
+}

@@ -187,6 +187,8 @@ package final class MonitorLoop: @unchecked Sendable {
             // A signal's EINTR is retried with the same timeout: the loop's timers are read again after it.
             _ = retryingOnInterrupt { waitForReadable(&descriptors, timeout: timeout) }
             if stopRequested.load(ordering: .sequentiallyConsistent) { break }
+            // A change after idle finds the caches cold: what it will run, loaded at once first.
+            if descriptors[0].revents != 0 { ProgramPages.touchWakeUpLines() }
             var evaluate = false
             if descriptors[1].revents != 0 {
                 wake.drain()

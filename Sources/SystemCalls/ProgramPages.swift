@@ -1,3 +1,5 @@
+import CLinuxShim
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -97,5 +99,14 @@ package enum ProgramPages {
             }
         }
         return mappings.reduce(0) { $0 + $1.residentKiB }
+    }
+
+    /// Loads, all at once, the lines of code and static data a change's wake-up touches,
+    /// in a program that carries their list (release/wake-lines.sh); in any
+    /// other, such as an app using the library, does nothing. On cold caches each of those
+    /// lines is otherwise a miss that waits for the one before (docs/development.md, "The
+    /// wake-up's lines").
+    package static func touchWakeUpLines() {
+        reachd_touch_wake_lines()
     }
 }

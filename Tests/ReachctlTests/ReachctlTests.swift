@@ -71,16 +71,25 @@ struct ReachctlTests {
     }
 
     /// Without a daemon, `watch` computes the path here and keeps looking for one; `--direct`
-    /// never looks, and prints from the monitor's own thread.
+    /// never looks, and prints from the monitor's own thread: also as a release build runs it,
+    /// loading its wake-up's lines at every wake-up (WakeLinesTests).
     @Test(
         "watch --json: the current path, then one line per change, exit 0 on SIGTERM", .needsNamespaces,
-        arguments: [[], ["--direct"]])
-    func watch(flags: [String]) async throws {
+        arguments: [([], false), (["--direct"], false), (["--direct"], true)])
+    func watch(flags: [String], wakeLines: Bool) async throws {
+        guard wakeLines else { return try await watch(Self.reachctl, flags: flags) }
+        try await WakeLinesTests.withWrittenCopy { copy, _ in
+            #expect(try WakeLinesTests.table(of: copy)[1] > 0)
+            try await watch(copy, flags: flags)
+        }
+    }
+
+    func watch(_ reachctl: String, flags: [String]) async throws {
         try await withNamespaces("ctlwatch", "router") { ns in
             try ns[0].addUplink(router: ns[1])
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["ip", "netns", "exec", ns[0].name, Self.reachctl, "watch", "--json"] + flags
+            process.arguments = ["ip", "netns", "exec", ns[0].name, reachctl, "watch", "--json"] + flags
             let output = Pipe()
             process.standardOutput = output
             let lines = Mutex<[String]>([])

@@ -39,4 +39,9 @@ int reachd_pidfd_open(pid_t pid);
 /// Returns 0, or an error number.
 int reachd_name_thread(const char *name);
 
+/// Loads the lines of code and static data a change's wake-up touches, all at
+/// once, in a program that carries their list (CWakeLines); does nothing in any
+/// other, such as an app using the library.
+void reachd_touch_wake_lines(void);
+
 #endif

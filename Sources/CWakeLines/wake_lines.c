@@ -1,0 +1,41 @@
+// The lines of code and static data a change's wake-up touches, loaded all at once
+// when reachctl's monitor wakes with a message to read (docs/development.md, "The
+// wake-up's lines").
+//
+// After seconds of idle a change's wake-up runs on cold caches, and fetches its code
+// and the runtime's metadata one dependent miss after another: each miss waits for
+// the instruction or the load before it. Loaded here first, independently, the
+// misses overlap; the wake-up then runs on lines already near (BENCHMARKS.md §41).
+//
+// The list is written into the linked program by release/wake-lines.py, from
+// release/wake-lines.txt (each line named by its symbol and offset, so the list
+// survives a rebuild); as compiled it is empty, and this does nothing. Only the
+// programs link this target: an app using the library carries no list.
+#include "CWakeLines.h"
+#include <stdint.h>
+
+#define REACHD_WAKE_LINES_CAPACITY 4096
+
+// A magic word wake-lines.py finds the table by, the count, then each line's address
+// as an offset from the program's ELF header. Read-only and volatile: written in the
+// file after the link, so the compiler must neither fold its zeros nor assume them.
+__attribute__((used, section(".reachd_wake_lines"), aligned(64)))
+static const volatile uint32_t wake_lines[2 + REACHD_WAKE_LINES_CAPACITY] = {0x6b776472, 0};
+
+// The linker's: where the program's first and past its last mapped byte are.
+extern const char __ehdr_start[];
+extern const char _end[];
+
+void reachd_wake_lines_touch(void) {
+    uint32_t count = wake_lines[1];
+    if (count > REACHD_WAKE_LINES_CAPACITY) return;
+    const volatile unsigned char *base = (const volatile unsigned char *)__ehdr_start;
+    uintptr_t limit = (uintptr_t)(_end - __ehdr_start);
+    unsigned sum = 0;
+    // Independent loads: nothing below waits on one before issuing the next.
+    for (uint32_t index = 0; index < count; index++) {
+        uint32_t offset = wake_lines[2 + index];
+        if (offset < limit) sum += base[offset];
+    }
+    (void)sum;
+}
