@@ -37,33 +37,33 @@ MAGIC = 0x6B776472
 LINE = 64
 
 
+def lines_of(*command):
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.splitlines()
+
+
 def symbols(binary):
     """Symbols with a size, by name, for the names only one symbol has."""
     named = collections.defaultdict(list)
-    for line in subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout.splitlines():
+    for line in lines_of("nm", "-S", "--defined-only", binary):
         fields = line.split(maxsplit=3)
         if len(fields) == 4 and int(fields[1], 16) > 0:
             named[fields[3]].append((int(fields[0], 16), int(fields[1], 16)))
     return {name: places[0] for name, places in named.items() if len(places) == 1}
 
 
-def sections(binary):
-    """Allocated sections: name -> (address, file offset, size)."""
-    found = {}
-    for line in subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True, check=True).stdout.splitlines():
+def table_in(binary):
+    """The table's section: its file offset and size, or None."""
+    for line in lines_of("readelf", "-SW", binary):
         fields = line.replace("[ ", "[").split()
-        if len(fields) > 7 and fields[0].startswith("[") and fields[0] != "[Nr]":
-            address, offset, size = (int(field, 16) for field in fields[3:6])
-            if address:
-                found[fields[1]] = (address, offset, size)
-    return found
+        if len(fields) > 5 and fields[1] == TABLE:
+            return int(fields[4], 16), int(fields[5], 16)
+    return None
 
 
 def loads(binary):
     """What the program maps: each PT_LOAD's addresses."""
     spans = []
-    for line in subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True, check=True).stdout.splitlines():
-        fields = line.split()
+    for fields in (line.split() for line in lines_of("readelf", "-lW", binary)):
         if fields[:1] == ["LOAD"]:
             address, size = int(fields[2], 16), int(fields[5], 16)
             spans.append((address, address + size))
@@ -94,7 +94,7 @@ def name(binary, windows):
 
 def write(binary, listing):
     by_name = symbols(binary)
-    table = sections(binary).get(TABLE)
+    table = table_in(binary)
     if table is None:
         sys.exit(f"wake-lines.py: {binary} has no {TABLE} (a program linked without CWakeLines)")
     mapped = loads(binary)
@@ -114,7 +114,7 @@ def write(binary, listing):
                 lines.add(address)
             else:
                 stale += 1
-    _, file_offset, size = table
+    file_offset, size = table
     capacity = size // 4 - 2
     chosen = sorted(lines)[:capacity]
     if stale and not chosen:
@@ -124,7 +124,8 @@ def write(binary, listing):
         if struct.unpack("<I", program.read(4))[0] != MAGIC:
             sys.exit(f"wake-lines.py: {binary}: {TABLE} does not begin with the table's magic word")
         program.write(struct.pack(f"<I{len(chosen)}I", len(chosen), *chosen))
-    print(f"wake-lines.py: {binary}: {len(chosen)} lines written, {stale} stale left out", file=sys.stderr)
+    full = f", {len(lines) - len(chosen)} past the table's {capacity}" if len(lines) > capacity else ""
+    print(f"wake-lines.py: {binary}: {len(chosen)} lines written, {stale} stale left out{full}", file=sys.stderr)
 
 
 if __name__ == "__main__":

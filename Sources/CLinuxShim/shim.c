@@ -59,8 +59,8 @@ int reachd_name_thread(const char *name) {
 }
 
 // Defined in a program linked with CWakeLines; null in any other (a weak reference).
-extern void reachd_wake_lines_touch(void) __attribute__((weak));
+extern void reachd_wake_lines_load(void) __attribute__((weak));
 
 void reachd_touch_wake_lines(void) {
-    if (reachd_wake_lines_touch) reachd_wake_lines_touch();
+    if (reachd_wake_lines_load) reachd_wake_lines_load();
 }

@@ -26,7 +26,7 @@ static const volatile uint32_t wake_lines[2 + REACHD_WAKE_LINES_CAPACITY] = {0x6
 extern const char __ehdr_start[];
 extern const char _end[];
 
-void reachd_wake_lines_touch(void) {
+void reachd_wake_lines_load(void) {
     uint32_t count = wake_lines[1];
     if (count > REACHD_WAKE_LINES_CAPACITY) return;
     const volatile unsigned char *base = (const volatile unsigned char *)__ehdr_start;

@@ -16,18 +16,17 @@ struct WakeLinesTests {
     /// A copy of the built reachctl with LIST written into its table (the committed list
     /// when nil), in a directory removed after `body`; `body` also gets what the script said.
     static func withWrittenCopy<T>(list: String? = nil, _ body: (String, CommandResult) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wake-lines-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let copy = directory.appendingPathComponent("reachctl").path
-        try FileManager.default.copyItem(atPath: ReachctlTests.reachctl, toPath: copy)
-        var arguments = ["/usr/bin/python3", script, "write", copy]
-        if let list {
-            let file = directory.appendingPathComponent("list").path
-            try list.write(toFile: file, atomically: true, encoding: .utf8)
-            arguments.append(file)
+        try await withScratch { directory in
+            let copy = directory.appendingPathComponent("reachctl").path
+            try FileManager.default.copyItem(atPath: ReachctlTests.reachctl, toPath: copy)
+            var arguments = ["/usr/bin/python3", script, "write", copy]
+            if let list {
+                let file = directory.appendingPathComponent("list").path
+                try list.write(toFile: file, atomically: true, encoding: .utf8)
+                arguments.append(file)
+            }
+            return try await body(copy, run(arguments))
         }
-        return try await body(copy, run(arguments))
     }
 
     /// The table of `binary` as written: its magic word, its count, then the addresses.
@@ -91,15 +90,14 @@ struct WakeLinesTests {
     }
 
     @Test("a program without the table is refused, and left as it was")
-    func withoutTable() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wake-lines-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let copy = directory.appendingPathComponent("true").path
-        try FileManager.default.copyItem(atPath: "/bin/true", toPath: copy)
-        let said = try run(["/usr/bin/python3", Self.script, "write", copy], check: false)
-        #expect(said.status == 1)
-        #expect(said.error == "wake-lines.py: \(copy) has no .reachd_wake_lines (a program linked without CWakeLines)\n")
-        #expect(FileManager.default.contentsEqual(atPath: copy, andPath: "/bin/true"))
+    func withoutTable() async throws {
+        try await withScratch { directory in
+            let copy = directory.appendingPathComponent("true").path
+            try FileManager.default.copyItem(atPath: "/bin/true", toPath: copy)
+            let said = try run(["/usr/bin/python3", Self.script, "write", copy], check: false)
+            #expect(said.status == 1)
+            #expect(said.error == "wake-lines.py: \(copy) has no .reachd_wake_lines (a program linked without CWakeLines)\n")
+            #expect(FileManager.default.contentsEqual(atPath: copy, andPath: "/bin/true"))
+        }
     }
 }

@@ -4,6 +4,6 @@
 /// Loads every line of the program's wake-up list at once (see wake_lines.c).
 /// CLinuxShim's reachd_touch_wake_lines calls it in a program linked with this
 /// target; nothing else needs to.
-void reachd_wake_lines_touch(void);
+void reachd_wake_lines_load(void);
 
 #endif
