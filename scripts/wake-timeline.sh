@@ -24,7 +24,7 @@
 # With WAKE_TIMELINE_PROBES set to LABEL=FUNCTION pairs (space-separated; FUNCTION a symbol
 # of PROGRAM, mangled or as `swift demangle --simplified` names it, without spaces), each
 # function's entry is a step of its own, `<LABEL>`, between the system calls: where the
-# program's own code goes (BENCHMARKS.md §42). Each entry costs a uprobe's trap, about 3 µs
+# program's own code goes (BENCHMARKS.md §42). Each entry costs a uprobe's trap, 3–5 µs
 # here: compare steps with each other, not the sums with a run without probes.
 # Each wake-up's wait for a CPU is printed apart, with how many found the CPU they were
 # put on idle (a halted vCPU woken first) rather than busy (queued behind what ran there).
