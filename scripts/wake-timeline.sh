@@ -21,11 +21,12 @@
 # With WAKE_TIMELINE_BATCH set, one `ip -batch` process makes every change, as the
 # benchmarks make theirs from one socket: no process is started between two changes
 # (BENCHMARKS.md §41).
-# With WAKE_TIMELINE_PROBES set to LABEL=FUNCTION pairs (space-separated; FUNCTION a symbol
-# of PROGRAM, mangled or as `swift demangle --simplified` names it, without spaces), each
-# function's entry is a step of its own, `<LABEL>`, between the system calls: where the
-# program's own code goes (BENCHMARKS.md §42). Each entry costs a uprobe's trap, 3–5 µs
-# here: compare steps with each other, not the sums with a run without probes.
+# With WAKE_TIMELINE_PROBES set to LABEL=PATTERN pairs (space-separated; PATTERN an extended
+# regular expression over PROGRAM's mangled function names, as nm gives them, that matches
+# exactly one, like wake-footprint.sh's FROM), each function's entry is a step of its own,
+# `<LABEL>`, between the system calls: where the program's own code goes (BENCHMARKS.md
+# §42). Each entry costs a uprobe's trap, 3–5 µs here: compare steps with each other, not
+# the sums with a run without probes.
 # Each wake-up's wait for a CPU is printed apart, with how many found the CPU they were
 # put on idle (a halted vCPU woken first) rather than busy (queued behind what ran there).
 # Run as root: it makes two network namespaces, and removes them. x86-64 only (the
@@ -87,19 +88,13 @@ fi
 probe_events=()
 if [ -n "${WAKE_TIMELINE_PROBES:-}" ]; then
     binary=$(realpath "$(command -v "$1")")
-    symbols=$(nm "$binary" | awk '$2 ~ /^[Tt]$/ { print $3 }' | sort -u)
-    demangled=$(printf '%s\n' "$symbols" | swift demangle --simplified)
+    functions=$(nm "$binary" | awk '$2 ~ /^[Tt]$/ { print $3 }')
     for probe in $WAKE_TIMELINE_PROBES; do
-        label=${probe%%=*} function=${probe#*=}
-        # The mangled name itself, or the one symbol whose simplified name is exactly it.
-        symbol=$(printf '%s\n' "$symbols" | grep -Fx -- "$function" || true)
-        if [ -z "$symbol" ]; then
-            symbol=$(paste -d ' ' <(printf '%s\n' "$symbols") <(printf '%s\n' "$demangled") \
-                | awk -v name="$function" '{ mangled = $1; $1 = ""; if (substr($0, 2) == name) print mangled }')
-        fi
-        count=$(printf '%s' "$symbol" | grep -c . || true)
-        [ "$count" = 1 ] || { echo "wake-timeline.sh: $function names $count functions of $binary" >&2; exit 1; }
-        perf probe -q -x "$binary" -a "$probes:$label=$symbol" || { echo "wake-timeline.sh: perf probe cannot place $label at $function" >&2; exit 1; }
+        label=${probe%%=*} pattern=${probe#*=}
+        function=$(printf '%s\n' "$functions" | grep -E -- "$pattern" || true)
+        count=$(printf '%s' "$function" | grep -c . || true)
+        [ "$count" = 1 ] || { echo "wake-timeline.sh: $pattern matches $count functions of $binary" >&2; exit 1; }
+        perf probe -q -x "$binary" -a "$probes:$label=$function" || { echo "wake-timeline.sh: perf probe cannot place $label at $function" >&2; exit 1; }
     done
     probe_events=(-e "$probes:*")
 fi
@@ -130,9 +125,10 @@ deletions = requests[0::2]
 def calls_of(tids, start, end):
     out = []
     for time, _, tid, event, detail in events:
-        if start <= time < end and tid in tids and event.startswith('wake_timeline_'):
+        if not (start <= time < end and tid in tids): continue
+        if event.startswith('wake_timeline_'):
             out.append((time - start, 'exit', '<' + event.split(':')[1] + '>', tid))
-        elif start <= time < end and tid in tids and event.startswith('raw_syscalls'):
+        elif event.startswith('raw_syscalls'):
             number = re.match(r'NR (\d+)', detail).group(1)
             out.append((time - start, 'exit' if event.endswith('exit') else 'enter', names.get(number, number), tid))
     return out
