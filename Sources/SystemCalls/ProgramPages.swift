@@ -103,10 +103,9 @@ package enum ProgramPages {
 
     /// Loads, all at once, the lines of code and static data a change's wake-up touches,
     /// then the stack below the caller that it writes next, in a program that carries
-    /// their list (release/wake-lines.sh); in any
-    /// other, such as an app using the library, does nothing. On cold caches each of those
-    /// lines is otherwise a miss that waits for the one before (docs/development.md, "The
-    /// wake-up's lines").
+    /// their list (release/wake-lines.sh); in any other, such as an app using the library,
+    /// does nothing. On cold caches each of those lines is otherwise a miss that waits for
+    /// the one before (docs/development.md, "The wake-up's lines").
     package static func touchWakeUpLines() {
         reachd_touch_wake_lines()
     }
