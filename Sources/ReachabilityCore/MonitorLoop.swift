@@ -177,6 +177,9 @@ package final class MonitorLoop: @unchecked Sendable {
             pollfd(fd: wake.readEnd.rawValue, events: Int16(POLLIN), revents: 0),
             pollfd(fd: resolvConf?.fileDescriptor.rawValue ?? -1, events: Int16(POLLIN), revents: 0)
         ]
+        // Once on this thread before it first sleeps: what the loads learn once per thread (where
+        // its stack ends) is learnt here, not in the first change's wake-up.
+        ProgramPages.touchWakeUpLines()
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
             // Sleep until told, unless the watcher's or the probe's timer is due.
             var timeout: Duration?
