@@ -54,7 +54,13 @@ struct SubscriberLatencyBenchmark {
             }
         }
     }
-    let repetitions: Int
+    var repetitions: Int
+    /// Whether the references (`ip monitor`, the raw listener) subscribe before every other
+    /// listener rather than after them. The kernel wakes a group's listeners newest first, and
+    /// only the first is queued on the CPU of the thread that made the change: the others are
+    /// woken where they last ran, here an idle vCPU that has halted, tens of µs later
+    /// (BENCHMARKS.md §44). A pair is measured in both orders (`printPair`).
+    var referenceSubscribesFirst = false
     let reachd: String
     let reachctl: String
     /// The stages watching (all by default). On two cores every extra listener
@@ -72,6 +78,16 @@ struct SubscriberLatencyBenchmark {
     func run() throws -> Result {
         let site = try BenchSite("sub")
         let host = site.host
+        let namespace = NetworkNamespace(name: host.name)
+        func startIPMonitor() throws -> LineReader? {
+            watching.contains("ip monitor") ? try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"]) : nil
+        }
+        func startRawListener() throws -> RawListener? {
+            watching.contains("raw listener") ? RawListener(try namespace.perform { try RtnetlinkSubscription() }) : nil
+        }
+        var ipMonitorStarted = referenceSubscribesFirst ? try startIPMonitor() : nil
+        defer { ipMonitorStarted?.stop() }
+        let rawStarted = referenceSubscribesFirst ? try startRawListener() : nil
         let toolkits = !watching.isDisjoint(with: Self.toolkitStages)
         // With the compat policy, as an operator who switched the surface on has it: else the bus refuses reachd the name.
         let systemBus = toolkits ? try TestSystemBus(directory: site.scratch, networkManagerCompat: true) : nil
@@ -145,14 +161,12 @@ struct SubscriberLatencyBenchmark {
         defer { glib?.stop() }
         let qt = try toolkit("Qt (NM surface)", ToolkitClient<QtView>.qtScript)
         defer { qt?.stop() }
-        let ipMonitor =
-            watching.contains("ip monitor") ? try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"]) : nil
-        defer { ipMonitor?.stop() }
+        if !referenceSubscribesFirst { ipMonitorStarted = try startIPMonitor() }
+        let ipMonitor = ipMonitorStarted
 
-        let namespace = NetworkNamespace(name: host.name)
         let (control, query) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery()) }
         guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else { throw BenchmarkError("no eth0") }
-        let raw = watching.contains("raw listener") ? RawListener(try namespace.perform { try RtnetlinkSubscription() }) : nil
+        let raw = referenceSubscribesFirst ? rawStarted : try startRawListener()
         let (monitor, monitorWaiter) = watching.contains("in-process monitor") ? try PathWaiter.monitor(host) : (nil, nil)
         defer { monitor?.stop() }
         let gateway = IPAddress("10.1.0.1")!, local = Change.local, any = IPAddress("0.0.0.0")!

@@ -288,16 +288,28 @@ func runDirectLatencyBenchmark() throws {
     }
 }
 
-/// One subscriber and its reference, nothing else watching.
+/// One subscriber and its reference, nothing else watching, in both orders of subscription, half
+/// the changes each: the listener the kernel wakes first runs sooner, whatever it is
+/// (`SubscriberLatencyBenchmark.referenceSubscribesFirst`). The figures are those of all the
+/// changes, then each order's Δp50 (the reference subscribed last, then first).
 @MainActor
 func printPair(_ benchmark: inout SubscriberLatencyBenchmark, _ subscriber: String, beside reference: String) throws {
     benchmark.watching = [subscriber, reference]
-    let pair = try benchmark.run()
-    print("   \(subscriber) beside \(reference) alone:")
-    for (change, stages) in pair.changes {
-        let a = stages[subscriber] ?? [], b = stages[reference] ?? []
+    let repetitions = benchmark.repetitions
+    defer { (benchmark.repetitions, benchmark.referenceSubscribesFirst) = (repetitions, false) }
+    benchmark.repetitions = max(1, repetitions / 2)
+    let runs = try [false, true].map { first in
+        benchmark.referenceSubscribesFirst = first
+        return try benchmark.run()
+    }
+    print("   \(subscriber) beside \(reference) alone, \(reference) subscribed last, then first:")
+    for change in SubscriberLatencyBenchmark.Change.allCases.map(\.rawValue) {
+        let samples = { (stage: String) in runs.map { run in run.changes.first { $0.change == change }?.stages[stage] ?? [] } }
+        let a = samples(subscriber).flatMap { $0 }, b = samples(reference).flatMap { $0 }
+        let each = zip(samples(subscriber), samples(reference)).map { format(percentile($0, 50) - percentile($1, 50)) }
         print(
             "     \(change.padding(toLength: 15, withPad: " ", startingAt: 0)) \(format(percentile(a, 50)))/\(format(percentile(a, 99))) vs \(format(percentile(b, 50)))/\(format(percentile(b, 99))) ms p50/p99: Δp50 \(format(percentile(a, 50) - percentile(b, 50))) ms, p99 \(format(percentile(a, 99) / percentile(b, 99), 2))×"
+                + " (each order: \(each.joined(separator: " / ")))"
         )
     }
 }
