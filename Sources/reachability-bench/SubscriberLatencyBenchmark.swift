@@ -79,15 +79,16 @@ struct SubscriberLatencyBenchmark {
         let site = try BenchSite("sub")
         let host = site.host
         let namespace = NetworkNamespace(name: host.name)
-        func startIPMonitor() throws -> LineReader? {
-            watching.contains("ip monitor") ? try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"]) : nil
+        // The references subscribe first or last of all (`referenceSubscribesFirst`).
+        var references: (ipMonitor: LineReader?, raw: RawListener?) = (nil, nil)
+        defer { references.ipMonitor?.stop() }
+        func startReferences() throws {
+            if watching.contains("ip monitor") {
+                references.ipMonitor = try LineReader(["ip", "-n", host.name, "monitor", "route", "link", "address"])
+            }
+            if watching.contains("raw listener") { references.raw = RawListener(try namespace.perform { try RtnetlinkSubscription() }) }
         }
-        func startRawListener() throws -> RawListener? {
-            watching.contains("raw listener") ? RawListener(try namespace.perform { try RtnetlinkSubscription() }) : nil
-        }
-        var ipMonitorStarted = referenceSubscribesFirst ? try startIPMonitor() : nil
-        defer { ipMonitorStarted?.stop() }
-        let rawStarted = referenceSubscribesFirst ? try startRawListener() : nil
+        if referenceSubscribesFirst { try startReferences() }
         let toolkits = !watching.isDisjoint(with: Self.toolkitStages)
         // With the compat policy, as an operator who switched the surface on has it: else the bus refuses reachd the name.
         let systemBus = toolkits ? try TestSystemBus(directory: site.scratch, networkManagerCompat: true) : nil
@@ -161,12 +162,11 @@ struct SubscriberLatencyBenchmark {
         defer { glib?.stop() }
         let qt = try toolkit("Qt (NM surface)", ToolkitClient<QtView>.qtScript)
         defer { qt?.stop() }
-        if !referenceSubscribesFirst { ipMonitorStarted = try startIPMonitor() }
-        let ipMonitor = ipMonitorStarted
+        if !referenceSubscribesFirst { try startReferences() }
+        let (ipMonitor, raw) = references
 
         let (control, query) = try namespace.perform { (try RtnetlinkControl(), try RtnetlinkQuery()) }
         guard let eth0 = try query.links().first(where: { $0.name == "eth0" })?.index else { throw BenchmarkError("no eth0") }
-        let raw = referenceSubscribesFirst ? rawStarted : try startRawListener()
         let (monitor, monitorWaiter) = watching.contains("in-process monitor") ? try PathWaiter.monitor(host) : (nil, nil)
         defer { monitor?.stop() }
         let gateway = IPAddress("10.1.0.1")!, local = Change.local, any = IPAddress("0.0.0.0")!
