@@ -291,18 +291,21 @@ func runDirectLatencyBenchmark() throws {
 /// One subscriber and its reference, nothing else watching, in both orders of subscription, half
 /// the changes each: the listener the kernel wakes first runs sooner, whatever it is
 /// (`SubscriberLatencyBenchmark.referenceSubscribesFirst`). The figures are those of all the
-/// changes, then each order's Δp50 (the reference subscribed last, then first).
+/// changes (`SubscriberLatencyBenchmark.repetitionsFactor(of:)` times the repetitions), then each
+/// order's Δp50 (the reference subscribed last, then first).
 @MainActor
 func printPair(_ benchmark: inout SubscriberLatencyBenchmark, _ subscriber: String, beside reference: String) throws {
     benchmark.watching = [subscriber, reference]
     let repetitions = benchmark.repetitions
     defer { (benchmark.repetitions, benchmark.referenceSubscribesFirst) = (repetitions, false) }
-    benchmark.repetitions = max(1, repetitions / 2)
+    let factor = SubscriberLatencyBenchmark.repetitionsFactor(of: subscriber)
+    benchmark.repetitions = max(1, repetitions * factor / 2)
     let runs = try [false, true].map { first in
         benchmark.referenceSubscribesFirst = first
         return try benchmark.run()
     }
-    print("   \(subscriber) beside \(reference) alone, \(reference) subscribed last, then first:")
+    let changes = factor == 1 ? "" : ", \(benchmark.repetitions * 2) changes of each kind"
+    print("   \(subscriber) beside \(reference) alone\(changes), \(reference) subscribed last, then first:")
     for change in SubscriberLatencyBenchmark.Change.allCases.map(\.rawValue) {
         let samples = { (stage: String) in runs.map { run in run.changes.first { $0.change == change }?.stages[stage] ?? [] } }
         let a = samples(subscriber).flatMap { $0 }, b = samples(reference).flatMap { $0 }
