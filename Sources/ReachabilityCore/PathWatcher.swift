@@ -46,16 +46,11 @@ package final class PathWatcher {
     /// The engine's socket is readable.
     package func readable() {
         let outcome = engine.processEvents()
+        if outcome.recheck { lookAgainSoon() }
         let wasSynchronized = engine.isSynchronized
         resynchronizeIfNeeded()
-        // The path first: it is what most subscribers wait for. Its re-checks are scheduled
-        // after it is offered, from then on: a later first look is no less safe, and the
-        // schedule is not on the way to the line (BENCHMARKS.md §45).
-        if outcome.evaluate || !wasSynchronized {
-            evaluateNow(lookingAgainSoon: outcome.recheck)
-        } else if outcome.recheck {
-            lookAgainSoon()
-        }
+        // The path first: it is what most subscribers wait for.
+        if outcome.evaluate || !wasSynchronized { evaluateNow() }
         if outcome.interfacesChanged || !wasSynchronized { handOverInterfaceChanges() }
     }
 
@@ -69,13 +64,11 @@ package final class PathWatcher {
         armTimer()
     }
 
-    /// Evaluates the watched path and offers it; then, with `lookingAgainSoon` or when routes were
-    /// seen being flushed, evaluates it again after each of `PathEngine.recheckDelays`. A NAT64
-    /// prefix a router announced is looked at again when its lifetime ends, whether or not the
-    /// kernel says anything.
-    package func evaluateNow(lookingAgainSoon: Bool = false) {
+    /// Evaluates the watched path and offers it. A NAT64 prefix a router announced is
+    /// looked at again when its lifetime ends, whether or not the kernel says anything.
+    package func evaluateNow() {
         offer(evaluate(engine))
-        if lookingAgainSoon || engine.sawRoutesBeingFlushed { lookAgainSoon() }
+        if engine.sawRoutesBeingFlushed { lookAgainSoon() }
         if let expiry = engine.nextNAT64Expiry(), !rechecks.contains(expiry) {
             rechecks.append(expiry)
             rechecks.sort()
