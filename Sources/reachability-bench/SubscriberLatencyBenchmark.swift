@@ -38,7 +38,7 @@ struct SubscriberLatencyBenchmark {
     static let directPairs = [(direct, "ip monitor"), (bareLine, "ip monitor"), (bareLineLookups, "ip monitor")]
     /// How many times the repetitions a pair is measured over: three for the goal's, whose p99
     /// is judged against 1.5× `ip monitor`'s. Over 100 changes in each order a p99 is the second
-    /// largest sample, which one of the host's spells moves more than the goal's margin (§45).
+    /// largest sample, which one of the host's spells moves more than the goal's margin (BENCHMARKS.md §45).
     static func repetitionsFactor(of subscriber: String) -> Int { subscriber == direct ? 3 : 1 }
     /// The stages that need reachd running: without them it is not started, so that
     /// it does not take a core from the others.

@@ -304,8 +304,9 @@ func printPair(_ benchmark: inout SubscriberLatencyBenchmark, _ subscriber: Stri
         benchmark.referenceSubscribesFirst = first
         return try benchmark.run()
     }
-    let changes = factor == 1 ? "" : ", \(benchmark.repetitions * 2) changes of each kind"
-    print("   \(subscriber) beside \(reference) alone\(changes), \(reference) subscribed last, then first:")
+    print(
+        "   \(subscriber) beside \(reference) alone, \(benchmark.repetitions * 2) changes of each kind, \(reference) subscribed last, then first:"
+    )
     for change in SubscriberLatencyBenchmark.Change.allCases.map(\.rawValue) {
         let samples = { (stage: String) in runs.map { run in run.changes.first { $0.change == change }?.stages[stage] ?? [] } }
         let a = samples(subscriber).flatMap { $0 }, b = samples(reference).flatMap { $0 }
