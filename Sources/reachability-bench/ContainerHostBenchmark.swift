@@ -28,9 +28,8 @@ struct ContainerHostBenchmark {
         var cpuPerPod: [(String, Double)] = []
         /// Process name → CPU ms per second while nothing changed (the host's own background: IPv6 timers of every interface).
         var idlePerSecond: [(String, Double)] = []
-        /// How many idle windows were taken before two in a row agreed (`settledIdle`), and whether they did.
-        var idleWindows = 0
-        var idleSettled = false
+        /// How long the idle took to be steady (`settledIdle`, seconds); nil when it never was.
+        var idleSteadyAfter: Int?
         var rss: [(String, Int)] = []
         /// Subscriber → milliseconds from the deletion's request to its line.
         var deletion: [(String, [Double])] = []
@@ -98,8 +97,7 @@ struct ContainerHostBenchmark {
             + (networkManager.map { [("NetworkManager", $0.pid), ("its dbus-daemon", $0.bus.processIdentifier)] } ?? [])
         let idle = Self.settledIdle(of: processes.map(\.1))
         result.idlePerSecond = zip(processes, idle.perSecond).map { ($0.0, $1) }
-        result.idleWindows = idle.windows
-        result.idleSettled = idle.settled
+        result.idleSteadyAfter = idle.steadyAfter
         let cpuBefore = idle.cpuAtEnd
         let churnStarted = now()
         let linesBefore = watch.lineCount
@@ -189,11 +187,10 @@ struct ContainerHostBenchmark {
     struct Idle {
         /// CPU ms per second, process by process, over the last window.
         var perSecond: [Double]
-        var windows: Int
-        /// Whether the last two windows agreed (false: the limit came first).
-        var settled: Bool
         /// Each process's CPU (ns) at the end of the last window, where the churn's count starts.
         var cpuAtEnd: [UInt64]
+        /// Seconds until two windows in a row agreed; nil when the limit came first.
+        var steadyAfter: Int?
     }
 
     /// The idle, taken once it is steady: windows of `idleWindowSeconds` until two in a row
@@ -203,19 +200,18 @@ struct ContainerHostBenchmark {
     /// (BENCHMARKS.md §46).
     static func settledIdle(of pids: [Int32]) -> Idle {
         var cpu = pids.map(cpuNanoseconds(of:))
-        var previous: [Double]?
+        var rates: [Double] = []
         for window in 1...idleWindowLimit {
+            let previous = rates
             sleep(idleWindowSeconds)
             let now = pids.map(cpuNanoseconds(of:))
-            let rates = zip(now, cpu).map { Double($0 - $1) / 1e6 / Double(idleWindowSeconds) }
+            rates = zip(now, cpu).map { Double($0 - $1) / 1e6 / Double(idleWindowSeconds) }
             cpu = now
-            let settled = previous.map { Self.agree(rates, $0) } ?? false
-            if settled || window == idleWindowLimit {
-                return Idle(perSecond: rates, windows: window, settled: settled, cpuAtEnd: cpu)
+            if window > 1, agree(rates, previous) {
+                return Idle(perSecond: rates, cpuAtEnd: cpu, steadyAfter: window * Int(idleWindowSeconds))
             }
-            previous = rates
         }
-        preconditionFailure("the loop returns at its last window")
+        return Idle(perSecond: rates, cpuAtEnd: cpu, steadyAfter: nil)
     }
 
     /// Whether two windows' rates (ms/s) agree, process by process: within 25 % or 0.3 ms/s.

@@ -330,11 +330,10 @@ func runContainerHostBenchmark() throws {
         print(
             "   \(interfaces) interfaces (CPU per pod net of the idle CPU the host's interfaces cost each process): reachd answers \(format(result.startupMilliseconds, 1)) ms after its start; \(result.pods) pods churned; path documents beyond the route's: \(result.extraPathDocuments)"
         )
-        let idleSeconds = result.idleWindows * Int(ContainerHostBenchmark.idleWindowSeconds)
+        let window = ContainerHostBenchmark.idleWindowSeconds
         print(
-            result.idleSettled
-                ? "     idle CPU steady after \(idleSeconds) s (two \(ContainerHostBenchmark.idleWindowSeconds) s windows in a row agree)"
-                : "     WARNING: idle CPU not steady after \(idleSeconds) s: CPU per pod is net of the last window's, and not to be trusted"
+            result.idleSteadyAfter.map { "     idle CPU steady after \($0) s (two \(window) s windows in a row agree)" }
+                ?? "     WARNING: idle CPU not steady after \(ContainerHostBenchmark.idleWindowLimit * Int(window)) s: CPU per pod is net of the last window's, and not to be trusted"
         )
         print("     process                              CPU per pod   idle CPU per s   RSS KiB")
         for (((name, cpu), (_, idle)), (_, rss)) in zip(zip(result.cpuPerPod, result.idlePerSecond), result.rss) {
